@@ -1,0 +1,30 @@
+"""convc: a convolution graph compiler that emits StableHLO.
+
+Data flows one way: JSON model or `Builder` -> IR (`convc.ir`) -> passes
+(`convc.passes`) -> emitter (`convc.emit`) -> PJRT (`convc.runtime`).
+"""
+
+from __future__ import annotations
+
+from .builder import Builder
+from .diagnostics import ConvcError, Location
+from .frontend import load_model, load_model_text
+from .ir import Graph, Op, TensorType, Value
+from .textual import parse_ir, print_graph
+
+__version__ = "0.1.0"
+
+
+def compile_graph(graph: Graph, pipeline: str | None = None, target: str = "generic", verify: bool = True) -> str:
+    """Run the pipeline on a copy of `graph` and return verified StableHLO text."""
+    from .driver import Compiler
+
+    compiler = Compiler(pipeline=pipeline, target=target, verify=verify)
+    lowered = compiler.run_passes(graph.clone())
+    return compiler.emit(lowered, "stablehlo").decode()
+
+
+__all__ = [
+    "Builder", "ConvcError", "Graph", "Location", "Op", "TensorType", "Value",
+    "compile_graph", "load_model", "load_model_text", "parse_ir", "print_graph",
+]

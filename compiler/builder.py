@@ -1,0 +1,154 @@
+"""The builder API for frontend authors: shapes are inferred and checked at each call.
+
+    b = convc.Builder("net")
+    x = b.input("x", (1, 64, 64, 3), "f32")
+    w = b.constant("w", np.ones((3, 3, 3, 16), np.float32))
+    y = b.conv(x, w, window_strides=(2, 2), padding="SAME",
+               dimension_numbers=("NHWC", "HWIO", "NHWC"))
+    b.output(y)
+    graph = b.build()
+
+Attribute names are jax.lax's. An invalid call raises `ConvcError` at the call site.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .diagnostics import ConvcError, Location
+from .dtypes import canonical_dtype, from_numpy, numpy_dtype
+from .ir import Graph, Op, TensorType, Value
+from .ops import OPS, suggest
+from .verify import coerce_attrs, infer_type
+
+
+def _call_site() -> Location:
+    """The first frame outside this module: where the user called the builder."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename == __file__:
+        frame = frame.f_back  # type: ignore[assignment]
+    if frame is None:
+        return Location()
+    return Location(file=frame.f_code.co_filename, line=frame.f_lineno)
+
+
+class Builder:
+    def __init__(self, name: str = "main"):
+        self.graph = Graph(name)
+        self._names: set[str] = set()
+        self._counter = 0
+
+    # --- values -------------------------------------------------------------
+
+    def input(self, name: str, shape: Sequence[int], dtype: str = "f32") -> Value:
+        loc = _call_site()
+        canonical = canonical_dtype(dtype)
+        if canonical is None:
+            raise ConvcError(f"unknown dtype '{dtype}'", loc)
+        if any(isinstance(d, bool) or not isinstance(d, int | np.integer) or d < 0 for d in shape):
+            raise ConvcError(f"input '{name}' has an invalid shape {list(shape)}", loc)
+        value = Value(self._claim(name, loc), TensorType(tuple(int(d) for d in shape), canonical))
+        self.graph.inputs.append(value)
+        self.graph.input_locs[value.name] = loc
+        return value
+
+    def constant(self, name: str, value: Any, dtype: str | None = None) -> Value:
+        array = np.asarray(value)
+        if dtype is not None:
+            canonical = canonical_dtype(dtype)
+            if canonical is None:
+                raise ConvcError(f"unknown dtype '{dtype}'", _call_site())
+            array = array.astype(numpy_dtype(canonical))
+        if from_numpy(array.dtype) is None:
+            array = array.astype(np.float32) if array.dtype.kind == "f" else array.astype(np.int32)
+        return self.op("constant", name=name, value=array)
+
+    def output(self, *values: Value) -> None:
+        self.graph.outputs.extend(values)
+
+    def build(self) -> Graph:
+        return self.graph
+
+    # --- ops ------------------------------------------------------------------
+
+    def op(self, kind: str, *operands: Value, name: str | None = None, **attrs: Any) -> Value:
+        """Append any registered op; the typed helpers below call this."""
+        loc = _call_site()
+        op_name = self._claim(name or self._fresh(kind), loc)
+        loc = Location(loc.file, None, loc.line, loc.col, op_name, kind)
+        if kind not in OPS:
+            raise ConvcError(f"unknown op '{kind}'{suggest(kind, OPS)}", loc)
+        typed = coerce_attrs(kind, {k: v for k, v in attrs.items() if v is not None}, loc)
+        result_type = infer_type(kind, [v.type for v in operands], typed, loc)
+        op = Op(kind, list(operands), typed, op_name, result_type, loc)
+        self.graph.ops.append(op)
+        return op.result
+
+    def conv(self, lhs: Value, rhs: Value, window_strides: Sequence[int] | None = None, padding: Any = "VALID",
+             lhs_dilation: Sequence[int] | None = None, rhs_dilation: Sequence[int] | None = None,
+             dimension_numbers: Sequence[str] | None = None, feature_group_count: int = 1,
+             batch_group_count: int = 1, precision: Any = None, preferred_element_type: str | None = None,
+             name: str | None = None) -> Value:
+        """jax.lax.conv_general_dilated."""
+        return self.op("conv", lhs, rhs, name=name, window_strides=window_strides, padding=padding,
+                       lhs_dilation=lhs_dilation, rhs_dilation=rhs_dilation,
+                       dimension_numbers=dimension_numbers, feature_group_count=feature_group_count,
+                       batch_group_count=batch_group_count, precision=precision,
+                       preferred_element_type=preferred_element_type)
+
+    def bias_add(self, x: Value, bias: Value, axis: int = -1, name: str | None = None) -> Value:
+        return self.op("bias_add", x, bias, name=name, axis=axis)
+
+    def add(self, lhs: Value, rhs: Value, name: str | None = None) -> Value:
+        return self.op("add", lhs, rhs, name=name)
+
+    def multiply(self, lhs: Value, rhs: Value, name: str | None = None) -> Value:
+        return self.op("multiply", lhs, rhs, name=name)
+
+    def relu(self, x: Value, name: str | None = None) -> Value:
+        return self.op("relu", x, name=name)
+
+    def reshape(self, x: Value, new_sizes: Sequence[int], name: str | None = None) -> Value:
+        return self.op("reshape", x, name=name, new_sizes=new_sizes)
+
+    def transpose(self, x: Value, permutation: Sequence[int], name: str | None = None) -> Value:
+        return self.op("transpose", x, name=name, permutation=permutation)
+
+    def reverse(self, x: Value, dimensions: Sequence[int], name: str | None = None) -> Value:
+        return self.op("reverse", x, name=name, dimensions=dimensions)
+
+    def pad(self, x: Value, padding_config: Sequence[Sequence[int]], padding_value: float = 0.0,
+            name: str | None = None) -> Value:
+        return self.op("pad", x, name=name, padding_config=padding_config, padding_value=padding_value)
+
+    def slice(self, x: Value, start_indices: Sequence[int], limit_indices: Sequence[int],
+              strides: Sequence[int] | None = None, name: str | None = None) -> Value:
+        return self.op("slice", x, name=name, start_indices=start_indices, limit_indices=limit_indices, strides=strides)
+
+    def concatenate(self, inputs: Sequence[Value], dimension: int, name: str | None = None) -> Value:
+        return self.op("concatenate", *inputs, name=name, dimension=dimension)
+
+    def convert(self, x: Value, new_dtype: str, name: str | None = None) -> Value:
+        return self.op("convert", x, name=name, new_dtype=new_dtype)
+
+    # --- names ------------------------------------------------------------------
+
+    def _claim(self, name: str, loc: Location) -> str:
+        if not isinstance(name, str) or not name:
+            raise ConvcError(f"names must be non-empty strings, got {name!r}", loc)
+        if name in self._names:
+            raise ConvcError(f"name '{name}' is already defined", loc)
+        self._names.add(name)
+        return name
+
+    def _fresh(self, kind: str) -> str:
+        while True:
+            self._counter += 1
+            candidate = f"{kind}{self._counter}"
+            if candidate not in self._names:
+                return candidate
+

@@ -1,0 +1,81 @@
+"""Located diagnostics: every user error names where it is and which rule it breaks."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+
+@dataclass(frozen=True)
+class Location:
+    """Where an op or value came from: a JSON pointer, a text position, or a call site."""
+
+    file: str | None = None
+    pointer: str | None = None  # JSON pointer, e.g. "/nodes/3"
+    line: int | None = None
+    col: int | None = None
+    node: str | None = None
+    op: str | None = None
+
+    def child(self, key: str | int) -> Location:
+        """The location of a member of this object (only JSON pointers descend)."""
+        if self.pointer is None:
+            return self
+        escaped = str(key).replace("~", "~0").replace("/", "~1")
+        return replace(self, pointer=f"{self.pointer}/{escaped}")
+
+    def where(self) -> str:
+        file = self.file or "<input>"
+        if self.pointer is not None:
+            return f"{file}:{self.pointer or '/'}"
+        if self.line is not None:
+            return f"{file}:{self.line}:{self.col or 1}"
+        return file
+
+
+UNKNOWN = Location()
+
+
+class ConvcError(Exception):
+    """A user error: one line, located, with the constraint it breaks."""
+
+    def __init__(self, message: str, loc: Location = UNKNOWN, constraint: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.loc = loc
+        self.constraint = constraint
+
+    def __str__(self) -> str:
+        subject = ""
+        if self.loc.node is not None:
+            subject = f"'{self.loc.node}'"
+            if self.loc.op is not None:
+                subject += f" ({self.loc.op})"
+            subject += ": "
+        tag = f" [{self.constraint}]" if self.constraint else ""
+        return f"{self.loc.where()}: error: {subject}{self.message}{tag}"
+
+
+class VerifyError(Exception):
+    """Raised by op verifiers; the verifier driver adds the op's location.
+
+    `attr` names the attribute at fault and `operand` the operand index, so the
+    diagnostic can point into the JSON node (`/nodes/3/feature_group_count`).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        constraint: str | None = None,
+        *,
+        attr: str | None = None,
+        operand: int | None = None,
+    ):
+        super().__init__(message)
+        self.message = message
+        self.constraint = constraint
+        self.attr = attr
+        self.operand = operand
+
+
+class InternalError(Exception):
+    """A bug in convc, not in the user's model."""

@@ -1,0 +1,267 @@
+"""The `convc` and `convc-opt` command lines. Thin wrappers over `Compiler`, which
+tests drive directly."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+import zlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .diagnostics import ConvcError, InternalError, Location
+from .emit import emit_stablehlo
+from .fileio import write_atomic
+from .frontend import load_model, load_model_text
+from .ir import Graph
+from .pass_manager import Pass, PassManager, PipelineError, parse_pipeline
+from .textual import parse_ir, print_graph
+
+EXIT_OK, EXIT_USER_ERROR, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+EMIT_KINDS = ("stablehlo", "convc", "bytecode")
+
+
+@dataclass
+class Compiler:
+    """JSON/text -> passes -> emitted text; what both command lines share."""
+
+    pipeline: str | None = None  # None: the target's default pipeline
+    target: str | None = None  # None: the platform PJRT finds
+    verify: bool = True
+    print_ir_after_all: bool = False
+    allow_external_data: bool = False
+    log: Callable[[str], None] = field(default=lambda text: print(text, file=sys.stderr))
+    timings: list[tuple[str, float]] = field(default_factory=list)
+
+    def load(self, path: str) -> Graph:
+        if path == "-":
+            data = sys.stdin.buffer.read()
+            return self.load_bytes(data, "<stdin>")
+        try:
+            data = Path(path).read_bytes()
+        except OSError as err:
+            raise ConvcError(f"cannot read input: {err.strerror}", Location(file=path)) from None
+        return self.load_bytes(data, path, Path(path).resolve().parent)
+
+    def load_bytes(self, data: bytes, file: str, base_dir: Path | None = None) -> Graph:
+        if data.lstrip()[:1] in (b"{", b"["):
+            return load_model_text(data, file, base_dir=base_dir, allow_external_data=self.allow_external_data)
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise ConvcError(f"input is not UTF-8 text (byte {err.start})", Location(file=file)) from None
+        return parse_ir(text, file)
+
+    def passes(self) -> list[Pass]:
+        from convc.passes import PASSES, default_pipeline
+
+        text = self.pipeline if self.pipeline is not None else default_pipeline(self.resolved_target())
+        return parse_pipeline(text, PASSES)
+
+    def resolved_target(self) -> str:
+        if self.target is not None:
+            return self.target
+        from .runtime import default_platform
+
+        platform = default_platform()
+        return platform if platform in ("cpu", "gpu") else "generic"
+
+    def run_passes(self, graph: Graph, passes: Sequence[Pass] | None = None) -> Graph:
+        hook = self._print_after if self.print_ir_after_all else None
+        manager = PassManager(self.passes() if passes is None else passes, print_after=hook)
+        manager.run(graph)
+        self.timings = manager.timings
+        return graph
+
+    def _print_after(self, p: Pass, graph: Graph) -> None:
+        self.log(f"// -----// IR Dump After {p.spelling()} //----- //\n{print_graph(graph)}")
+
+    def emit(self, graph: Graph, kind: str) -> bytes:
+        if kind == "convc":
+            return print_graph(graph).encode()
+        text = emit_stablehlo(graph)
+        from . import mlir
+
+        if self.verify or kind == "bytecode":
+            mlir.verify_stablehlo(text)
+        if kind == "bytecode":
+            return mlir.portable_artifact(text)
+        return text.encode()
+
+
+def _common_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-p", "--pipeline", help='pass pipeline, e.g. "infer-shapes,resolve-padding"')
+    parser.add_argument("--print-ir-after-all", action="store_true", help="print the IR after every pass (stderr)")
+    parser.add_argument("--timing", action="store_true", help="print per-pass wall time (stderr)")
+    parser.add_argument("--allow-external-data", action="store_true", help="let constants load files outside the model's directory")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks for internal errors")
+
+
+def convc_parser() -> argparse.ArgumentParser:
+    from convc.passes import TARGETS
+
+    parser = argparse.ArgumentParser(prog="convc", description="Compile a convolution graph (JSON model or convc IR) to StableHLO.")
+    parser.add_argument("model", help="model .json (or convc IR text); '-' reads stdin")
+    parser.add_argument("-o", "--output", help="output file (default: stdout); written atomically")
+    parser.add_argument("--emit", choices=EMIT_KINDS, default="stablehlo", help="what to write (default: stablehlo)")
+    parser.add_argument("--target", choices=TARGETS, help="lowering target (default: the platform PJRT finds)")
+    parser.add_argument("--no-verify", action="store_true", help="skip parsing/verifying the emitted module with MLIR")
+    parser.add_argument("--run", action="store_true", help="compile with PJRT and execute")
+    parser.add_argument("--check", action="store_true", help="with --run: compare against jax.lax (implies --run)")
+    parser.add_argument("--platform", choices=("cpu", "gpu", "tpu"), help="PJRT platform for --run (default: best available)")
+    parser.add_argument("--inputs", help=".npz of input arrays by name (default: random)")
+    parser.add_argument("--outputs", help="write the outputs to this .npz")
+    parser.add_argument("--seed", type=int, default=0, help="seed for random inputs (default 0)")
+    _common_arguments(parser)
+    return parser
+
+
+def _guarded(main: Callable[[argparse.Namespace], int], args: argparse.Namespace, prog: str) -> int:
+    """Exit codes: 0 ok, 1 user error (one line), 2 usage, 3 internal error."""
+    try:
+        return main(args)
+    except ConvcError as err:
+        print(err, file=sys.stderr)
+        return EXIT_USER_ERROR
+    except PipelineError as err:
+        print(f"{prog}: error: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+    except Exception as err:  # noqa: BLE001 - the last line of defence against tracebacks
+        if args.debug:
+            traceback.print_exc()
+        kind = "" if isinstance(err, InternalError) else f"{type(err).__name__}: "
+        print(f"{prog}: internal error: {kind}{err} (this is a convc bug; rerun with --debug for a traceback)", file=sys.stderr)
+        return EXIT_INTERNAL
+
+
+def _write(output: str | None, data: bytes) -> None:
+    if output is None or output == "-":
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+    else:
+        write_atomic(output, data)
+
+
+def _convc_main(args: argparse.Namespace) -> int:
+    compiler = Compiler(pipeline=args.pipeline, target=args.target, verify=not args.no_verify,
+                        print_ir_after_all=args.print_ir_after_all, allow_external_data=args.allow_external_data)
+    graph = compiler.load(args.model)
+    source = graph.clone() if args.check else None
+    compiler.run_passes(graph)
+    if args.timing:
+        from .pass_manager import PassManager
+
+        print(PassManager([], timings=compiler.timings).timing_report(), file=sys.stderr)
+    payload = compiler.emit(graph, args.emit)
+    if args.output is not None or not (args.run or args.check):
+        _write(args.output, payload)
+    if args.run or args.check:
+        stablehlo = payload.decode() if args.emit == "stablehlo" else emit_stablehlo(graph)
+        return _run(graph, stablehlo, args, source)
+    return EXIT_OK
+
+
+def _inputs(graph: Graph, path: str | None, seed: int) -> list[np.ndarray]:
+    from .runtime_inputs import load_inputs, random_inputs
+
+    return load_inputs(graph, path) if path else random_inputs(graph, seed)
+
+
+def _checksum(array: np.ndarray) -> str:
+    return f"sum={float(np.asarray(array, np.float64).sum()):.6g} crc32={zlib.crc32(np.ascontiguousarray(array).tobytes()):08x}"
+
+
+def _run(graph: Graph, stablehlo: str, args: argparse.Namespace, source: Graph | None) -> int:
+    from .runtime import compile_stablehlo
+    from .runtime_inputs import compare, save_outputs
+
+    inputs = _inputs(graph, args.inputs, args.seed)
+    executable = compile_stablehlo(stablehlo, args.platform)
+    outputs = executable(*inputs)
+    for value, out in zip(graph.outputs, outputs):
+        print(f"{value.name}: {list(out.shape)} {value.type.dtype} {_checksum(out)}")
+    if args.outputs:
+        save_outputs(args.outputs, graph, outputs)
+    if source is None:
+        return EXIT_OK
+    from .reference import evaluate
+
+    expected = evaluate(source, inputs)
+    ok = True
+    for value, got, want in zip(graph.outputs, outputs, expected):
+        line, passed = compare(value.name, value.type.dtype, got, want)
+        print(line)
+        ok = ok and passed
+    if not ok:
+        raise ConvcError("--check: outputs differ from jax.lax beyond tolerance", Location(file=args.model))
+    return EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = convc_parser().parse_args(argv)
+    return _guarded(_convc_main, args, "convc")
+
+
+# --- convc-opt ------------------------------------------------------------------
+
+SPLIT_MARKER = "// -----"
+
+
+def opt_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="convc-opt", description="Run named passes on convc IR or a JSON model and print the IR.")
+    parser.add_argument("input", help="convc IR text or JSON model; '-' reads stdin")
+    parser.add_argument("-o", "--output", help="output file (default: stdout)")
+    parser.add_argument("--emit", choices=("convc", "stablehlo"), default="convc", help="print convc IR (default) or StableHLO")
+    parser.add_argument("--split-input-file", action="store_true", help="treat '// -----' separated chunks as separate inputs")
+    _common_arguments(parser)
+    return parser
+
+
+def _opt_one(compiler: Compiler, data: bytes, file: str, base_dir: Path | None, emit: str) -> str:
+    graph = compiler.load_bytes(data, file, base_dir)
+    compiler.run_passes(graph)
+    return compiler.emit(graph, emit).decode()
+
+
+def _opt_main(args: argparse.Namespace) -> int:
+    compiler = Compiler(pipeline=args.pipeline or "", target="generic", print_ir_after_all=args.print_ir_after_all,
+                        allow_external_data=args.allow_external_data)
+    compiler.passes()  # a bad pipeline is a usage error before anything is read
+    if args.input == "-":
+        data, base_dir = sys.stdin.buffer.read(), None
+    else:
+        try:
+            data, base_dir = Path(args.input).read_bytes(), Path(args.input).resolve().parent
+        except OSError as err:
+            raise ConvcError(f"cannot read input: {err.strerror}", Location(file=args.input)) from None
+    file = "<stdin>" if args.input == "-" else args.input
+    if not args.split_input_file:
+        _write(args.output, _opt_one(compiler, data, file, base_dir, args.emit).encode())
+        return EXIT_OK
+    return _opt_split(compiler, data, file, base_dir, args)
+
+
+def _opt_split(compiler: Compiler, data: bytes, file: str, base_dir: Path | None, args: argparse.Namespace) -> int:
+    """Each chunk alone; line numbers stay those of the whole file. Errors do not stop later chunks."""
+    results, status, line_offset = [], EXIT_OK, 0
+    for chunk in data.decode("utf-8", errors="replace").split(SPLIT_MARKER):
+        padded = "\n" * line_offset + chunk
+        line_offset += chunk.count("\n")
+        try:
+            results.append(_opt_one(compiler, padded.encode(), file, base_dir, args.emit))
+        except ConvcError as err:
+            print(err, file=sys.stderr)
+            status = EXIT_USER_ERROR
+    _write(args.output, f"\n{SPLIT_MARKER}\n".join(results).encode())
+    return status
+
+
+def opt_main(argv: Sequence[str] | None = None) -> int:
+    args = opt_parser().parse_args(argv)
+    return _guarded(_opt_main, args, "convc-opt")

@@ -1,0 +1,5 @@
+"""Emitters: the canonical Graph -> StableHLO text."""
+
+from .stablehlo import emit_stablehlo
+
+__all__ = ["emit_stablehlo"]

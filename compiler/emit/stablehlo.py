@@ -1,0 +1,194 @@
+"""Graph -> StableHLO MLIR text: one rule per op kind, in StableHLO's pretty syntax.
+
+Expects the canonical form the default pipeline produces (explicit dimension
+numbers and pads); anything else is an internal error, not a user error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from ..diagnostics import InternalError
+from ..ir import Graph, Op, TensorType, Value
+from ..ops.base import ConvDimensionNumbers
+from ..ops.conv import format_dimension_numbers
+from ..textual.attrs import dense_literal, float_literal, int_list, is_ssa_id, quote
+from ..dtypes import numpy_dtype
+
+import numpy as np
+
+
+class EmitContext:
+    """SSA naming for one function: user names where MLIR allows them, fresh temporaries."""
+
+    def __init__(self) -> None:
+        self._names: dict[int, str] = {}
+        self._taken: set[str] = set()
+        self.lines: list[str] = []
+        self.loc = ""
+
+    def define(self, value: Value) -> str:
+        name = self.fresh(value.name if is_ssa_id(value.name) else "v")
+        self._names[id(value)] = name
+        return name
+
+    def fresh(self, base: str) -> str:
+        name, index = base, 0
+        while name in self._taken or name.isdigit():
+            index += 1
+            name = f"{base}_{index}"
+        self._taken.add(name)
+        return f"%{name}"
+
+    def use(self, value: Value) -> str:
+        return self._names[id(value)]
+
+    def emit(self, result: str, text: str) -> str:
+        self.lines.append(f"    {result} = {text}{self.loc}")
+        return result
+
+
+EmitRule = Callable[[Op, EmitContext, str], None]
+RULES: dict[str, EmitRule] = {}
+
+
+def rule(*kinds: str) -> Callable[[EmitRule], EmitRule]:
+    def register(fn: EmitRule) -> EmitRule:
+        for kind in kinds:
+            RULES[kind] = fn
+        return fn
+    return register
+
+
+def _scalar_constant(ctx: EmitContext, value: float, dtype: str, base: str) -> str:
+    literal = dense_literal(np.array(value, dtype=numpy_dtype(dtype)))
+    return ctx.emit(ctx.fresh(base), f"stablehlo.constant {literal}")
+
+
+def _broadcast(ctx: EmitContext, operand: str, source: TensorType, dims: Sequence[int], target: TensorType, base: str) -> str:
+    return ctx.emit(ctx.fresh(base), f"stablehlo.broadcast_in_dim {operand}, dims = {int_list(dims)} : ({source}) -> {target}")
+
+
+@rule("constant")
+def _constant(op: Op, ctx: EmitContext, result: str) -> None:
+    ctx.emit(result, f"stablehlo.constant {dense_literal(op.attrs['value'])}")
+
+
+@rule("add", "multiply")
+def _binary(op: Op, ctx: EmitContext, result: str) -> None:
+    lhs, rhs = (ctx.use(v) for v in op.operands)
+    ctx.emit(result, f"stablehlo.{op.kind} {lhs}, {rhs} : {op.result.type}")
+
+
+@rule("bias_add")
+def _bias_add(op: Op, ctx: EmitContext, result: str) -> None:
+    x, bias = op.operands
+    axis = op.attrs.get("axis", -1) % x.type.rank
+    wide = _broadcast(ctx, ctx.use(bias), bias.type, [axis], x.type, f"{result[1:]}_bias")
+    ctx.emit(result, f"stablehlo.add {ctx.use(x)}, {wide} : {x.type}")
+
+
+@rule("relu")
+def _relu(op: Op, ctx: EmitContext, result: str) -> None:
+    x = op.operands[0]
+    zero = _scalar_constant(ctx, 0, x.type.dtype, f"{result[1:]}_zero")
+    wide = _broadcast(ctx, zero, TensorType((), x.type.dtype), [], x.type, f"{result[1:]}_zeros")
+    ctx.emit(result, f"stablehlo.maximum {ctx.use(x)}, {wide} : {x.type}")
+
+
+@rule("reshape")
+def _reshape(op: Op, ctx: EmitContext, result: str) -> None:
+    x = op.operands[0]
+    ctx.emit(result, f"stablehlo.reshape {ctx.use(x)} : ({x.type}) -> {op.result.type}")
+
+
+@rule("transpose")
+def _transpose(op: Op, ctx: EmitContext, result: str) -> None:
+    x = op.operands[0]
+    ctx.emit(result, f"stablehlo.transpose {ctx.use(x)}, dims = {int_list(op.attrs['permutation'])} : ({x.type}) -> {op.result.type}")
+
+
+@rule("reverse")
+def _reverse(op: Op, ctx: EmitContext, result: str) -> None:
+    x = op.operands[0]
+    ctx.emit(result, f"stablehlo.reverse {ctx.use(x)}, dims = {int_list(op.attrs['dimensions'])} : {x.type}")
+
+
+@rule("pad")
+def _pad(op: Op, ctx: EmitContext, result: str) -> None:
+    x = op.operands[0]
+    config = op.attrs["padding_config"]
+    fill = _scalar_constant(ctx, op.attrs.get("padding_value", 0.0), x.type.dtype, f"{result[1:]}_fill")
+    lows, highs, interiors = ([row[i] for row in config] for i in range(3))
+    ctx.emit(result, f"stablehlo.pad {ctx.use(x)}, {fill}, low = {int_list(lows)}, high = {int_list(highs)}, "
+                     f"interior = {int_list(interiors)} : ({x.type}, {TensorType((), x.type.dtype)}) -> {op.result.type}")
+
+
+@rule("slice")
+def _slice(op: Op, ctx: EmitContext, result: str) -> None:
+    x = op.operands[0]
+    strides = op.attrs.get("strides") or (1,) * x.type.rank
+    ranges = ", ".join(f"{lo}:{hi}" + (f":{s}" if s != 1 else "")
+                       for lo, hi, s in zip(op.attrs["start_indices"], op.attrs["limit_indices"], strides))
+    ctx.emit(result, f"stablehlo.slice {ctx.use(x)} [{ranges}] : ({x.type}) -> {op.result.type}")
+
+
+@rule("concatenate")
+def _concatenate(op: Op, ctx: EmitContext, result: str) -> None:
+    operands = ", ".join(ctx.use(v) for v in op.operands)
+    types = ", ".join(str(v.type) for v in op.operands)
+    ctx.emit(result, f"stablehlo.concatenate {operands}, dim = {op.attrs['dimension']} : ({types}) -> {op.result.type}")
+
+
+@rule("convert")
+def _convert(op: Op, ctx: EmitContext, result: str) -> None:
+    x = op.operands[0]
+    ctx.emit(result, f"stablehlo.convert {ctx.use(x)} : ({x.type}) -> {op.result.type}")
+
+
+def _precision_config(precision: object) -> str:
+    pair = (precision, precision) if isinstance(precision, str) else precision or ("DEFAULT", "DEFAULT")
+    return "[" + ", ".join(f"#stablehlo<precision {p}>" for p in pair) + "]"  # type: ignore[union-attr]
+
+
+def _window(values: object, n: int) -> str:
+    return int_list(values if values is not None else (1,) * n)  # type: ignore[arg-type]
+
+
+@rule("conv")
+def _conv(op: Op, ctx: EmitContext, result: str) -> None:
+    lhs, rhs = op.operands
+    dn, padding = op.attrs.get("dimension_numbers"), op.attrs.get("padding", "VALID")
+    n = lhs.type.rank - 2
+    if not isinstance(dn, ConvDimensionNumbers) or isinstance(padding, str) and padding != "VALID":
+        raise InternalError(f"'{op.name}' reached the emitter before canonicalize-dimension-numbers/resolve-padding")
+    pads = ((0, 0),) * n if padding == "VALID" else padding
+    window = (f"stride = {_window(op.attrs.get('window_strides'), n)}, "
+              f"pad = [{', '.join(int_list(p) for p in pads)}], "
+              f"lhs_dilate = {_window(op.attrs.get('lhs_dilation'), n)}, "
+              f"rhs_dilate = {_window(op.attrs.get('rhs_dilation'), n)}")
+    attrs = (f"batch_group_count = {op.attrs.get('batch_group_count', 1)} : i64, "
+             f"feature_group_count = {op.attrs.get('feature_group_count', 1)} : i64, "
+             f"precision_config = {_precision_config(op.attrs.get('precision'))}")
+    ctx.emit(result, f"stablehlo.convolution({ctx.use(lhs)}, {ctx.use(rhs)}) "
+                     f"dim_numbers = {format_dimension_numbers(dn)}, window = {{{window}}} {{{attrs}}} : "
+                     f"({lhs.type}, {rhs.type}) -> {op.result.type}")
+
+
+def emit_stablehlo(graph: Graph) -> str:
+    """The whole module: `module @<name>` with a public `@main` over the graph's inputs."""
+    ctx = EmitContext()
+    args = ", ".join(f"{ctx.define(v)}: {v.type} loc({quote(v.name)})" for v in graph.inputs)
+    results = ", ".join(f"{v.type} {{jax.result_info = {quote(v.name)}}}" for v in graph.outputs)
+    for op in graph.ops:
+        emit_rule = RULES.get(op.kind)
+        if emit_rule is None:
+            raise InternalError(f"no StableHLO rule for op '{op.kind}' ('{op.name}'); is a lowering pass missing?")
+        ctx.loc = f" loc({quote(op.name)})"
+        emit_rule(op, ctx, ctx.define(op.result))
+    module_name = graph.name if is_ssa_id(graph.name) else quote(graph.name)
+    returned = ", ".join(ctx.use(v) for v in graph.outputs)
+    types = ", ".join(str(v.type) for v in graph.outputs)
+    head = [f"module @{module_name} {{", f"  func.func public @main({args}) -> ({results}) {{"]
+    tail = [f"    return {returned} : {types}", "  }", "}", ""]
+    return "\n".join(head + ctx.lines + tail)

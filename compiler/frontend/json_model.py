@@ -1,0 +1,324 @@
+"""The JSON model format -> a verified Graph. Every error names file and JSON pointer."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..diagnostics import ConvcError, Location
+from ..dtypes import canonical_dtype, from_numpy, numpy_dtype
+from ..ir import Graph, Op, TensorType, Value
+from ..ops import OPS, suggest
+from ..verify import coerce_attrs, infer_type
+
+TOP_LEVEL_KEYS = ("name", "inputs", "constants", "nodes", "outputs")
+INPUT_KEYS = ("name", "shape", "dtype")
+CONSTANT_KEYS = ("name", "shape", "dtype", "value", "file", "key")
+NODE_KEYS = ("name", "op", "inputs")
+MAX_DIM = 2**31 - 1
+DEFAULT_MAX_CONSTANT_BYTES = 1 << 31
+
+
+def load_model(path: str | os.PathLike[str], *, allow_external_data: bool = False,
+               max_constant_bytes: int = DEFAULT_MAX_CONSTANT_BYTES) -> Graph:
+    file = str(path)
+    try:
+        data = Path(path).read_bytes()
+    except OSError as err:
+        raise ConvcError(f"cannot read model: {err.strerror}", Location(file=file)) from None
+    return load_model_text(data, file, base_dir=Path(path).resolve().parent,
+                           allow_external_data=allow_external_data, max_constant_bytes=max_constant_bytes)
+
+
+def load_model_text(data: bytes | str, file: str = "<model>", *, base_dir: Path | None = None,
+                    allow_external_data: bool = False, max_constant_bytes: int = DEFAULT_MAX_CONSTANT_BYTES) -> Graph:
+    doc = _parse_json(data, file)
+    reader = _ModelReader(file, base_dir or Path.cwd(), allow_external_data, max_constant_bytes)
+    return reader.read(doc)
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _parse_json(data: bytes | str, file: str) -> Any:
+    root = Location(file=file, pointer="")
+    if isinstance(data, bytes):
+        try:
+            data = data.decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise ConvcError(f"model is not UTF-8 text (byte {err.start})", root) from None
+    try:
+        return json.loads(data, parse_constant=_reject_constant)
+    except json.JSONDecodeError as err:
+        raise ConvcError(f"invalid JSON: {err.msg}", Location(file=file, line=err.lineno, col=err.colno)) from None
+    except ValueError as err:
+        raise ConvcError(f"invalid JSON: {err}", root) from None
+    except RecursionError:
+        raise ConvcError("invalid JSON: nested too deeply", root) from None
+
+
+class _ModelReader:
+    def __init__(self, file: str, base_dir: Path, allow_external_data: bool, max_constant_bytes: int):
+        self.file = file
+        self.base_dir = base_dir
+        self.allow_external_data = allow_external_data
+        self.max_constant_bytes = max_constant_bytes
+        self.values: dict[str, Value] = {}
+
+    def loc(self, pointer: str, node: str | None = None, op: str | None = None) -> Location:
+        return Location(file=self.file, pointer=pointer, node=node, op=op)
+
+    def read(self, doc: Any) -> Graph:
+        root = self.loc("")
+        obj = _expect(doc, dict, "an object", root)
+        _check_keys(obj, TOP_LEVEL_KEYS, root)
+        name = obj.get("name", "main")
+        _expect(name, str, "a string", root.child("name"))
+        graph = Graph(name or "main")
+        for index, entry in enumerate(_list(obj, "inputs", root, required=True)):
+            self._read_input(graph, entry, self.loc(f"/inputs/{index}"))
+        for index, entry in enumerate(_list(obj, "constants", root)):
+            self._read_constant(graph, entry, self.loc(f"/constants/{index}"))
+        nodes = _list(obj, "nodes", root)
+        for index in self._topological_order(nodes):
+            self._read_node(graph, nodes[index], index)
+        outputs = _list(obj, "outputs", root, required=True)
+        if not outputs:
+            raise ConvcError("a model needs at least one output", root.child("outputs"))
+        for index, out in enumerate(outputs):
+            loc = root.child("outputs").child(index)
+            _expect(out, str, "a value name", loc)
+            if out not in self.values:
+                raise ConvcError(f"output '{out}' is not defined{suggest(out, self.values)}", loc)
+            graph.outputs.append(self.values[out])
+        return graph
+
+    # --- entries ---------------------------------------------------------------
+
+    def _define(self, name: Any, loc: Location) -> str:
+        _expect(name, str, "a non-empty string", loc.child("name"))
+        if not name:
+            raise ConvcError("names must be non-empty", loc.child("name"))
+        if name in self.values:
+            raise ConvcError(f"name '{name}' is defined twice", loc.child("name"))
+        return name
+
+    def _read_input(self, graph: Graph, entry: Any, loc: Location) -> None:
+        _expect(entry, dict, "an object", loc)
+        _check_keys(entry, INPUT_KEYS, loc)
+        name = self._define(_required(entry, "name", loc), loc)
+        shape = _shape(_required(entry, "shape", loc), loc.child("shape"))
+        dtype = _dtype(entry.get("dtype", "f32"), loc.child("dtype"))
+        value = Value(name, TensorType(shape, dtype))
+        graph.inputs.append(value)
+        graph.input_locs[name] = loc
+        self.values[name] = value
+
+    def _read_constant(self, graph: Graph, entry: Any, loc: Location) -> None:
+        _expect(entry, dict, "an object", loc)
+        _check_keys(entry, CONSTANT_KEYS, loc)
+        name = self._define(_required(entry, "name", loc), loc)
+        if ("value" in entry) == ("file" in entry):
+            raise ConvcError("a constant needs exactly one of 'value' or 'file'", loc)
+        array = self._inline_value(entry, loc) if "value" in entry else self._file_value(entry, loc)
+        loc = Location(self.file, loc.pointer, node=name, op="constant")
+        op = Op("constant", [], {"value": array}, name, infer_type("constant", [], {"value": array}, loc), loc)
+        graph.ops.append(op)
+        self.values[name] = op.result
+
+    def _inline_value(self, entry: dict[str, Any], loc: Location) -> np.ndarray:
+        dtype = _dtype(entry.get("dtype", "f32"), loc.child("dtype"))
+        shape = _shape(entry["shape"], loc.child("shape")) if "shape" in entry else None
+        if shape is not None:
+            self._check_size(int(np.prod(shape, dtype=object)) * numpy_dtype(dtype).itemsize, loc)
+        try:
+            array = np.array(entry["value"], dtype=numpy_dtype(dtype))
+        except (ValueError, TypeError, OverflowError) as err:
+            raise ConvcError(f"value is not a numeric array: {err}", loc.child("value")) from None
+        if shape is not None:
+            if array.size == 1 and int(np.prod(shape, dtype=object)) != 1:
+                array = np.full(shape, array.reshape(()), dtype=array.dtype)
+            elif array.size != int(np.prod(shape, dtype=object)):
+                raise ConvcError(f"value has {array.size} elements but shape {list(shape)} needs {int(np.prod(shape))}", loc.child("value"))
+            array = array.reshape(shape)
+        return array
+
+    def _file_value(self, entry: dict[str, Any], loc: Location) -> np.ndarray:
+        ref = _expect(entry["file"], str, "a file path", loc.child("file"))
+        path = (self.base_dir / ref).resolve()
+        if not self.allow_external_data and (Path(ref).is_absolute() or self.base_dir.resolve() not in (path, *path.parents)):
+            raise ConvcError(f"constant file '{ref}' is outside the model's directory (use --allow-external-data)", loc.child("file"))
+        try:
+            loaded = np.load(path, allow_pickle=False)
+        except (OSError, ValueError, EOFError) as err:
+            raise ConvcError(f"cannot load '{ref}': {err}", loc.child("file")) from None
+        if isinstance(loaded, np.ndarray):
+            array = loaded
+        else:
+            with loaded:
+                key = _expect(entry.get("key", "arr_0"), str, "a string", loc.child("key"))
+                if key not in loaded.files:
+                    raise ConvcError(f"'{ref}' has no array '{key}'{suggest(key, loaded.files)}", loc.child("key"))
+                try:
+                    array = loaded[key]
+                except ValueError as err:
+                    raise ConvcError(f"cannot load '{ref}'[{key}]: {err}", loc.child("key")) from None
+        if from_numpy(array.dtype) is None:
+            raise ConvcError(f"'{ref}' holds an unsupported element type {array.dtype}", loc.child("file"))
+        self._check_size(array.nbytes, loc)
+        if "dtype" in entry:
+            array = array.astype(numpy_dtype(_dtype(entry["dtype"], loc.child("dtype"))))
+        if "shape" in entry and tuple(array.shape) != _shape(entry["shape"], loc.child("shape")):
+            raise ConvcError(f"'{ref}' has shape {list(array.shape)}, the model says {entry['shape']}", loc.child("shape"))
+        return array
+
+    def _check_size(self, nbytes: int, loc: Location) -> None:
+        if nbytes > self.max_constant_bytes:
+            raise ConvcError(f"constant needs {nbytes} bytes, over the limit of {self.max_constant_bytes}", loc)
+
+    def _read_node(self, graph: Graph, entry: dict[str, Any], index: int) -> None:
+        pointer = f"/nodes/{index}"
+        name, kind = entry["name"], entry["op"]
+        loc = self.loc(pointer, name, kind)
+        operands = [self.values[ref] for ref in entry["inputs"]]
+        raw = {k: v for k, v in entry.items() if k not in NODE_KEYS}
+        attrs = coerce_attrs(kind, raw, loc)
+        result_type = infer_type(kind, [v.type for v in operands], attrs, loc)
+        op = Op(kind, operands, attrs, name, result_type, loc)
+        graph.ops.append(op)
+        self.values[name] = op.result
+
+    # --- graph order -------------------------------------------------------------
+
+    def _topological_order(self, nodes: list[Any]) -> list[int]:
+        """Kahn's algorithm over node names; undefined names, duplicates and cycles are errors."""
+        producer: dict[str, int] = {}
+        for index, entry in enumerate(nodes):
+            loc = self.loc(f"/nodes/{index}")
+            _expect(entry, dict, "an object", loc)
+            name = self._define(_required(entry, "name", loc), loc)
+            if name in producer:
+                raise ConvcError(f"name '{name}' is defined twice (also /nodes/{producer[name]})", loc.child("name"))
+            kind = _expect(_required(entry, "op", loc), str, "an op name", loc.child("op"))
+            if kind not in OPS:
+                raise ConvcError(f"unknown op '{kind}'{suggest(kind, OPS)}", Location(self.file, loc.child("op").pointer, node=name))
+            producer[name] = index
+        pending = [0] * len(nodes)
+        consumers: dict[int, list[int]] = {i: [] for i in range(len(nodes))}
+        for index, entry in enumerate(nodes):
+            loc = self.loc(f"/nodes/{index}", entry["name"], entry["op"])
+            refs = _expect(_required(entry, "inputs", loc), list, "a list of value names", loc.child("inputs"))
+            for pos, ref in enumerate(refs):
+                ref_loc = loc.child("inputs").child(pos)
+                _expect(ref, str, "a value name", ref_loc)
+                if ref in producer:
+                    pending[index] += 1
+                    consumers[producer[ref]].append(index)
+                elif ref not in self.values:
+                    known = list(self.values) + list(producer)
+                    raise ConvcError(f"input '{ref}' is not defined{suggest(ref, known)}", ref_loc)
+        ready = [i for i in range(len(nodes)) if pending[i] == 0]
+        order: list[int] = []
+        while ready:
+            index = ready.pop()
+            order.append(index)
+            for consumer in consumers[index]:
+                pending[consumer] -= 1
+                if pending[consumer] == 0:
+                    ready.append(consumer)
+        if len(order) != len(nodes):
+            stuck = min(i for i in range(len(nodes)) if pending[i])
+            entry = nodes[stuck]
+            raise ConvcError("node is part of a cycle", self.loc(f"/nodes/{stuck}", entry["name"], entry["op"]).child("inputs"))
+        order.sort()  # stable: file order wherever the dependencies allow
+        return _stable_topological(order, nodes, producer)
+
+
+def _stable_topological(order: list[int], nodes: list[Any], producer: dict[str, int]) -> list[int]:
+    """File order when it is already topological (the common case), else a DFS order."""
+    placed: set[int] = set()
+    result: list[int] = []
+
+    def visit(index: int) -> None:
+        stack = [(index, iter(nodes[index]["inputs"]))]
+        while stack:
+            current, refs = stack[-1]
+            for ref in refs:
+                dep = producer.get(ref)
+                if dep is not None and dep not in placed:
+                    placed.add(dep)
+                    stack.append((dep, iter(nodes[dep]["inputs"])))
+                    break
+            else:
+                stack.pop()
+                result.append(current)
+
+    for index in order:
+        if index not in placed:
+            placed.add(index)
+            visit(index)
+    return result
+
+
+# --- small typed accessors ------------------------------------------------------
+
+
+def _type_name(value: Any) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}.get(
+        type(value), "a number")
+
+
+def _expect(value: Any, kind: type | tuple[type, ...], what: str, loc: Location) -> Any:
+    if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool) and bool not in (kind if isinstance(kind, tuple) else (kind,))):
+        raise ConvcError(f"expected {what}, got {_type_name(value)}", loc)
+    return value
+
+
+def _required(obj: dict[str, Any], key: str, loc: Location) -> Any:
+    if key not in obj:
+        raise ConvcError(f"missing required key '{key}'", loc)
+    return obj[key]
+
+
+def _list(obj: dict[str, Any], key: str, loc: Location, required: bool = False) -> list[Any]:
+    if key not in obj:
+        if required:
+            raise ConvcError(f"missing required key '{key}'", loc)
+        return []
+    return _expect(obj[key], list, "a list", loc.child(key))
+
+
+def _check_keys(obj: dict[str, Any], allowed: tuple[str, ...], loc: Location) -> None:
+    for key in obj:
+        if key not in allowed:
+            raise ConvcError(f"unknown key '{key}'{suggest(key, allowed)}", loc.child(key))
+
+
+def _shape(value: Any, loc: Location) -> tuple[int, ...]:
+    _expect(value, list, "a list of dimension sizes", loc)
+    dims = []
+    for index, dim in enumerate(value):
+        if isinstance(dim, bool) or not isinstance(dim, int):
+            raise ConvcError(f"dimension {index} must be an integer, got {json.dumps(dim)}", loc.child(index))
+        if not 0 <= dim <= MAX_DIM:
+            raise ConvcError(f"dimension {index} must be in [0, {MAX_DIM}], got {dim}", loc.child(index))
+        dims.append(dim)
+    if int(np.prod(dims, dtype=object)) >= 2**63:
+        raise ConvcError(f"shape {dims} has more than 2^63 elements", loc)
+    return tuple(dims)
+
+
+def _dtype(value: Any, loc: Location) -> str:
+    name = canonical_dtype(value) if isinstance(value, str) else None
+    if name is None:
+        hint = suggest(value, ("f32", "f16", "bf16", "f64", "i8", "i32")) if isinstance(value, str) else ""
+        raise ConvcError(f"unknown dtype {json.dumps(value)}{hint}", loc)
+    return name
+
+
+__all__: list[str] = ["load_model", "load_model_text"]

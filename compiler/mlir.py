@@ -1,0 +1,66 @@
+"""The real MLIR parser and verifier from jaxlib, and StableHLO portable artifacts."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from .diagnostics import InternalError
+
+
+@functools.cache
+def _modules() -> tuple[Any, Any, Any]:
+    # Imported lazily: jaxlib takes a while to load and `--emit=convc` needs none of it.
+    from jax.interpreters import mlir as jax_mlir
+    from jaxlib.mlir import ir
+    from jaxlib.mlir.dialects import stablehlo
+
+    return jax_mlir, ir, stablehlo
+
+
+def context(allow_unregistered: bool = False) -> Any:
+    """A context with func, stablehlo, chlo and friends loaded, as JAX makes it."""
+    jax_mlir, _, _ = _modules()
+    ctx = jax_mlir.make_ir_context()
+    ctx.allow_unregistered_dialects = allow_unregistered
+    return ctx
+
+
+def parse_module(text: str, allow_unregistered: bool = False) -> Any:
+    """Parse and verify; raises ValueError with MLIR's diagnostics on failure."""
+    _, ir, _ = _modules()
+    with context(allow_unregistered):
+        try:
+            module = ir.Module.parse(text)
+        except ir.MLIRError as err:
+            raise ValueError(str(err)) from None
+        if not module.operation.verify():
+            raise ValueError("module failed verification")
+        return module
+
+
+def verify_stablehlo(text: str) -> None:
+    """Emitted text must parse and verify; failing that is a convc bug."""
+    try:
+        parse_module(text)
+    except ValueError as err:
+        first = str(err).splitlines()
+        raise InternalError("emitted StableHLO does not verify: " + " | ".join(first[:4])) from None
+
+
+def portable_artifact(text: str, target_version: str | None = None) -> bytes:
+    """Versioned StableHLO bytecode (VHLO), readable by later StableHLO consumers."""
+    _, _, stablehlo = _modules()
+    version = target_version or stablehlo.get_current_version()
+    return bytes(stablehlo.serialize_portable_artifact_str(text, version))
+
+
+def eval_module(text: str, arrays: list[Any]) -> list[Any]:
+    """Run the StableHLO reference interpreter (an oracle independent of XLA)."""
+    import numpy as np
+
+    _, ir, stablehlo = _modules()
+    with context():
+        module = ir.Module.parse(text)
+        args = [ir.DenseElementsAttr.get(np.ascontiguousarray(a)) for a in arrays]
+        return [np.array(r) for r in stablehlo.eval_module(module, args)]

@@ -1,0 +1,26 @@
+"""The op registry: every op kind convc knows, declared once."""
+
+from __future__ import annotations
+
+import difflib
+
+from .base import Attr, ConvDimensionNumbers, OpDef, OpView
+from .conv import CONV
+from .tensor import TENSOR_OPS
+
+OPS: dict[str, OpDef] = {op.name: op for op in (CONV, *TENSOR_OPS)}
+
+
+def register(opdef: OpDef) -> OpDef:
+    """Add an op kind (later stages, e.g. the transposed convs, declare theirs here)."""
+    OPS[opdef.name] = opdef
+    return opdef
+
+
+def suggest(name: str, choices: list[str] | tuple[str, ...] | dict[str, object]) -> str:
+    """A ' (did you mean 'x'?)' suffix, or '' when nothing is close."""
+    close = difflib.get_close_matches(name, list(choices), n=1)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+__all__ = ["OPS", "Attr", "ConvDimensionNumbers", "OpDef", "OpView", "register", "suggest"]

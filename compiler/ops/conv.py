@@ -1,0 +1,257 @@
+"""`conv`: `jax.lax.conv_general_dilated` with the StableHLO `convolution` constraints.
+
+Constraint ids C1..C27 are the StableHLO spec's (non-quantized); L1 and L2 are
+rules `lax.conv_general_dilated` adds (spatial letters agree; padding does not
+make the input negative). The helpers here are shared by the transposed and
+gradient conv ops.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..diagnostics import VerifyError
+from ..ir import TensorType
+from .base import (
+    DIMS, DTYPE, INT, INTS, PADDING, PRECISION, Attr, ConvDimensionNumbers, OpDef, OpView,
+    check_same_dtype,
+)
+
+# --- dimension numbers ------------------------------------------------------
+
+_SPEC_ROLES = (("N", "C", "lhs", "C12", "C13"), ("O", "I", "rhs", "C17", "C18"), ("N", "C", "out", "C19", "C20"))
+
+
+def default_layouts(rank: int) -> tuple[str, str, str]:
+    """lax's default: NC.../OI.../NC... with spatial letters in order."""
+    spatial = "".join(chr(ord("0") + i) if i < 10 else chr(ord("a") + i) for i in range(rank - 2))
+    return ("NC" + spatial, "OI" + spatial, "NC" + spatial)
+
+
+def dimension_numbers_from_layouts(layouts: Sequence[str], rank: int, attr: str = "dimension_numbers") -> ConvDimensionNumbers:
+    """Layout strings -> explicit dimension numbers, as `lax.conv_general_permutations`."""
+    for spec, (a, b, which, size_id, unique_id) in zip(layouts, _SPEC_ROLES):
+        if len(spec) != rank:
+            raise VerifyError(f"{which} layout '{spec}' has {len(spec)} dimensions but the operands have rank {rank}", size_id, attr=attr)
+        if spec.count(a) != 1 or spec.count(b) != 1:
+            raise VerifyError(f"{which} layout '{spec}' must contain '{a}' and '{b}' exactly once", unique_id, attr=attr)
+        if len(set(spec)) != len(spec):
+            raise VerifyError(f"{which} layout '{spec}' repeats a dimension letter", unique_id, attr=attr)
+    lhs, rhs, out = layouts
+    spatial = [c for c in rhs if c not in "OI"]
+    for spec, which in ((lhs, "lhs"), (out, "out")):
+        if sorted(c for c in spec if c not in "NC") != sorted(spatial):
+            raise VerifyError(f"{which} layout '{spec}' and rhs layout '{rhs}' name different spatial dimensions", "L1", attr=attr)
+    return ConvDimensionNumbers(
+        (lhs.index("N"), lhs.index("C")) + tuple(lhs.index(c) for c in spatial),
+        (rhs.index("O"), rhs.index("I")) + tuple(rhs.index(c) for c in spatial),
+        (out.index("N"), out.index("C")) + tuple(out.index(c) for c in spatial),
+    )
+
+
+def check_dimension_numbers(dn: ConvDimensionNumbers, rank: int, attr: str = "dimension_numbers") -> ConvDimensionNumbers:
+    for spec, (_, _, which, size_id, unique_id) in zip(dn, _SPEC_ROLES):
+        if len(spec) != rank:
+            raise VerifyError(f"{which} dimension numbers {list(spec)} have {len(spec)} entries but the operands have rank {rank}", size_id, attr=attr)
+        if len(set(spec)) != rank or not all(0 <= d < rank for d in spec):
+            raise VerifyError(f"{which} dimension numbers {list(spec)} are not a permutation of 0..{rank - 1}", unique_id, attr=attr)
+    return dn
+
+
+def resolve_dimension_numbers(value: object, rank: int, attr: str = "dimension_numbers") -> ConvDimensionNumbers:
+    """Any accepted spelling (None, layout strings, explicit) -> checked explicit numbers."""
+    if value is None:
+        value = default_layouts(rank)
+    if isinstance(value, ConvDimensionNumbers):
+        return check_dimension_numbers(value, rank, attr)
+    assert isinstance(value, tuple)
+    return dimension_numbers_from_layouts(value, rank, attr)
+
+
+def format_dimension_numbers(dn: ConvDimensionNumbers) -> str:
+    """StableHLO's compact form: `[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]`."""
+
+    def one(spec: tuple[int, ...], first: str, second: str) -> str:
+        labels = [""] * len(spec)
+        labels[spec[0]], labels[spec[1]] = first, second
+        for index, dim in enumerate(spec[2:]):
+            labels[dim] = str(index)
+        return "[" + ", ".join(labels) + "]"
+
+    return f"{one(dn.lhs_spec, 'b', 'f')}x{one(dn.rhs_spec, 'o', 'i')}->{one(dn.out_spec, 'b', 'f')}"
+
+
+def parse_dimension_numbers(text: str) -> ConvDimensionNumbers:
+    """Inverse of `format_dimension_numbers`; raises ValueError on malformed text."""
+    compact = text.replace(" ", "")
+    try:
+        lhs_text, rest = compact.split("x", 1)
+        rhs_text, out_text = rest.split("->")
+    except ValueError:
+        raise ValueError(f"malformed dimension numbers '{text}'") from None
+
+    def one(part: str, first: str, second: str) -> tuple[int, ...]:
+        if not (part.startswith("[") and part.endswith("]")):
+            raise ValueError(f"malformed dimension numbers '{text}'")
+        labels = part[1:-1].split(",")
+        try:
+            spatial = sorted((int(label), dim) for dim, label in enumerate(labels) if label not in (first, second))
+            return (labels.index(first), labels.index(second)) + tuple(dim for _, dim in spatial)
+        except ValueError:
+            raise ValueError(f"malformed dimension numbers '{text}'") from None
+
+    return ConvDimensionNumbers(one(lhs_text, "b", "f"), one(rhs_text, "o", "i"), one(out_text, "b", "f"))
+
+
+# --- window attributes and padding ------------------------------------------
+
+
+def window_attr(v: OpView, name: str, spatial_rank: int, size_id: str, positive_id: str) -> tuple[int, ...]:
+    """A per-spatial-dim attribute (strides, dilations), defaulting to ones."""
+    value = v.attr(name)
+    if value is None:
+        return (1,) * spatial_rank
+    if len(value) != spatial_rank:
+        raise VerifyError(f"{name} has {len(value)} entries, expected {spatial_rank} (one per spatial dimension)", size_id, attr=name)
+    if any(x <= 0 for x in value):
+        raise VerifyError(f"{name} must be positive, got {list(value)}", positive_id, attr=name)
+    return tuple(value)
+
+
+def dilate_dim(size: int, dilation: int) -> int:
+    return 0 if size == 0 else (size - 1) * dilation + 1
+
+
+def same_pads(in_size: int, window: int, stride: int, lower: bool = False) -> tuple[int, int]:
+    """lax.padtype_to_pads for SAME (extra pad high) and SAME_LOWER (extra pad low)."""
+    out_size = -(-in_size // stride)
+    total = max(0, (out_size - 1) * stride + window - in_size)
+    small, large = total // 2, total - total // 2
+    return (large, small) if lower else (small, large)
+
+
+def explicit_padding(
+    padding: object,
+    in_spatial: Sequence[int],
+    kernel_spatial: Sequence[int],
+    strides: Sequence[int],
+    rhs_dilation: Sequence[int],
+) -> tuple[tuple[int, int], ...]:
+    """Resolve SAME/SAME_LOWER/VALID on the dilated kernel, as lax does; check explicit pads."""
+    if padding is None or padding == "VALID":
+        return tuple((0, 0) for _ in in_spatial)
+    if isinstance(padding, str):
+        windows = [dilate_dim(k, d) for k, d in zip(kernel_spatial, rhs_dilation)]
+        lower = padding == "SAME_LOWER"
+        return tuple(same_pads(i, w, s, lower) for i, w, s in zip(in_spatial, windows, strides))
+    assert isinstance(padding, tuple)
+    if len(padding) != len(in_spatial):
+        raise VerifyError(f"padding has {len(padding)} [lo, hi] pairs, expected {len(in_spatial)} (one per spatial dimension)", "C4", attr="padding")
+    return tuple((int(lo), int(hi)) for lo, hi in padding)
+
+
+def conv_output_spatial(
+    in_spatial: Sequence[int],
+    kernel_spatial: Sequence[int],
+    strides: Sequence[int],
+    pads: Sequence[tuple[int, int]],
+    lhs_dilation: Sequence[int],
+    rhs_dilation: Sequence[int],
+) -> tuple[int, ...]:
+    """StableHLO C25's num_windows per spatial dim (0 for an empty window)."""
+    sizes = []
+    for i, (size, k, s, (lo, hi), ld, rd) in enumerate(zip(in_spatial, kernel_spatial, strides, pads, lhs_dilation, rhs_dilation)):
+        padded = lo + dilate_dim(size, ld) + hi
+        if padded < 0:
+            raise VerifyError(
+                f"padding ({lo}, {hi}) makes spatial dimension {i} negative: dilated input size {dilate_dim(size, ld)}, padded size {padded}",
+                "L2", attr="padding")
+        window = dilate_dim(k, rd)
+        sizes.append(0 if padded == 0 or window > padded else (padded - window) // s + 1)
+    return tuple(sizes)
+
+
+def spatial(shape: Sequence[int], spec: Sequence[int]) -> tuple[int, ...]:
+    return tuple(shape[d] for d in spec[2:])
+
+
+def assemble(spec: Sequence[int], first: int, second: int, spatial_sizes: Sequence[int]) -> tuple[int, ...]:
+    """Place (batch, feature, spatial...) sizes at the dims a spec names."""
+    shape = [0] * len(spec)
+    shape[spec[0]], shape[spec[1]] = first, second
+    for dim, size in zip(spec[2:], spatial_sizes):
+        shape[dim] = size
+    return tuple(shape)
+
+
+def check_group_counts(v: OpView) -> tuple[int, int]:
+    fgc, bgc = v.attr("feature_group_count"), v.attr("batch_group_count")
+    if fgc <= 0:
+        raise VerifyError(f"feature_group_count must be positive, got {fgc}", "C21", attr="feature_group_count")
+    if bgc <= 0:
+        raise VerifyError(f"batch_group_count must be positive, got {bgc}", "C22", attr="batch_group_count")
+    if fgc > 1 and bgc > 1:
+        raise VerifyError(f"feature_group_count {fgc} and batch_group_count {bgc} cannot both exceed 1", "C23", attr="batch_group_count")
+    return fgc, bgc
+
+
+def check_ranks(lhs: TensorType, rhs: TensorType) -> int:
+    if lhs.rank != rhs.rank:
+        raise VerifyError(f"lhs rank {lhs.rank} and rhs rank {rhs.rank} differ", "C1", operand=1)
+    if lhs.rank < 2:
+        raise VerifyError(f"operands must have rank at least 2, got {lhs.rank}", "C1", operand=0)
+    check_same_dtype(lhs, rhs, "C27")
+    return lhs.rank
+
+
+def infer_conv(v: OpView) -> TensorType:
+    lhs, rhs = v.operand(0), v.operand(1)
+    rank = check_ranks(lhs, rhs)
+    n = rank - 2
+    dn = resolve_dimension_numbers(v.attr("dimension_numbers"), rank)
+    strides = window_attr(v, "window_strides", n, "C2", "C3")
+    lhs_dilation = window_attr(v, "lhs_dilation", n, "C5", "C6")
+    rhs_dilation = window_attr(v, "rhs_dilation", n, "C7", "C8")
+    fgc, bgc = check_group_counts(v)
+
+    batch, features = lhs.shape[dn.lhs_spec[0]], lhs.shape[dn.lhs_spec[1]]
+    out_features, in_features = rhs.shape[dn.rhs_spec[0]], rhs.shape[dn.rhs_spec[1]]
+    if batch % bgc:
+        raise VerifyError(f"lhs batch dimension {batch} is not divisible by batch_group_count {bgc}", "C10", attr="batch_group_count")
+    if features % fgc:
+        raise VerifyError(f"lhs feature dimension {features} is not divisible by feature_group_count {fgc}", "C11", attr="feature_group_count")
+    if in_features != features // fgc:
+        raise VerifyError(
+            f"rhs input feature dimension {in_features} must equal lhs feature dimension {features} / feature_group_count {fgc} = {features // fgc}",
+            "C14", operand=1)
+    if out_features % bgc:
+        raise VerifyError(f"rhs output feature dimension {out_features} is not divisible by batch_group_count {bgc}", "C15", attr="batch_group_count")
+    if out_features % fgc:
+        raise VerifyError(f"rhs output feature dimension {out_features} is not divisible by feature_group_count {fgc}", "C16", attr="feature_group_count")
+
+    in_spatial, kernel_spatial = spatial(lhs.shape, dn.lhs_spec), spatial(rhs.shape, dn.rhs_spec)
+    pads = explicit_padding(v.attr("padding"), in_spatial, kernel_spatial, strides, rhs_dilation)
+    out_spatial = conv_output_spatial(in_spatial, kernel_spatial, strides, pads, lhs_dilation, rhs_dilation)
+    dtype = v.attr("preferred_element_type") or lhs.dtype
+    return TensorType(assemble(dn.out_spec, batch // bgc, out_features, out_spatial), dtype)
+
+
+CONV_ATTRS: dict[str, Attr] = {
+    "window_strides": Attr(INTS, doc="inter-window strides; default all 1"),
+    "padding": Attr(PADDING, "VALID", doc='"SAME", "SAME_LOWER", "VALID" or [[lo, hi], ...]'),
+    "lhs_dilation": Attr(INTS, doc="input (base) dilation; default all 1"),
+    "rhs_dilation": Attr(INTS, doc="kernel (window) dilation; default all 1"),
+    "dimension_numbers": Attr(DIMS, doc="[lhs, rhs, out] layouts; default NC.../OI.../NC..."),
+    "feature_group_count": Attr(INT, 1),
+    "batch_group_count": Attr(INT, 1),
+    "precision": Attr(PRECISION, doc='"DEFAULT" | "HIGH" | "HIGHEST" or a pair'),
+    "preferred_element_type": Attr(DTYPE, doc="result/accumulation element type"),
+}
+
+CONV = OpDef(
+    "conv",
+    ("lhs", "rhs"),
+    infer_conv,
+    CONV_ATTRS,
+    doc="jax.lax.conv_general_dilated; emitted as stablehlo.convolution",
+)

@@ -1,0 +1,147 @@
+"""The plain tensor ops conv networks need between convs, and that rewrites produce.
+
+Attribute names follow jax.lax (`new_sizes`, `permutation`, `dimensions`,
+`padding_config`, `start_indices`/`limit_indices`/`strides`, `dimension`, `new_dtype`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..diagnostics import VerifyError
+from ..dtypes import from_numpy
+from ..ir import TensorType
+from .base import (
+    DTYPE, FLOAT, INT, INT_ROWS, INTS, Attr, OpDef, OpView, check_axes, check_permutation,
+)
+
+TENSOR = "tensor"  # attribute kind of a constant's value: a numpy array
+
+
+def _same_types(v: OpView) -> TensorType:
+    first = v.operand(0)
+    for index, other in enumerate(v.types[1:], start=1):
+        if other != first:
+            raise VerifyError(f"operand types differ: {first} and {other}", operand=index)
+    return first
+
+
+def _unary(v: OpView) -> TensorType:
+    return v.operand(0)
+
+
+def _constant(v: OpView) -> TensorType:
+    value = v.attr("value")
+    dtype = from_numpy(value.dtype)
+    if dtype is None:
+        raise VerifyError(f"constant has unsupported element type {value.dtype}", attr="value")
+    return TensorType(tuple(int(d) for d in value.shape), dtype)
+
+
+def _normalize_axis(axis: int, rank: int, attr: str) -> int:
+    if not -rank <= axis < rank:
+        raise VerifyError(f"{attr} {axis} is out of range for rank {rank}", attr=attr)
+    return axis % rank
+
+
+def _bias_add(v: OpView) -> TensorType:
+    x, bias = v.operand(0), v.operand(1)
+    axis = _normalize_axis(v.attr("axis"), x.rank, "axis")
+    if bias.rank != 1 or bias.shape[0] != x.shape[axis]:
+        raise VerifyError(f"bias must have shape [{x.shape[axis]}] (dimension {axis} of {x}), got {bias}", operand=1)
+    if bias.dtype != x.dtype:
+        raise VerifyError(f"bias element type {bias.dtype} differs from input element type {x.dtype}", operand=1)
+    return x
+
+
+def _reshape(v: OpView) -> TensorType:
+    x, sizes = v.operand(0), v.attr("new_sizes")
+    if any(d < 0 for d in sizes):
+        raise VerifyError(f"new_sizes must be non-negative, got {list(sizes)}", attr="new_sizes")
+    if int(np.prod(sizes, dtype=object)) != x.num_elements():
+        raise VerifyError(f"cannot reshape {x} ({x.num_elements()} elements) to {list(sizes)}", attr="new_sizes")
+    return TensorType(tuple(sizes), x.dtype)
+
+
+def _transpose(v: OpView) -> TensorType:
+    x, perm = v.operand(0), v.attr("permutation")
+    check_permutation(perm, x.rank, "permutation")
+    return TensorType(tuple(x.shape[d] for d in perm), x.dtype)
+
+
+def _reverse(v: OpView) -> TensorType:
+    x = v.operand(0)
+    check_axes(v.attr("dimensions"), x.rank, "dimensions")
+    return x
+
+
+def _pad(v: OpView) -> TensorType:
+    x, config = v.operand(0), v.attr("padding_config")
+    if len(config) != x.rank:
+        raise VerifyError(f"padding_config has {len(config)} rows, expected {x.rank} (one per dimension)", attr="padding_config")
+    shape = []
+    for dim, (size, (lo, hi, interior)) in enumerate(zip(x.shape, config)):
+        if interior < 0:
+            raise VerifyError(f"interior padding must be non-negative, got {interior} for dimension {dim}", attr="padding_config")
+        padded = lo + hi + size + max(size - 1, 0) * interior
+        if padded < 0:
+            raise VerifyError(f"padding {[lo, hi, interior]} makes dimension {dim} (size {size}) negative", attr="padding_config")
+        shape.append(padded)
+    return TensorType(tuple(shape), x.dtype)
+
+
+def _slice(v: OpView) -> TensorType:
+    x, start, limit = v.operand(0), v.attr("start_indices"), v.attr("limit_indices")
+    strides = v.attr("strides") or (1,) * x.rank
+    for name, values in (("start_indices", start), ("limit_indices", limit), ("strides", strides)):
+        if len(values) != x.rank:
+            raise VerifyError(f"{name} has {len(values)} entries, expected {x.rank}", attr=name)
+    shape = []
+    for dim, (size, lo, hi, step) in enumerate(zip(x.shape, start, limit, strides)):
+        if step <= 0:
+            raise VerifyError(f"strides must be positive, got {list(strides)}", attr="strides")
+        if not 0 <= lo <= hi <= size:
+            raise VerifyError(f"slice [{lo}, {hi}) is out of bounds for dimension {dim} of size {size}", attr="limit_indices")
+        shape.append(-(-(hi - lo) // step))
+    return TensorType(tuple(shape), x.dtype)
+
+
+def _concatenate(v: OpView) -> TensorType:
+    first = v.operand(0)
+    dim = v.attr("dimension")
+    if not 0 <= dim < first.rank:
+        raise VerifyError(f"dimension {dim} is out of range for rank {first.rank}", attr="dimension")
+    total = 0
+    for index, t in enumerate(v.types):
+        others = [s for d, s in enumerate(t.shape) if d != dim]
+        if t.rank != first.rank or t.dtype != first.dtype or others != [s for d, s in enumerate(first.shape) if d != dim]:
+            raise VerifyError(f"operand {index} of type {t} does not match {first} outside dimension {dim}", operand=index)
+        total += t.shape[dim]
+    return TensorType(first.shape[:dim] + (total,) + first.shape[dim + 1:], first.dtype)
+
+
+def _convert(v: OpView) -> TensorType:
+    return TensorType(v.operand(0).shape, v.attr("new_dtype"))
+
+
+TENSOR_OPS: tuple[OpDef, ...] = (
+    OpDef("constant", (), _constant, {"value": Attr(TENSOR, required=True)}, doc="a literal tensor"),
+    OpDef("bias_add", ("x", "bias"), _bias_add, {"axis": Attr(INT, -1)}, doc="x + bias broadcast along `axis`"),
+    OpDef("add", ("lhs", "rhs"), _same_types, doc="elementwise sum of equal types"),
+    OpDef("multiply", ("lhs", "rhs"), _same_types, doc="elementwise product of equal types"),
+    OpDef("relu", ("x",), _unary, doc="max(x, 0)"),
+    OpDef("reshape", ("x",), _reshape, {"new_sizes": Attr(INTS, required=True)}, doc="lax.reshape"),
+    OpDef("transpose", ("x",), _transpose, {"permutation": Attr(INTS, required=True)}, doc="lax.transpose"),
+    OpDef("reverse", ("x",), _reverse, {"dimensions": Attr(INTS, required=True)}, doc="lax.rev"),
+    OpDef("pad", ("x",), _pad, {
+        "padding_config": Attr(INT_ROWS, required=True, row_width=3),
+        "padding_value": Attr(FLOAT, 0.0),
+    }, doc="lax.pad with a scalar padding value; negative lo/hi crop"),
+    OpDef("slice", ("x",), _slice, {
+        "start_indices": Attr(INTS, required=True),
+        "limit_indices": Attr(INTS, required=True),
+        "strides": Attr(INTS),
+    }, doc="lax.slice"),
+    OpDef("concatenate", ("inputs",), _concatenate, {"dimension": Attr(INT, required=True)}, variadic=True, doc="lax.concatenate"),
+    OpDef("convert", ("x",), _convert, {"new_dtype": Attr(DTYPE, required=True)}, doc="lax.convert_element_type"),
+)

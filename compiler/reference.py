@@ -1,0 +1,168 @@
+"""An independent oracle: evaluate a Graph op by op with jax.lax (no convc passes,
+no convc emitter), for `--check` and the numeric tests."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from .ir import Graph, Op
+from .ops.base import ConvDimensionNumbers
+
+LaxRule = Callable[[Op, Sequence[Any]], Any]
+LAX_RULES: dict[str, LaxRule] = {}
+
+
+def lax_rule(kind: str) -> Callable[[LaxRule], LaxRule]:
+    def register(fn: LaxRule) -> LaxRule:
+        LAX_RULES[kind] = fn
+        return fn
+    return register
+
+
+def lax_precision(value: object) -> Any:
+    from jax import lax
+
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return lax.Precision[value]
+    return tuple(lax.Precision[p] for p in value)  # type: ignore[union-attr]
+
+
+def lax_dimension_numbers(value: object, rank: int) -> Any:
+    from jax import lax
+
+    if isinstance(value, ConvDimensionNumbers):
+        return lax.ConvDimensionNumbers(*value)
+    if value is None:
+        from .ops.conv import default_layouts
+
+        return default_layouts(rank)
+    return value
+
+
+def lax_dtype(name: str | None) -> Any:
+    from .dtypes import numpy_dtype
+
+    return None if name is None else numpy_dtype(name)
+
+
+@lax_rule("conv")
+def _conv(op: Op, args: Sequence[Any]) -> Any:
+    from jax import lax
+
+    lhs, rhs = args
+    a = op.attrs
+    n = lhs.ndim - 2
+    return lax.conv_general_dilated(
+        lhs, rhs, a.get("window_strides") or (1,) * n, a.get("padding", "VALID"),
+        lhs_dilation=a.get("lhs_dilation"), rhs_dilation=a.get("rhs_dilation"),
+        dimension_numbers=lax_dimension_numbers(a.get("dimension_numbers"), lhs.ndim),
+        feature_group_count=a.get("feature_group_count", 1), batch_group_count=a.get("batch_group_count", 1),
+        precision=lax_precision(a.get("precision")), preferred_element_type=lax_dtype(a.get("preferred_element_type")))
+
+
+@lax_rule("constant")
+def _constant(op: Op, args: Sequence[Any]) -> Any:
+    import jax.numpy as jnp
+
+    return jnp.asarray(op.attrs["value"])
+
+
+@lax_rule("bias_add")
+def _bias_add(op: Op, args: Sequence[Any]) -> Any:
+    from jax import lax
+
+    x, bias = args
+    axis = op.attrs.get("axis", -1) % x.ndim
+    return x + lax.broadcast_in_dim(bias, x.shape, (axis,))
+
+
+@lax_rule("add")
+def _add(op: Op, args: Sequence[Any]) -> Any:
+    return args[0] + args[1]
+
+
+@lax_rule("multiply")
+def _multiply(op: Op, args: Sequence[Any]) -> Any:
+    return args[0] * args[1]
+
+
+@lax_rule("relu")
+def _relu(op: Op, args: Sequence[Any]) -> Any:
+    from jax import lax
+
+    return lax.max(args[0], lax.full_like(args[0], 0))
+
+
+@lax_rule("reshape")
+def _reshape(op: Op, args: Sequence[Any]) -> Any:
+    from jax import lax
+
+    return lax.reshape(args[0], op.attrs["new_sizes"])
+
+
+@lax_rule("transpose")
+def _transpose(op: Op, args: Sequence[Any]) -> Any:
+    from jax import lax
+
+    return lax.transpose(args[0], op.attrs["permutation"])
+
+
+@lax_rule("reverse")
+def _reverse(op: Op, args: Sequence[Any]) -> Any:
+    from jax import lax
+
+    return lax.rev(args[0], op.attrs["dimensions"])
+
+
+@lax_rule("pad")
+def _pad(op: Op, args: Sequence[Any]) -> Any:
+    from jax import lax
+
+    x = args[0]
+    fill = lax.convert_element_type(op.attrs.get("padding_value", 0.0), x.dtype)
+    return lax.pad(x, fill, [tuple(row) for row in op.attrs["padding_config"]])
+
+
+@lax_rule("slice")
+def _slice(op: Op, args: Sequence[Any]) -> Any:
+    from jax import lax
+
+    return lax.slice(args[0], op.attrs["start_indices"], op.attrs["limit_indices"], op.attrs.get("strides"))
+
+
+@lax_rule("concatenate")
+def _concatenate(op: Op, args: Sequence[Any]) -> Any:
+    from jax import lax
+
+    return lax.concatenate(list(args), op.attrs["dimension"])
+
+
+@lax_rule("convert")
+def _convert(op: Op, args: Sequence[Any]) -> Any:
+    from jax import lax
+
+    return lax.convert_element_type(args[0], lax_dtype(op.attrs["new_dtype"]))
+
+
+def lax_function(graph: Graph) -> Callable[..., list[Any]]:
+    """The graph as a Python function of its inputs, built from jax.lax calls."""
+
+    def fn(*inputs: Any) -> list[Any]:
+        env: dict[int, Any] = {id(v): x for v, x in zip(graph.inputs, inputs)}
+        for op in graph.ops:
+            env[id(op.result)] = LAX_RULES[op.kind](op, [env[id(v)] for v in op.operands])
+        return [env[id(v)] for v in graph.outputs]
+
+    return fn
+
+
+def evaluate(graph: Graph, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+    import jax
+
+    outputs = jax.jit(lax_function(graph))(*inputs)
+    return [np.asarray(out) for out in outputs]

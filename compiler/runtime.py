@@ -1,0 +1,58 @@
+"""Compile StableHLO text with PJRT (through jaxlib) and run it on numpy arrays."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+PLATFORMS = ("cpu", "gpu", "tpu")
+
+
+def default_platform() -> str:
+    """The best platform PJRT finds on this machine (what JAX would pick)."""
+    import jax
+
+    return jax.default_backend()
+
+
+def _client(platform: str | None) -> Any:
+    from jax.extend import backend
+
+    return backend.get_backend(platform)
+
+
+@dataclass
+class Executable:
+    """A loaded PJRT executable plus the device it runs on."""
+
+    loaded: Any
+    device: Any
+    platform: str
+
+    def __call__(self, *arrays: np.ndarray) -> list[np.ndarray]:
+        import jax
+
+        buffers = [jax.device_put(a, self.device) for a in arrays]
+        outputs = self.loaded.execute(buffers)
+        return [np.asarray(out) for out in outputs]
+
+    def run_on_device(self, buffers: Sequence[Any]) -> list[Any]:
+        """Execute on buffers already on the device (benchmarks); returns device buffers."""
+        return self.loaded.execute(list(buffers))
+
+    def hlo_text(self) -> str:
+        return "\n".join(m.to_string() for m in self.loaded.hlo_modules())
+
+
+def compile_stablehlo(text: str, platform: str | None = None) -> Executable:
+    from jax._src import compiler
+    from jax._src.lib import xla_client
+
+    client = _client(platform)
+    device = client.local_devices()[0]
+    options = compiler.get_compile_options(num_replicas=1, num_partitions=1)
+    loaded = client.compile_and_load(text, xla_client.DeviceList((device,)), options)
+    return Executable(loaded, device, client.platform)

@@ -1,0 +1,67 @@
+"""Inputs and outputs for `--run`: random or .npz inputs, .npz outputs, tolerant comparison."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+
+from .diagnostics import ConvcError, Location
+from .dtypes import is_float, numpy_dtype
+from .fileio import write_atomic
+from .ir import Graph
+
+# Max |error| / (1 + max |reference|) accepted by --check, per element type.
+TOLERANCE = {"f64": 1e-9, "f32": 1e-4, "f16": 1e-2, "bf16": 5e-2, "i8": 0.0, "i32": 0.0}
+DEFAULT_MAX_INPUT_BYTES = 1 << 31
+
+
+def random_inputs(graph: Graph, seed: int, max_bytes: int = DEFAULT_MAX_INPUT_BYTES) -> list[np.ndarray]:
+    total = sum(v.type.num_elements() * numpy_dtype(v.type.dtype).itemsize for v in graph.inputs)
+    if total > max_bytes:
+        raise ConvcError(f"random inputs would need {total} bytes, over the limit of {max_bytes}", Location())
+    rng = np.random.default_rng(seed)
+    arrays = []
+    for value in graph.inputs:
+        dtype = numpy_dtype(value.type.dtype)
+        if is_float(value.type.dtype):
+            arrays.append(rng.standard_normal(value.type.shape).astype(dtype))
+        else:
+            arrays.append(rng.integers(-4, 5, value.type.shape).astype(dtype))
+    return arrays
+
+
+def load_inputs(graph: Graph, path: str) -> list[np.ndarray]:
+    loc = Location(file=path)
+    try:
+        archive = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError) as err:
+        raise ConvcError(f"cannot load inputs: {err}", loc) from None
+    if isinstance(archive, np.ndarray):
+        raise ConvcError("--inputs must be an .npz holding one array per input name", loc)
+    arrays = []
+    with archive:
+        for value in graph.inputs:
+            if value.name not in archive.files:
+                raise ConvcError(f"no array named '{value.name}' (has: {', '.join(archive.files)})", loc)
+            array = archive[value.name]
+            if tuple(array.shape) != value.type.shape:
+                raise ConvcError(f"array '{value.name}' has shape {list(array.shape)}, expected {list(value.type.shape)}", loc)
+            arrays.append(array.astype(numpy_dtype(value.type.dtype)))
+    return arrays
+
+
+def save_outputs(path: str, graph: Graph, outputs: list[np.ndarray]) -> None:
+    buffer = io.BytesIO()
+    np.savez(buffer, **{v.name: out for v, out in zip(graph.outputs, outputs)})
+    write_atomic(path, buffer.getvalue())
+
+
+def compare(name: str, dtype: str, got: np.ndarray, want: np.ndarray) -> tuple[str, bool]:
+    got64, want64 = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    if got64.shape != want64.shape:
+        return f"{name}: shape {list(got64.shape)} != reference {list(want64.shape)}", False
+    error = float(np.max(np.abs(got64 - want64))) if got64.size else 0.0
+    scale = 1.0 + (float(np.max(np.abs(want64))) if want64.size else 0.0)
+    passed = error <= TOLERANCE[dtype] * scale
+    return f"{name}: max abs error vs jax.lax {error:.3g} ({'ok' if passed else 'MISMATCH'})", passed

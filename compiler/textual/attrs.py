@@ -1,0 +1,106 @@
+"""Attribute and literal spellings shared by the convc printer and the StableHLO emitter."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..dtypes import from_numpy
+from ..ir import TensorType
+from ..ops.base import (
+    BOOL, DIMS, DTYPE, FLOAT, INT, INT_ROWS, INTS, PADDING, PRECISION, ConvDimensionNumbers,
+)
+from ..ops.conv import format_dimension_numbers
+
+INLINE_ELEMENTS = 16  # larger constants are printed as a hex blob
+_SSA_ID = re.compile(r"[A-Za-z_$.\-][A-Za-z0-9_$.\-]*")
+
+
+def is_ssa_id(name: str) -> bool:
+    return _SSA_ID.fullmatch(name) is not None
+
+
+def quote(text: str) -> str:
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return f'"{escaped}"'
+
+
+def i64_array(values: Sequence[int]) -> str:
+    if not values:
+        return "array<i64>"
+    return "array<i64: " + ", ".join(str(v) for v in values) + ">"
+
+
+def int_list(values: Sequence[int]) -> str:
+    return "[" + ", ".join(str(v) for v in values) + "]"
+
+
+def i64_rows(rows: Sequence[Sequence[int]], width: int) -> str:
+    body = ", ".join(int_list(row) for row in rows)
+    return f"dense<[{body}]> : tensor<{len(rows)}x{width}xi64>" if rows else f"dense<> : tensor<0x{width}xi64>"
+
+
+def float_literal(value: float) -> str:
+    """An MLIR float literal (the mantissa needs a dot); exact round trip via repr."""
+    text = repr(float(value))
+    if "e" in text and "." not in text.split("e")[0]:
+        mantissa, exponent = text.split("e")
+        text = f"{mantissa}.0e{exponent}"
+    return text
+
+
+def dense_literal(array: np.ndarray) -> str:
+    """`dense<...> : tensor<...>`: nested literals when small, else a little-endian hex blob."""
+    dtype = from_numpy(array.dtype)
+    assert dtype is not None
+    type_text = TensorType(tuple(array.shape), dtype).mlir()
+    finite = array.dtype.kind != "f" or bool(np.isfinite(array.astype(np.float64)).all())
+    if finite and array.size > 1 and bool((array == array.flat[0]).all()):
+        return f"dense<{_scalar(array.flat[0], dtype)}> : {type_text}"
+    if array.size <= INLINE_ELEMENTS and finite:
+        return f"dense<{_nested(array, dtype)}> : {type_text}"
+    data = np.ascontiguousarray(array).astype(array.dtype.newbyteorder("<"), copy=False).tobytes()
+    return f'dense<"0x{data.hex().upper()}"> : {type_text}'
+
+
+def _scalar(value: Any, dtype: str) -> str:
+    if dtype.startswith(("i", "u")):
+        return str(int(value))
+    return float_literal(float(value))
+
+
+def _nested(array: np.ndarray, dtype: str) -> str:
+    if array.ndim == 0:
+        return _scalar(array.item() if dtype.startswith("i") else float(array), dtype)
+    return "[" + ", ".join(_nested(sub, dtype) for sub in array) + "]"
+
+
+def format_attr(kind: str, value: Any, row_width: int = 2) -> str:
+    """The convc-text spelling of a typed attribute value."""
+    if kind == INT:
+        return f"{value} : i64"
+    if kind == INTS:
+        return i64_array(value)
+    if kind == INT_ROWS:
+        return i64_rows(value, row_width)
+    if kind == PADDING:
+        return quote(value) if isinstance(value, str) else i64_rows(value, 2)
+    if kind == DIMS:
+        if isinstance(value, ConvDimensionNumbers):
+            return f"#convc.dims<{format_dimension_numbers(value)}>"
+        return "[" + ", ".join(quote(spec) for spec in value) + "]"
+    if kind == PRECISION:
+        return quote(value) if isinstance(value, str) else "[" + ", ".join(quote(p) for p in value) + "]"
+    if kind == DTYPE:
+        return str(value)
+    if kind == FLOAT:
+        return f"{float_literal(value)} : f64" if math.isfinite(value) else f"{quote(repr(value))}"
+    if kind == BOOL:
+        return "true" if value else "false"
+    if kind == "tensor":
+        return dense_literal(value)
+    raise AssertionError(f"unknown attribute kind {kind}")

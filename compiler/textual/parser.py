@@ -1,0 +1,313 @@
+"""convc text -> Graph. A small recursive-descent reader of the subset the printer writes.
+
+Our own reader (rather than MLIR's) keeps SSA names, which become node and input
+names; MLIR itself parses the same text with unregistered dialects allowed (tested).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import numpy as np
+
+from ..diagnostics import ConvcError, Location
+from ..dtypes import canonical_dtype, numpy_dtype
+from ..ir import Graph, Op, TensorType, Value
+from ..ops import OPS, suggest
+from ..ops.conv import parse_dimension_numbers
+from ..verify import coerce_attrs, infer_type
+
+_TOKEN = re.compile(
+    r"""
+    (?P<ws>\s+|//[^\n]*)
+  | (?P<type>tensor<(?:\d+x)*[a-z]+\d*>)
+  | (?P<array>array<i64(?::[^>]*)?>)
+  | (?P<dense>dense<[^>]*>)
+  | (?P<dims>\#convc\.dims<[^>]*->[^>]*>)
+  | (?P<string>"(?:[^"\\]|\\.)*")
+  | (?P<value>%[A-Za-z0-9_$.\-]+)
+  | (?P<symbol>@(?:[A-Za-z0-9_$.\-]+|"(?:[^"\\]|\\.)*"))
+  | (?P<float>[-+]?\d+\.\d*(?:[eE][-+]?\d+)?)
+  | (?P<int>[-+]?\d+)
+  | (?P<word>[A-Za-z_][A-Za-z0-9_.$]*)
+  | (?P<punct>->|[(){}\[\],:=])
+    """,
+    re.VERBOSE,
+)
+
+
+class _Token:
+    __slots__ = ("kind", "text", "line", "col")
+
+    def __init__(self, kind: str, text: str, line: int, col: int):
+        self.kind, self.text, self.line, self.col = kind, text, line, col
+
+
+def _tokenize(text: str, file: str) -> list[_Token]:
+    tokens: list[_Token] = []
+    pos, line, line_start = 0, 1, 0
+    while pos < len(text):
+        match = _TOKEN.match(text, pos)
+        if match is None:
+            raise ConvcError(f"unexpected character {text[pos]!r}", Location(file=file, line=line, col=pos - line_start + 1))
+        kind = match.lastgroup or ""
+        if kind != "ws":
+            tokens.append(_Token(kind, match.group(), line, pos - line_start + 1))
+        newlines = match.group().count("\n")
+        if newlines:
+            line += newlines
+            line_start = match.start() + match.group().rindex("\n") + 1
+        pos = match.end()
+    tokens.append(_Token("eof", "", line, pos - line_start + 1))
+    return tokens
+
+
+def _unquote(text: str) -> str:
+    return re.sub(r"\\(.)", lambda m: "\n" if m.group(1) == "n" else m.group(1), text[1:-1])
+
+
+def _tensor_type(text: str) -> TensorType:
+    body = text[len("tensor<"):-1].split("x")
+    return TensorType(tuple(int(d) for d in body[:-1]), body[-1])
+
+
+class _Parser:
+    def __init__(self, text: str, file: str):
+        self.file = file
+        self.tokens = _tokenize(text, file)
+        self.pos = 0
+        self.values: dict[str, Value] = {}
+
+    # --- token helpers -------------------------------------------------------------
+
+    @property
+    def tok(self) -> _Token:
+        return self.tokens[self.pos]
+
+    def loc(self, tok: _Token | None = None) -> Location:
+        tok = tok or self.tok
+        return Location(file=self.file, line=tok.line, col=tok.col)
+
+    def error(self, message: str, tok: _Token | None = None) -> ConvcError:
+        return ConvcError(message, self.loc(tok))
+
+    def next(self) -> _Token:
+        tok = self.tok
+        self.pos += 1
+        return tok
+
+    def accept(self, text: str) -> bool:
+        if self.tok.text == text and self.tok.kind in ("punct", "word"):
+            self.pos += 1
+            return True
+        return False
+
+    def expect(self, text: str) -> _Token:
+        if not self.accept(text):
+            found = self.tok.text or "end of input"
+            raise self.error(f"expected '{text}', found '{found}'")
+        return self.tokens[self.pos - 1]
+
+    def expect_kind(self, kind: str, what: str) -> _Token:
+        if self.tok.kind != kind:
+            raise self.error(f"expected {what}, found '{self.tok.text or 'end of input'}'")
+        return self.next()
+
+    def type(self) -> TensorType:
+        tok = self.expect_kind("type", "a tensor type")
+        t = _tensor_type(tok.text)
+        if canonical_dtype(t.dtype) is None:
+            raise self.error(f"unknown element type '{t.dtype}'", tok)
+        return t
+
+    def type_list(self) -> list[TensorType]:
+        if not self.accept("("):
+            return [self.type()]
+        types: list[TensorType] = []
+        while not self.accept(")"):
+            if types:
+                self.expect(",")
+            types.append(self.type())
+        return types
+
+    def name_loc(self, default: str) -> str:
+        """An optional `loc("name")` that overrides the SSA name."""
+        if self.tok.text != "loc":
+            return default
+        self.next()
+        self.expect("(")
+        name = _unquote(self.expect_kind("string", "a quoted location name").text)
+        self.expect(")")
+        return name
+
+    # --- structure -------------------------------------------------------------------
+
+    def module(self) -> Graph:
+        name = "main"
+        wrapped = self.accept("module")
+        if wrapped:
+            if self.tok.kind == "symbol":
+                name = self.next().text[1:].strip('"')
+            self.expect("{")
+        graph = self.function(name)
+        if wrapped:
+            self.expect("}")
+        if self.tok.kind != "eof":
+            raise self.error(f"expected end of input, found '{self.tok.text}'")
+        return graph
+
+    def function(self, module_name: str) -> Graph:
+        self.expect("func.func")
+        self.accept("public")
+        self.accept("private")
+        symbol = self.expect_kind("symbol", "a function name")
+        graph = Graph(module_name if module_name != "main" else symbol.text[1:].strip('"'))
+        self.expect("(")
+        while not self.accept(")"):
+            if graph.inputs:
+                self.expect(",")
+            tok = self.expect_kind("value", "an argument name")
+            self.expect(":")
+            t = self.type()
+            name = self.name_loc(tok.text[1:])
+            self.define(tok, Value(name, t))
+            graph.inputs.append(self.values[tok.text])
+            graph.input_locs[name] = self.loc(tok)
+        self.expect("->")
+        result_types = self.type_list()
+        self.expect("{")
+        while self.tok.kind == "value":
+            graph.ops.append(self.operation())
+        return_tok = self.tok
+        if not (self.accept("func.return") or self.accept("return")):
+            raise self.error(f"expected an op or 'func.return', found '{self.tok.text}'")
+        outputs = [self.use(self.expect_kind("value", "a result name"))]
+        while self.accept(","):
+            outputs.append(self.use(self.expect_kind("value", "a result name")))
+        self.expect(":")
+        declared = [self.type()]
+        while self.accept(","):
+            declared.append(self.type())
+        if [v.type for v in outputs] != declared or declared != result_types:
+            raise self.error("return types do not match the function's result types", return_tok)
+        graph.outputs = outputs
+        self.expect("}")
+        return graph
+
+    def define(self, tok: _Token, value: Value) -> None:
+        if tok.text in self.values:
+            raise self.error(f"'{tok.text}' is defined twice", tok)
+        self.values[tok.text] = value
+
+    def use(self, tok: _Token) -> Value:
+        value = self.values.get(tok.text)
+        if value is None:
+            raise self.error(f"use of undefined value '{tok.text}'", tok)
+        return value
+
+    def operation(self) -> Op:
+        result_tok = self.next()
+        self.expect("=")
+        kind_tok = self.expect_kind("string", 'a quoted op name like "convc.conv"')
+        full = _unquote(kind_tok.text)
+        kind = full.removeprefix("convc.")
+        if not full.startswith("convc.") or kind not in OPS:
+            raise self.error(f"unknown op '{full}'{suggest(kind, OPS)}", kind_tok)
+        self.expect("(")
+        operands: list[Value] = []
+        while not self.accept(")"):
+            if operands:
+                self.expect(",")
+            operands.append(self.use(self.expect_kind("value", "an operand")))
+        raw = self.attr_dict() if self.tok.text == "{" else {}
+        self.expect(":")
+        operand_types = self.type_list()
+        self.expect("->")
+        result_type = self.type()
+        name = self.name_loc(result_tok.text[1:])
+        if operand_types != [v.type for v in operands]:
+            raise self.error("operand types do not match the operands' declared types", kind_tok)
+        loc = Location(file=self.file, line=result_tok.line, col=result_tok.col, node=name, op=kind)
+        attrs = coerce_attrs(kind, raw, loc)
+        inferred = infer_type(kind, operand_types, attrs, loc)
+        if inferred != result_type:
+            raise ConvcError(f"result type {result_type} does not match the inferred type {inferred}", loc)
+        op = Op(kind, operands, attrs, name, result_type, loc)
+        self.define(result_tok, op.result)
+        return op
+
+    # --- attributes ---------------------------------------------------------------------
+
+    def attr_dict(self) -> dict[str, Any]:
+        self.expect("{")
+        attrs: dict[str, Any] = {}
+        while not self.accept("}"):
+            if attrs:
+                self.expect(",")
+            key = self.expect_kind("word", "an attribute name")
+            self.expect("=")
+            attrs[key.text] = self.attr_value()
+        return attrs
+
+    def attr_value(self) -> Any:
+        tok = self.next()
+        if tok.kind == "int":
+            self.typed_suffix()
+            return int(tok.text)
+        if tok.kind == "float":
+            self.typed_suffix()
+            return float(tok.text)
+        if tok.kind == "string":
+            return _unquote(tok.text)
+        if tok.kind == "array":
+            body = tok.text[len("array<i64"):-1].lstrip(":")
+            return tuple(int(x) for x in body.split(",") if x.strip())
+        if tok.kind == "dims":
+            try:
+                return parse_dimension_numbers(tok.text[len("#convc.dims<"):-1])
+            except ValueError as err:
+                raise self.error(str(err), tok) from None
+        if tok.kind == "dense":
+            self.expect(":")
+            return self.dense(tok, self.type())
+        if tok.text == "[":
+            items: list[Any] = []
+            while not self.accept("]"):
+                if items:
+                    self.expect(",")
+                items.append(self.attr_value())
+            return items
+        if tok.text in ("true", "false"):
+            return tok.text == "true"
+        if tok.kind == "word" and canonical_dtype(tok.text):
+            return tok.text
+        raise self.error(f"unexpected attribute value '{tok.text}'", tok)
+
+    def typed_suffix(self) -> None:
+        if self.accept(":"):
+            self.expect_kind("word", "an element type")
+
+    def dense(self, tok: _Token, t: TensorType) -> np.ndarray:
+        body = tok.text[len("dense<"):-1].strip()
+        dtype = numpy_dtype(t.dtype)
+        try:
+            if body.startswith('"0x'):
+                array = np.frombuffer(bytes.fromhex(body[3:-1]), dtype=dtype.newbyteorder("<")).astype(dtype)
+            elif not body:
+                array = np.zeros((0,), dtype)
+            else:
+                import json
+
+                array = np.array(json.loads(body), dtype=np.float64 if t.dtype[0] in "fb" else np.int64).astype(dtype)
+            if array.size == 1 and t.num_elements() != 1:
+                array = np.full(t.shape, array.reshape(()), dtype)
+            return array.reshape(t.shape)
+        except (ValueError, TypeError) as err:
+            raise self.error(f"malformed dense literal: {err}", tok) from None
+
+
+def parse_ir(text: str, file: str = "<input>") -> Graph:
+    """Read convc text (as printed by `print_graph`) into a verified Graph."""
+    return _Parser(text, file).module()

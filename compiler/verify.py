@@ -1,0 +1,89 @@
+"""Type inference and verification: run each op's declared rule, locate failures."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .diagnostics import ConvcError, Location, VerifyError
+from .ir import Graph, Op, TensorType
+from .ops import OPS, OpView, suggest
+from .ops.base import coerce_attr
+
+_TENSOR_KIND = "tensor"
+
+
+def coerce_attrs(kind: str, raw: dict[str, Any], loc: Location) -> dict[str, Any]:
+    """Check attribute names and value kinds; unknown names get a suggestion."""
+    opdef = OPS[kind]
+    typed: dict[str, Any] = {}
+    for name, value in raw.items():
+        spec = opdef.attrs.get(name)
+        if spec is None:
+            hint = suggest(name, opdef.attrs)
+            raise ConvcError(f"unknown attribute '{name}' for op '{kind}'{hint}", loc.child(name))
+        try:
+            typed[name] = value if spec.kind == _TENSOR_KIND else coerce_attr(spec, name, value)
+        except VerifyError as err:
+            raise locate(err, loc) from None
+    for name, spec in opdef.attrs.items():
+        if spec.required and name not in typed:
+            raise ConvcError(f"attribute '{name}' is required", loc)
+    return {k: v for k, v in typed.items() if v is not None}
+
+
+def locate(err: VerifyError, loc: Location) -> ConvcError:
+    where = loc
+    if err.attr is not None:
+        where = loc.child(err.attr)
+    elif err.operand is not None:
+        where = loc.child("inputs").child(err.operand)
+    return ConvcError(err.message, where, err.constraint)
+
+
+def infer_type(kind: str, operand_types: Sequence[TensorType], attrs: dict[str, Any], loc: Location) -> TensorType:
+    """The result type of an op, or a located ConvcError naming the broken constraint."""
+    opdef = OPS.get(kind)
+    if opdef is None:
+        raise ConvcError(f"unknown op '{kind}'{suggest(kind, OPS)}", loc.child("op"))
+    expected = len(opdef.operands)
+    if opdef.variadic and not operand_types:
+        raise ConvcError(f"'{kind}' takes at least one input, got none", loc.child("inputs"))
+    if not opdef.variadic and len(operand_types) != expected:
+        names = ", ".join(opdef.operands) or "none"
+        raise ConvcError(f"'{kind}' takes {expected} inputs ({names}), got {len(operand_types)}", loc.child("inputs"))
+    try:
+        return opdef.infer(OpView(opdef, operand_types, attrs))
+    except VerifyError as err:
+        raise locate(err, loc) from None
+
+
+def verify_op(op: Op) -> None:
+    inferred = infer_type(op.kind, [v.type for v in op.operands], op.attrs, op.loc)
+    if inferred != op.result.type:
+        raise ConvcError(f"result type {op.result.type} does not match the inferred type {inferred}", op.loc)
+
+
+def verify_graph(graph: Graph) -> None:
+    """Whole-graph invariants: unique names, defs before uses, outputs defined, op rules."""
+    defined: set[int] = set()
+    names: set[str] = set()
+    for value in graph.inputs:
+        _define(value.name, names, graph.input_locs.get(value.name, Location()))
+        defined.add(id(value))
+    for op in graph.ops:
+        for index, operand in enumerate(op.operands):
+            if id(operand) not in defined:
+                raise ConvcError(f"operand {index} '%{operand.name}' is used before it is defined", op.loc.child("inputs").child(index))
+        verify_op(op)
+        _define(op.name, names, op.loc)
+        defined.add(id(op.result))
+    for value in graph.outputs:
+        if id(value) not in defined:
+            raise ConvcError(f"output '%{value.name}' is not defined in the graph", Location())
+
+
+def _define(name: str, names: set[str], loc: Location) -> None:
+    if name in names:
+        raise ConvcError(f"name '{name}' is defined twice", loc)
+    names.add(name)
