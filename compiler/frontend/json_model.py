@@ -235,12 +235,12 @@ class _ModelReader:
             stuck = min(i for i in range(len(nodes)) if pending[i])
             entry = nodes[stuck]
             raise ConvcError("node is part of a cycle", self.loc(f"/nodes/{stuck}", entry["name"], entry["op"]).child("inputs"))
-        order.sort()  # stable: file order wherever the dependencies allow
-        return _stable_topological(order, nodes, producer)
+        return _file_order_first(nodes, producer)
 
 
-def _stable_topological(order: list[int], nodes: list[Any], producer: dict[str, int]) -> list[int]:
-    """File order when it is already topological (the common case), else a DFS order."""
+def _file_order_first(nodes: list[Any], producer: dict[str, int]) -> list[int]:
+    """A topological order of an acyclic node list that keeps file order wherever the
+    dependencies allow (iterative DFS, so deep chains cannot overflow the stack)."""
     placed: set[int] = set()
     result: list[int] = []
 
@@ -258,7 +258,7 @@ def _stable_topological(order: list[int], nodes: list[Any], producer: dict[str, 
                 stack.pop()
                 result.append(current)
 
-    for index in order:
+    for index in range(len(nodes)):
         if index not in placed:
             placed.add(index)
             visit(index)
@@ -273,8 +273,8 @@ def _type_name(value: Any) -> str:
         type(value), "a number")
 
 
-def _expect(value: Any, kind: type | tuple[type, ...], what: str, loc: Location) -> Any:
-    if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool) and bool not in (kind if isinstance(kind, tuple) else (kind,))):
+def _expect(value: Any, kind: type, what: str, loc: Location) -> Any:
+    if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
         raise ConvcError(f"expected {what}, got {_type_name(value)}", loc)
     return value
 
