@@ -64,6 +64,9 @@ def _tokenize(text: str, file: str) -> list[_Token]:
     return tokens
 
 
+_ATTR_INT = "i64"  # element type of integer-row attributes; not a tensor dtype convc computes in
+
+
 def _unquote(text: str) -> str:
     return re.sub(r"\\(.)", lambda m: "\n" if m.group(1) == "n" else m.group(1), text[1:-1])
 
@@ -121,6 +124,12 @@ class _Parser:
         if canonical_dtype(t.dtype) is None:
             raise self.error(f"unknown element type '{t.dtype}'", tok)
         return t
+
+    def attr_type(self) -> TensorType:
+        """A dense attribute's type: a tensor type, or i64 rows (padding, padding_config)."""
+        if self.tok.kind == "type" and _tensor_type(self.tok.text).dtype == _ATTR_INT:
+            return _tensor_type(self.next().text)
+        return self.type()
 
     def type_list(self) -> list[TensorType]:
         if not self.accept("("):
@@ -271,7 +280,7 @@ class _Parser:
                 raise self.error(str(err), tok) from None
         if tok.kind == "dense":
             self.expect(":")
-            return self.dense(tok, self.type())
+            return self.dense(tok, self.attr_type())
         if tok.text == "[":
             items: list[Any] = []
             while not self.accept("]"):
@@ -291,7 +300,7 @@ class _Parser:
 
     def dense(self, tok: _Token, t: TensorType) -> np.ndarray:
         body = tok.text[len("dense<"):-1].strip()
-        dtype = numpy_dtype(t.dtype)
+        dtype = np.dtype(np.int64) if t.dtype == _ATTR_INT else numpy_dtype(t.dtype)
         try:
             if body.startswith('"0x'):
                 array = np.frombuffer(bytes.fromhex(body[3:-1]), dtype=dtype.newbyteorder("<")).astype(dtype)
