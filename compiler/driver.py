@@ -16,7 +16,7 @@ import numpy as np
 from .diagnostics import ConvcError, InternalError, Location
 from .emit import emit_stablehlo
 from .fileio import write_atomic
-from .frontend import load_model, load_model_text
+from .frontend import load_model_text
 from .ir import Graph
 from .pass_manager import Pass, PassManager, PipelineError, parse_pipeline
 from .textual import parse_ir, print_graph

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import numpy as np
 import ml_dtypes
+import numpy as np
 
 # canonical name -> numpy dtype; the canonical name is also the MLIR spelling.
 _NUMPY: dict[str, np.dtype] = {

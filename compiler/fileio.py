@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 from pathlib import Path
@@ -24,10 +25,8 @@ def write_atomic(path: str | os.PathLike[str], data: bytes | str) -> None:
             os.fsync(handle.fileno())
         os.replace(tmp, target)
     except BaseException as err:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
-        except OSError:
-            pass
         if isinstance(err, OSError):
             raise ConvcError(f"cannot write output: {err.strerror or err}", Location(file=str(path))) from None
         raise

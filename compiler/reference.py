@@ -22,14 +22,14 @@ def lax_rule(kind: str) -> Callable[[LaxRule], LaxRule]:
     return register
 
 
-def lax_precision(value: object) -> Any:
+def lax_precision(value: str | tuple[str, str] | None) -> Any:
     from jax import lax
 
     if value is None:
         return None
     if isinstance(value, str):
         return lax.Precision[value]
-    return tuple(lax.Precision[p] for p in value)  # type: ignore[union-attr]
+    return tuple(lax.Precision[p] for p in value)
 
 
 def lax_dimension_numbers(value: object, rank: int) -> Any:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from typing import Any
 
 import numpy as np
 
@@ -53,7 +54,8 @@ def load_inputs(graph: Graph, path: str) -> list[np.ndarray]:
 
 def save_outputs(path: str, graph: Graph, outputs: list[np.ndarray]) -> None:
     buffer = io.BytesIO()
-    np.savez(buffer, **{v.name: out for v, out in zip(graph.outputs, outputs)})
+    arrays: dict[str, Any] = {v.name: out for v, out in zip(graph.outputs, outputs)}
+    np.savez(buffer, **arrays)
     write_atomic(path, buffer.getvalue())
 
 

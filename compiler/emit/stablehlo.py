@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+import numpy as np
+
 from ..diagnostics import InternalError
+from ..dtypes import numpy_dtype
 from ..ir import Graph, Op, TensorType, Value
 from ..ops.base import ConvDimensionNumbers
 from ..ops.conv import format_dimension_numbers
-from ..textual.attrs import dense_literal, float_literal, int_list, is_ssa_id, quote
-from ..dtypes import numpy_dtype
-
-import numpy as np
+from ..textual.attrs import dense_literal, int_list, is_ssa_id, quote
 
 
 class EmitContext:
@@ -146,9 +146,9 @@ def _convert(op: Op, ctx: EmitContext, result: str) -> None:
     ctx.emit(result, f"stablehlo.convert {ctx.use(x)} : ({x.type}) -> {op.result.type}")
 
 
-def _precision_config(precision: object) -> str:
+def _precision_config(precision: str | tuple[str, str] | None) -> str:
     pair = (precision, precision) if isinstance(precision, str) else precision or ("DEFAULT", "DEFAULT")
-    return "[" + ", ".join(f"#stablehlo<precision {p}>" for p in pair) + "]"  # type: ignore[union-attr]
+    return "[" + ", ".join(f"#stablehlo<precision {p}>" for p in pair) + "]"
 
 
 def _window(values: object, n: int) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+from collections.abc import Iterable
 
 from .base import Attr, ConvDimensionNumbers, OpDef, OpView
 from .conv import CONV
@@ -17,7 +18,7 @@ def register(opdef: OpDef) -> OpDef:
     return opdef
 
 
-def suggest(name: str, choices: list[str] | tuple[str, ...] | dict[str, object]) -> str:
+def suggest(name: str, choices: Iterable[str]) -> str:
     """A ' (did you mean 'x'?)' suffix, or '' when nothing is close."""
     close = difflib.get_close_matches(name, list(choices), n=1)
     return f" (did you mean '{close[0]}'?)" if close else ""

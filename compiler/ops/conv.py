@@ -13,7 +13,16 @@ from collections.abc import Sequence
 from ..diagnostics import VerifyError
 from ..ir import TensorType
 from .base import (
-    DIMS, DTYPE, INT, INTS, PADDING, PRECISION, Attr, ConvDimensionNumbers, OpDef, OpView,
+    DIMS,
+    DTYPE,
+    INT,
+    INTS,
+    PADDING,
+    PRECISION,
+    Attr,
+    ConvDimensionNumbers,
+    OpDef,
+    OpView,
     check_same_dtype,
 )
 

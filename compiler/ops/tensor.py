@@ -12,7 +12,16 @@ from ..diagnostics import VerifyError
 from ..dtypes import from_numpy
 from ..ir import TensorType
 from .base import (
-    DTYPE, FLOAT, INT, INT_ROWS, INTS, Attr, OpDef, OpView, check_axes, check_permutation,
+    DTYPE,
+    FLOAT,
+    INT,
+    INT_ROWS,
+    INTS,
+    Attr,
+    OpDef,
+    OpView,
+    check_axes,
+    check_permutation,
 )
 
 TENSOR = "tensor"  # attribute kind of a constant's value: a numpy array

@@ -12,7 +12,16 @@ import numpy as np
 from ..dtypes import from_numpy
 from ..ir import TensorType
 from ..ops.base import (
-    BOOL, DIMS, DTYPE, FLOAT, INT, INT_ROWS, INTS, PADDING, PRECISION, ConvDimensionNumbers,
+    BOOL,
+    DIMS,
+    DTYPE,
+    FLOAT,
+    INT,
+    INT_ROWS,
+    INTS,
+    PADDING,
+    PRECISION,
+    ConvDimensionNumbers,
 )
 from ..ops.conv import format_dimension_numbers
 

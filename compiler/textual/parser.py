@@ -6,7 +6,6 @@ names; MLIR itself parses the same text with unregistered dialects allowed (test
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
