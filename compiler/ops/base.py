@@ -117,7 +117,10 @@ def _padding(value: Any, attr: str) -> str | tuple[tuple[int, ...], ...]:
         if value.upper() not in PADDING_MODES:
             raise VerifyError(f"{attr} must be one of {', '.join(PADDING_MODES)} or [[lo, hi], ...], got {value!r}", attr=attr)
         return value.upper()
-    return _rows(value, attr, 2)
+    try:
+        return _rows(value, attr, 2)
+    except VerifyError as err:  # StableHLO C4: shape(padding) = [N - 2, 2]
+        raise VerifyError(err.message, "C4", attr=attr) from None
 
 
 def _dims(value: Any, attr: str) -> tuple[str, str, str] | ConvDimensionNumbers:

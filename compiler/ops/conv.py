@@ -105,9 +105,12 @@ def parse_dimension_numbers(text: str) -> ConvDimensionNumbers:
         labels = part[1:-1].split(",")
         try:
             spatial = sorted((int(label), dim) for dim, label in enumerate(labels) if label not in (first, second))
-            return (labels.index(first), labels.index(second)) + tuple(dim for _, dim in spatial)
+            result = (labels.index(first), labels.index(second)) + tuple(dim for _, dim in spatial)
         except ValueError:
             raise ValueError(f"malformed dimension numbers '{text}'") from None
+        if [label for label, _ in spatial] != list(range(len(spatial))):
+            raise ValueError(f"malformed dimension numbers '{text}': spatial labels must be 0..{len(spatial) - 1}, each once")
+        return result
 
     return ConvDimensionNumbers(one(lhs_text, "b", "f"), one(rhs_text, "o", "i"), one(out_text, "b", "f"))
 
