@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from ..diagnostics import InternalError
+from ..diagnostics import ConvcError, InternalError
 from ..dtypes import numpy_dtype
 from ..ir import Graph, Op, TensorType, Value
 from ..ops.base import ConvDimensionNumbers
@@ -161,7 +161,9 @@ def _conv(op: Op, ctx: EmitContext, result: str) -> None:
     dn, padding = op.attrs.get("dimension_numbers"), op.attrs.get("padding", "VALID")
     n = lhs.type.rank - 2
     if not isinstance(dn, ConvDimensionNumbers) or isinstance(padding, str) and padding != "VALID":
-        raise InternalError(f"'{op.name}' reached the emitter before canonicalize-dimension-numbers/resolve-padding")
+        # reachable from the command line (`convc-opt --emit=stablehlo`, `convc -p ...`): a user error
+        raise ConvcError("StableHLO needs explicit dimension numbers and padding; "
+                         "run -p canonicalize-dimension-numbers,resolve-padding first", op.loc)
     pads = ((0, 0),) * n if padding == "VALID" else padding
     window = (f"stride = {_window(op.attrs.get('window_strides'), n)}, "
               f"pad = [{', '.join(int_list(p) for p in pads)}], "
