@@ -140,6 +140,10 @@ def _guarded(main: Callable[[argparse.Namespace], int], args: argparse.Namespace
         return EXIT_INTERNAL
 
 
+def _print_timing(timings: list[tuple[str, float]]) -> None:
+    print(PassManager([], timings=timings).timing_report(), file=sys.stderr)
+
+
 def _write(output: str | None, data: bytes) -> None:
     if output is None or output == "-":
         sys.stdout.buffer.write(data)
@@ -155,9 +159,7 @@ def _convc_main(args: argparse.Namespace) -> int:
     source = graph.clone() if args.check else None
     compiler.run_passes(graph)
     if args.timing:
-        from .pass_manager import PassManager
-
-        print(PassManager([], timings=compiler.timings).timing_report(), file=sys.stderr)
+        _print_timing(compiler.timings)
     payload = compiler.emit(graph, args.emit)
     if args.output is not None or not (args.run or args.check):
         _write(args.output, payload)
@@ -243,6 +245,8 @@ def _opt_main(args: argparse.Namespace) -> int:
     file = "<stdin>" if args.input == "-" else args.input
     if not args.split_input_file:
         _write(args.output, _opt_one(compiler, data, file, base_dir, args.emit).encode())
+        if args.timing:
+            _print_timing(compiler.timings)
         return EXIT_OK
     return _opt_split(compiler, data, file, base_dir, args)
 
@@ -250,15 +254,19 @@ def _opt_main(args: argparse.Namespace) -> int:
 def _opt_split(compiler: Compiler, data: bytes, file: str, base_dir: Path | None, args: argparse.Namespace) -> int:
     """Each chunk alone; line numbers stay those of the whole file. Errors do not stop later chunks."""
     results, status, line_offset = [], EXIT_OK, 0
+    timings: list[tuple[str, float]] = []
     for chunk in data.decode("utf-8", errors="replace").split(SPLIT_MARKER):
         padded = "\n" * line_offset + chunk
         line_offset += chunk.count("\n")
         try:
             results.append(_opt_one(compiler, padded.encode(), file, base_dir, args.emit))
+            timings += compiler.timings
         except ConvcError as err:
             print(err, file=sys.stderr)
             status = EXIT_USER_ERROR
     _write(args.output, f"\n{SPLIT_MARKER}\n".join(results).encode())
+    if args.timing:
+        _print_timing(timings)
     return status
 
 
