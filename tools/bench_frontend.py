@@ -1,0 +1,161 @@
+"""Front-end speed: JSON model -> verified StableHLO text, convc against JAX.
+
+For chains of N conv nodes (NHWC, 3x3 SAME, small channels, splat weights so the
+JSON stays small) this times, in one process and interleaved:
+
+* convc: what `convc model.json -o out.mlir` does, in-process: read and check the
+  JSON, run the default pipeline, emit StableHLO, parse and verify it with MLIR;
+* JAX:   `jax.jit(f).lower(x).as_text()` for the same network, traced afresh each
+  repetition (a new function object, so no tracing cache is hit).
+
+It prints one row per size: nodes, median convc ms, median JAX ms, speedup and
+convc microseconds per node. A benchmark, never a test: the numbers depend on
+the machine.
+
+    python -m convc.tools.bench_frontend [--sizes 100 1000 10000] [--repeat 5] [--block]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+SHAPE = (1, 8, 8, 4)  # NHWC
+KERNEL = (3, 3, SHAPE[-1], SHAPE[-1])  # HWIO, channels preserved so the chain composes
+LAYOUTS = ("NHWC", "HWIO", "NHWC")
+
+
+def weight_value(index: int) -> float:
+    """A distinct splat per layer, so no one can share constants."""
+    return round(0.01 + 0.001 * (index % 17), 6)
+
+
+def chain_model(convs: int, block: bool) -> dict:
+    """A JSON model: `convs` conv nodes in a chain, optionally each followed by bias_add + relu."""
+    constants, nodes = [], []
+    previous = "x"
+    for i in range(convs):
+        constants.append({"name": f"w{i}", "shape": list(KERNEL), "dtype": "f32", "value": weight_value(i)})
+        nodes.append({"name": f"c{i}", "op": "conv", "inputs": [previous, f"w{i}"], "window_strides": [1, 1],
+                      "padding": "SAME", "dimension_numbers": list(LAYOUTS)})
+        previous = f"c{i}"
+        if block:
+            constants.append({"name": f"b{i}", "shape": [KERNEL[-1]], "dtype": "f32", "value": 0.1})
+            nodes.append({"name": f"a{i}", "op": "bias_add", "inputs": [previous, f"b{i}"], "axis": 3})
+            nodes.append({"name": f"r{i}", "op": "relu", "inputs": [f"a{i}"]})
+            previous = f"r{i}"
+    return {"name": f"chain{convs}", "inputs": [{"name": "x", "shape": list(SHAPE), "dtype": "f32"}],
+            "constants": constants, "nodes": nodes, "outputs": [previous]}
+
+
+def convc_compile(path: Path) -> str:
+    """Exactly the CLI's path for `convc model.json -o out.mlir`, minus the file write."""
+    from convc.driver import Compiler
+
+    compiler = Compiler()
+    graph = compiler.load(str(path))
+    compiler.run_passes(graph)
+    return compiler.emit(graph, "stablehlo").decode()
+
+
+def jax_weights(convs: int) -> list[np.ndarray]:
+    """Made once per size, outside the timed region (JAX is not charged for numpy)."""
+    return [np.full(KERNEL, weight_value(i), np.float32) for i in range(convs)]
+
+
+def jax_network(weights: Sequence[np.ndarray], block: bool) -> Callable:
+    """The same chain as a JAX function closing over numpy weights (a fresh closure per call)."""
+    from jax import lax
+
+    bias = np.full((KERNEL[-1],), 0.1, np.float32)
+
+    def network(x):
+        for w in weights:
+            x = lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=LAYOUTS)
+            if block:
+                x = lax.max(x + lax.broadcast_in_dim(bias, x.shape, (3,)), lax.full_like(x, 0))
+        return x
+
+    return network
+
+
+def jax_lower(weights: Sequence[np.ndarray], block: bool) -> str:
+    import jax
+
+    spec = jax.ShapeDtypeStruct(SHAPE, np.float32)
+    return jax.jit(jax_network(weights, block)).lower(spec).as_text()
+
+
+def timed(fn: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def measure(convs: int, repeat: int, block: bool, workdir: Path) -> tuple[float, float]:
+    """Median seconds (convc, jax) over `repeat` interleaved runs, after one warm-up each."""
+    path = workdir / f"chain{convs}.json"
+    path.write_text(json.dumps(chain_model(convs, block)))
+    weights = jax_weights(convs)
+    check_same_network(path, weights, block)
+    convc_times, jax_times = [], []
+    for _ in range(repeat):
+        convc_times.append(timed(lambda: convc_compile(path)))
+        jax_times.append(timed(lambda: jax_lower(weights, block)))
+    return statistics.median(convc_times), statistics.median(jax_times)
+
+
+def check_same_network(path: Path, weights: Sequence[np.ndarray], block: bool) -> None:
+    """Warm both paths up and make sure they lowered the same number of convolutions."""
+    convs = len(weights)
+    ours, theirs = convc_compile(path), jax_lower(weights, block)
+    counts = ours.count("stablehlo.convolution"), theirs.count("stablehlo.convolution")
+    if counts != (convs, convs):
+        raise SystemExit(f"networks differ: convc has {counts[0]} convolutions, JAX {counts[1]}, expected {convs}")
+
+
+def table(rows: Sequence[tuple[int, float, float]]) -> str:
+    lines = ["| nodes | convc ms | JAX ms | speedup | convc µs/node |", "|---:|---:|---:|---:|---:|"]
+    for nodes, ours, theirs in rows:
+        lines.append(f"| {nodes:,} | {ours * 1e3:.1f} | {theirs * 1e3:.1f} | {theirs / ours:.1f}× | {ours / nodes * 1e6:.1f} |")
+    return "\n".join(lines)
+
+
+def machine() -> str:
+    import os
+
+    import jaxlib
+
+    return (f"{os.cpu_count()} CPUs, {platform.machine()}, Python {platform.python_version()}, "
+            f"jaxlib {jaxlib.__version__}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="bench_frontend", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[100, 1000, 10000], help="conv nodes per chain")
+    parser.add_argument("--repeat", type=int, default=5, help="interleaved repetitions per size (median is reported)")
+    parser.add_argument("--block", action="store_true", help="follow every conv with bias_add + relu (nodes still counts convs)")
+    args = parser.parse_args(argv)
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for convs in args.sizes:
+            ours, theirs = measure(convs, args.repeat, args.block, Path(tmp))
+            rows.append((convs, ours, theirs))
+            print(f"  {convs} nodes: convc {ours * 1e3:.1f} ms, JAX {theirs * 1e3:.1f} ms", file=sys.stderr, flush=True)
+    pattern = "conv 3x3 SAME + bias_add + relu" if args.block else "conv 3x3 SAME"
+    print(f"JSON -> verified StableHLO, chains of {pattern}, NHWC {list(SHAPE)}; median of {args.repeat}; {machine()}")
+    print(table(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
