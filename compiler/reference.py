@@ -50,6 +50,19 @@ def lax_dtype(name: str | None) -> Any:
     return None if name is None else numpy_dtype(name)
 
 
+def _lax_string_pads(lhs_shape: Sequence[int], rhs_shape: Sequence[int], op: Op, padding: str) -> Any:
+    """lax refuses string padding on lhs-dilated convs; resolve it as lax would without the
+    dilation check: lax.padtype_to_pads on the undilated input and the dilated kernel."""
+    from jax import lax
+
+    lhs_perm, rhs_perm, _ = lax.conv_dimension_numbers(
+        lhs_shape, rhs_shape, lax_dimension_numbers(op.attrs.get("dimension_numbers"), len(lhs_shape)))
+    n = len(lhs_shape) - 2
+    rhs_dilation = op.attrs.get("rhs_dilation") or (1,) * n
+    window = [0 if k == 0 else (k - 1) * d + 1 for k, d in zip((rhs_shape[i] for i in rhs_perm[2:]), rhs_dilation)]
+    return lax.padtype_to_pads([lhs_shape[i] for i in lhs_perm[2:]], window, op.attrs.get("window_strides") or (1,) * n, padding)
+
+
 @lax_rule("conv")
 def _conv(op: Op, args: Sequence[Any]) -> Any:
     from jax import lax
@@ -57,8 +70,11 @@ def _conv(op: Op, args: Sequence[Any]) -> Any:
     lhs, rhs = args
     a = op.attrs
     n = lhs.ndim - 2
+    padding = a.get("padding", "VALID")
+    if isinstance(padding, str) and any(d != 1 for d in a.get("lhs_dilation") or ()):
+        padding = _lax_string_pads(lhs.shape, rhs.shape, op, padding)
     return lax.conv_general_dilated(
-        lhs, rhs, a.get("window_strides") or (1,) * n, a.get("padding", "VALID"),
+        lhs, rhs, a.get("window_strides") or (1,) * n, padding,
         lhs_dilation=a.get("lhs_dilation"), rhs_dilation=a.get("rhs_dilation"),
         dimension_numbers=lax_dimension_numbers(a.get("dimension_numbers"), lhs.ndim),
         feature_group_count=a.get("feature_group_count", 1), batch_group_count=a.get("batch_group_count", 1),
