@@ -81,6 +81,110 @@ def _conv(op: Op, args: Sequence[Any]) -> Any:
         precision=lax_precision(a.get("precision")), preferred_element_type=lax_dtype(a.get("preferred_element_type")))
 
 
+# --- transposed and gradient convs: lax.conv_transpose and jax.vjp of the forward conv ---
+
+
+def _conv_transpose_one(op: Op, lhs: Any, rhs: Any, dims: Any) -> Any:
+    from jax import lax
+
+    a = op.attrs
+    return lax.conv_transpose(
+        lhs, rhs, a.get("strides") or (1,) * (lhs.ndim - 2), a.get("padding", "VALID"), rhs_dilation=a.get("rhs_dilation"),
+        dimension_numbers=dims, transpose_kernel=a.get("transpose_kernel", False), precision=lax_precision(a.get("precision")),
+        preferred_element_type=lax_dtype(a.get("preferred_element_type")),
+        use_consistent_padding=a.get("use_consistent_padding", False))
+
+
+@lax_rule("conv_transpose")
+def _conv_transpose(op: Op, args: Sequence[Any]) -> Any:
+    """lax.conv_transpose; with feature groups, one per group (lhs features and the kernel's
+    O dim sliced per group) concatenated along the output features."""
+    from jax import lax
+
+    from .ops.conv_grad import transpose_default_layouts
+
+    lhs, rhs = args
+    dims = op.attrs.get("dimension_numbers")
+    dims = lax.ConvDimensionNumbers(*dims) if isinstance(dims, ConvDimensionNumbers) else dims
+    groups = op.attrs.get("feature_group_count", 1)
+    if groups == 1:
+        return _conv_transpose_one(op, lhs, rhs, dims)
+    lhs_spec, rhs_spec, out_spec = lax.conv_dimension_numbers(lhs.shape, rhs.shape, dims or transpose_default_layouts(lhs.ndim))
+    lhs_step, rhs_step = lhs.shape[lhs_spec[1]] // groups, rhs.shape[rhs_spec[0]] // groups
+    outputs = [
+        _conv_transpose_one(op, lax.slice_in_dim(lhs, g * lhs_step, (g + 1) * lhs_step, axis=lhs_spec[1]),
+                            lax.slice_in_dim(rhs, g * rhs_step, (g + 1) * rhs_step, axis=rhs_spec[0]), dims)
+        for g in range(groups)]
+    return lax.concatenate(outputs, out_spec[1])
+
+
+def _forward_conv(op: Op, lhs_shape: Sequence[int], rhs_shape: Sequence[int], padding: Any) -> Callable[[Any, Any], Any]:
+    """The forward conv a gradient op describes, as a function of (input, kernel)."""
+    from jax import lax
+
+    a = op.attrs
+    n = len(lhs_shape) - 2
+    if isinstance(padding, str):
+        padding = _lax_string_pads(lhs_shape, rhs_shape, op, padding)
+    dims = lax_dimension_numbers(a.get("dimension_numbers"), len(lhs_shape))
+
+    def forward(x: Any, w: Any) -> Any:
+        return lax.conv_general_dilated(
+            x, w, a.get("window_strides") or (1,) * n, padding, lhs_dilation=a.get("lhs_dilation"),
+            rhs_dilation=a.get("rhs_dilation"), dimension_numbers=dims, feature_group_count=a.get("feature_group_count", 1),
+            batch_group_count=a.get("batch_group_count", 1), precision=lax_precision(a.get("precision")))
+    return forward
+
+
+def _scatter_padding(op: Op, out_grad: Any, rhs: Any, input_shape: Sequence[int]) -> Any:
+    """Without `input_shape`: forward pads whose low side is the op's and whose high side makes
+    the forward output exactly out_grad's size, so the vjp is the scatter the op defines."""
+    from jax import lax
+
+    a = op.attrs
+    n = out_grad.ndim - 2
+    lhs_spec, rhs_spec, out_spec = lax.conv_dimension_numbers(
+        input_shape, rhs.shape, lax_dimension_numbers(a.get("dimension_numbers"), out_grad.ndim))
+    strides = a.get("window_strides") or (1,) * n
+    lhs_dilation, rhs_dilation = a.get("lhs_dilation") or (1,) * n, a.get("rhs_dilation") or (1,) * n
+    out = [out_grad.shape[d] for d in out_spec[2:]]
+    windows = [(rhs.shape[d] - 1) * r + 1 for d, r in zip(rhs_spec[2:], rhs_dilation)]
+    padding = a.get("padding", "VALID")
+    if isinstance(padding, str):
+        padding = lax.padtype_to_pads([o * s for o, s in zip(out, strides)], windows, strides, padding)
+    return [(lo, (o - 1) * s + w - lo - ((input_shape[d] - 1) * ld + 1))
+            for (lo, _), o, s, w, d, ld in zip(padding, out, strides, windows, lhs_spec[2:], lhs_dilation)]
+
+
+@lax_rule("conv_backprop_input")
+def _conv_backprop_input(op: Op, args: Sequence[Any]) -> Any:
+    import jax
+    import jax.numpy as jnp
+    from jax import lax
+
+    out_grad, rhs = args
+    input_shape = op.result.type.shape
+    padding = op.attrs.get("padding", "VALID")
+    if "input_shape" not in op.attrs:
+        padding = _scatter_padding(op, out_grad, rhs, input_shape)
+    forward = _forward_conv(op, input_shape, rhs.shape, padding)
+    _, pullback = jax.vjp(lambda x: forward(x, rhs), jnp.zeros(input_shape, rhs.dtype))
+    return lax.convert_element_type(pullback(out_grad.astype(rhs.dtype))[0], lax_dtype(op.result.type.dtype))
+
+
+@lax_rule("conv_backprop_filter")
+def _conv_backprop_filter(op: Op, args: Sequence[Any]) -> Any:
+    import jax
+    import jax.numpy as jnp
+    from jax import lax
+
+    lhs, out_grad = args
+    kernel_shape = op.attrs["kernel_shape"]
+    forward = _forward_conv(op, lhs.shape, kernel_shape, op.attrs.get("padding", "VALID"))
+    _, pullback = jax.vjp(lambda w: forward(lhs, w), jnp.zeros(kernel_shape, lhs.dtype))
+    return lax.convert_element_type(pullback(out_grad.astype(lhs.dtype))[0], lax_dtype(op.result.type.dtype))
+
+
 @lax_rule("constant")
 def _constant(op: Op, args: Sequence[Any]) -> Any:
     import jax.numpy as jnp

@@ -7,10 +7,16 @@ from convc.pass_manager import Pass
 from .canonicalize_dimension_numbers import CanonicalizeDimensionNumbers
 from .dce import DeadCodeElimination
 from .infer_shapes import InferShapes
+from .lower_conv_backprop_filter import LowerConvBackpropFilter
+from .lower_conv_backprop_input import LowerConvBackpropInput
+from .lower_conv_transpose import LowerConvTranspose
 from .resolve_padding import ResolvePadding
 
 ALL_PASSES: tuple[type[Pass], ...] = (
     InferShapes,
+    LowerConvTranspose,
+    LowerConvBackpropInput,
+    LowerConvBackpropFilter,
     CanonicalizeDimensionNumbers,
     ResolvePadding,
     DeadCodeElimination,
@@ -20,7 +26,9 @@ PASSES: dict[str, type[Pass]] = {cls.name: cls for cls in ALL_PASSES}
 
 TARGETS = ("generic", "cpu", "gpu")
 
-_CANONICAL = ("infer-shapes", "canonicalize-dimension-numbers", "resolve-padding", "dce")
+_CANONICAL = (
+    "infer-shapes", "lower-conv-transpose", "lower-conv-backprop-input", "lower-conv-backprop-filter",
+    "canonicalize-dimension-numbers", "resolve-padding", "dce")
 
 
 def default_pipeline(target: str = "generic") -> str:

@@ -7,9 +7,10 @@ from collections.abc import Iterable
 
 from .base import Attr, ConvDimensionNumbers, OpDef, OpView
 from .conv import CONV
+from .conv_grad import CONV_GRAD_OPS
 from .tensor import TENSOR_OPS
 
-OPS: dict[str, OpDef] = {op.name: op for op in (CONV, *TENSOR_OPS)}
+OPS: dict[str, OpDef] = {op.name: op for op in (CONV, *CONV_GRAD_OPS, *TENSOR_OPS)}
 
 
 def register(opdef: OpDef) -> OpDef:
