@@ -1,0 +1,52 @@
+"""lit configuration for convc's FileCheck tests.
+
+The tools (`convc`, `convc-opt`, `filecheck`) are whatever the environment running
+lit has installed: found on PATH or beside the Python interpreter running lit, so an
+activated virtualenv, a plain `pip install`, and `python -m lit` all work.
+"""
+
+import os
+import shutil
+import sys
+import sysconfig
+
+import lit.formats
+
+# `config` and `lit_config` are injected by lit.
+config.name = "convc"
+config.test_format = lit.formats.ShTest(execute_external=False)  # lit's shell: `not`, pipes, redirects
+config.suffixes = [".mlir", ".test"]  # JSON cannot hold RUN lines: JSON cases are .test files over json/inputs/
+config.excludes = ["inputs", "tools", "lit.cfg.py"]
+config.test_source_root = os.path.dirname(__file__)
+
+TOOLS = ("convc", "convc-opt", "filecheck")
+
+
+def _search_path() -> str:
+    """PATH, then the scripts folder of the interpreter running lit (a venv's bin/)."""
+    scripts = sysconfig.get_path("scripts")
+    return os.pathsep.join(p for p in (os.environ.get("PATH", ""), scripts, os.path.dirname(sys.executable)) if p)
+
+
+def _find_tools(path: str) -> list[str]:
+    folders = []
+    for tool in TOOLS:
+        found = shutil.which(tool, path=path)
+        if found is None:
+            lit_config.fatal(f"'{tool}' not found on PATH; install convc with `pip install -e '.[test]'`")
+        folder = os.path.dirname(os.path.abspath(found))
+        if folder not in folders:
+            folders.append(folder)
+    return folders
+
+
+_path = _search_path()
+config.environment["PATH"] = os.pathsep.join(_find_tools(_path) + [_path])
+for _name in ("HOME", "TMPDIR", "XDG_CACHE_HOME"):
+    if _name in os.environ:
+        config.environment[_name] = os.environ[_name]
+config.environment["NO_COLOR"] = "1"  # filecheck's failure dumps stay plain text in lit's log
+
+# `%exit-status CMD ...` runs CMD, passes its stdout and stderr through (merged),
+# then prints `exit status: N`, so a test can check the exact exit code.
+config.substitutions.append(("%exit-status", f'"{sys.executable}" "{os.path.join(config.test_source_root, "tools", "exit_status.py")}"'))

@@ -1,0 +1,22 @@
+"""Run a command, print its merged stdout/stderr, then `exit status: N` (always exit 0).
+
+lit's internal shell can only say that a command failed (`not`); convc's exit codes
+(1 user error, 2 usage, 3 internal) are part of its interface, so tests check them.
+"""
+
+import subprocess
+import sys
+
+
+def main(argv: list[str]) -> int:
+    if not argv:
+        print("usage: exit_status.py COMMAND [ARGS...]", file=sys.stderr)
+        return 2
+    completed = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    sys.stdout.buffer.write(completed.stdout)
+    sys.stdout.write(f"exit status: {completed.returncode}\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
