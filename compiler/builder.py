@@ -100,6 +100,39 @@ class Builder:
                        batch_group_count=batch_group_count, precision=precision,
                        preferred_element_type=preferred_element_type)
 
+    def conv_transpose(self, lhs: Value, rhs: Value, strides: Sequence[int] | None = None, padding: Any = "VALID",
+                       rhs_dilation: Sequence[int] | None = None, dimension_numbers: Sequence[str] | None = None,
+                       transpose_kernel: bool = False, precision: Any = None, preferred_element_type: str | None = None,
+                       feature_group_count: int = 1, use_consistent_padding: bool = False, name: str | None = None) -> Value:
+        """jax.lax.conv_transpose, plus feature_group_count (grouped transposed conv)."""
+        return self.op("conv_transpose", lhs, rhs, name=name, strides=strides, padding=padding, rhs_dilation=rhs_dilation,
+                       dimension_numbers=dimension_numbers, transpose_kernel=transpose_kernel or None,
+                       use_consistent_padding=use_consistent_padding or None, feature_group_count=feature_group_count,
+                       precision=precision, preferred_element_type=preferred_element_type)
+
+    def conv_backprop_input(self, out_grad: Value, rhs: Value, window_strides: Sequence[int] | None = None, padding: Any = "VALID",
+                            lhs_dilation: Sequence[int] | None = None, rhs_dilation: Sequence[int] | None = None,
+                            dimension_numbers: Sequence[str] | None = None, feature_group_count: int = 1, batch_group_count: int = 1,
+                            input_shape: Sequence[int] | None = None, output_padding: Sequence[int] | None = None,
+                            precision: Any = None, preferred_element_type: str | None = None, name: str | None = None) -> Value:
+        """The input gradient of the forward conv these attributes describe, sized by
+        `input_shape` (TF input_sizes) or `output_padding` (PyTorch/ONNX)."""
+        return self.op("conv_backprop_input", out_grad, rhs, name=name, window_strides=window_strides, padding=padding,
+                       lhs_dilation=lhs_dilation, rhs_dilation=rhs_dilation, dimension_numbers=dimension_numbers,
+                       feature_group_count=feature_group_count, batch_group_count=batch_group_count, input_shape=input_shape,
+                       output_padding=output_padding, precision=precision, preferred_element_type=preferred_element_type)
+
+    def conv_backprop_filter(self, lhs: Value, out_grad: Value, kernel_shape: Sequence[int],
+                             window_strides: Sequence[int] | None = None, padding: Any = "VALID",
+                             lhs_dilation: Sequence[int] | None = None, rhs_dilation: Sequence[int] | None = None,
+                             dimension_numbers: Sequence[str] | None = None, feature_group_count: int = 1, batch_group_count: int = 1,
+                             precision: Any = None, preferred_element_type: str | None = None, name: str | None = None) -> Value:
+        """The kernel gradient of the forward conv these attributes describe, in the layout of `kernel_shape`."""
+        return self.op("conv_backprop_filter", lhs, out_grad, name=name, kernel_shape=kernel_shape, window_strides=window_strides,
+                       padding=padding, lhs_dilation=lhs_dilation, rhs_dilation=rhs_dilation, dimension_numbers=dimension_numbers,
+                       feature_group_count=feature_group_count, batch_group_count=batch_group_count, precision=precision,
+                       preferred_element_type=preferred_element_type)
+
     def bias_add(self, x: Value, bias: Value, axis: int = -1, name: str | None = None) -> Value:
         return self.op("bias_add", x, bias, name=name, axis=axis)
 
