@@ -1,0 +1,71 @@
+"""Shared fixtures for convc's Python tests: the repository root, seeded inputs,
+and one place that compiles emitted StableHLO with PJRT and runs it."""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import convc
+import numpy as np
+import pytest
+from convc.dtypes import numpy_dtype
+from convc.runtime import Executable, compile_stablehlo
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "slow: builds or spawns heavy things (a wheel); still part of the default run")
+
+
+@functools.lru_cache(maxsize=256)
+def _executable(text: str) -> Executable:
+    """PJRT executables by StableHLO text, so tests that emit the same module compile it once."""
+    return compile_stablehlo(text)
+
+
+def run_stablehlo(text: str, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
+    return _executable(text)(*arrays)
+
+
+def compile_and_run(graph: convc.Graph, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """The whole path users take: default pipeline -> verified StableHLO -> PJRT."""
+    return run_stablehlo(convc.compile_graph(graph), arrays)
+
+
+def random_array(rng: np.random.Generator, shape: Sequence[int], dtype: str) -> np.ndarray:
+    """Standard normal values (small integers for integer types) in convc dtype `dtype`."""
+    if dtype.startswith("i"):
+        return rng.integers(-4, 5, shape).astype(numpy_dtype(dtype))
+    return rng.standard_normal(shape).astype(numpy_dtype(dtype))
+
+
+@pytest.fixture
+def rng() -> np.random.Generator:
+    return np.random.default_rng(20240607)
+
+
+@pytest.fixture(name="compile_and_run")
+def compile_and_run_fixture() -> Callable[[convc.Graph, Sequence[np.ndarray]], list[np.ndarray]]:
+    return compile_and_run
+
+
+@pytest.fixture(name="run_stablehlo")
+def run_stablehlo_fixture() -> Callable[[str, Sequence[np.ndarray]], list[np.ndarray]]:
+    return run_stablehlo
+
+
+@pytest.fixture
+def write_model(tmp_path: Path) -> Callable[..., Path]:
+    """Write a JSON model document into tmp_path and return its path."""
+
+    def write(doc: dict[str, Any], name: str = "model.json") -> Path:
+        path = tmp_path / name
+        path.write_text(json.dumps(doc))
+        return path
+
+    return write
