@@ -252,11 +252,14 @@ def out_backprop_mismatch(actual: int, computed: int, dim: int, detail: str) -> 
     return f"Size of out_backprop doesn't match computed: actual = {actual}, computed = {computed} (spatial dimension {dim}: {detail})"
 
 
-def check_non_spatial(forward_out: TensorType, out_grad: TensorType, out_spec: Sequence[int], constraint: str, source: str) -> None:
+def check_non_spatial(forward_out: TensorType, out_grad: TensorType, out_spec: Sequence[int], constraint: str,
+                      source: str | None, operand: int) -> None:
+    """out_grad's batch and feature sizes are the forward conv's (computed with `source`)."""
+    using = f" with this {source}" if source else ""
     for role, dim in (("batch", out_spec[0]), ("feature", out_spec[1])):
         if forward_out.shape[dim] != out_grad.shape[dim]:
-            raise VerifyError(f"out_grad {role} dimension {out_grad.shape[dim]} differs from the forward conv's {forward_out.shape[dim]} "
-                              f"({source})", constraint, operand=1 if source == "kernel_shape" else 0)
+            raise VerifyError(f"out_grad {role} dimension {out_grad.shape[dim]} differs from the {forward_out.shape[dim]} the forward conv "
+                              f"produces{using}", constraint, operand=operand)
 
 
 def check_shape_attr(v: OpView, name: str, rank: int, constraint: str) -> tuple[int, ...]:
@@ -310,7 +313,7 @@ def _scatter_sizes(v: OpView, fwd: Forward, out: Sequence[int], kernel: Sequence
 
 def _check_input_shape(v: OpView, fwd: Forward, out_grad: TensorType, rhs: TensorType, input_type: TensorType, pads: Pads) -> None:
     forward_out = forward_type(v, input_type, rhs, {0: "input_shape"})
-    check_non_spatial(forward_out, out_grad, fwd.dn.out_spec, "B1", "input_shape")
+    check_non_spatial(forward_out, out_grad, fwd.dn.out_spec, "B1", "input_shape", operand=0)
     kernel = spatial(rhs.shape, fwd.dn.rhs_spec)
     sizes = zip(spatial(out_grad.shape, fwd.dn.out_spec), spatial(forward_out.shape, fwd.dn.out_spec),
                 spatial(input_type.shape, fwd.dn.lhs_spec), kernel, fwd.strides, pads)
@@ -357,7 +360,7 @@ def plan_backprop_input(v: OpView) -> ConvPlan:
     batch = out_grad.shape[fwd.dn.out_spec[0]] * fwd.batch_groups
     features = rhs.shape[fwd.dn.rhs_spec[1]] * fwd.feature_groups
     input_type = TensorType(assemble(fwd.dn.lhs_spec, batch, features, sizes), out_grad.dtype)
-    check_non_spatial(forward_type(v, input_type, rhs, {}), out_grad, fwd.dn.out_spec, "B1", "the forward conv of this op")
+    check_non_spatial(forward_type(v, input_type, rhs, {}), out_grad, fwd.dn.out_spec, "B1", None, operand=0)
     out, kernel = spatial(out_grad.shape, fwd.dn.out_spec), spatial(rhs.shape, fwd.dn.rhs_spec)
     dn = ConvDimensionNumbers(fwd.dn.out_spec, swap_roles(fwd.dn.rhs_spec), fwd.dn.lhs_spec)
     groups = max(fwd.feature_groups, fwd.batch_groups)
@@ -379,7 +382,7 @@ def infer_backprop_input(v: OpView) -> TensorType:
 
 def _check_filter_sizes(v: OpView, fwd: Forward, lhs: TensorType, out_grad: TensorType, kernel_type: TensorType) -> Pads:
     forward_out = forward_type(v, lhs, kernel_type, {1: "kernel_shape"})
-    check_non_spatial(forward_out, out_grad, fwd.dn.out_spec, "F2", "kernel_shape")
+    check_non_spatial(forward_out, out_grad, fwd.dn.out_spec, "F2", "kernel_shape", operand=1)
     in_spatial, kernel = spatial(lhs.shape, fwd.dn.lhs_spec), spatial(kernel_type.shape, fwd.dn.rhs_spec)
     pads = explicit_padding(v.attr("padding"), in_spatial, kernel, fwd.strides, fwd.rhs_dilation)
     sizes = zip(spatial(out_grad.shape, fwd.dn.out_spec), spatial(forward_out.shape, fwd.dn.out_spec), in_spatial, kernel, fwd.strides, pads)
