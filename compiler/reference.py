@@ -284,5 +284,6 @@ def lax_function(graph: Graph) -> Callable[..., list[Any]]:
 def evaluate(graph: Graph, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
     import jax
 
-    outputs = jax.jit(lax_function(graph))(*inputs)
+    with jax.enable_x64(True):  # f64 graphs stay f64 (jax narrows to f32 by default)
+        outputs = jax.jit(lax_function(graph))(*inputs)
     return [np.asarray(out) for out in outputs]

@@ -35,7 +35,8 @@ class Executable:
     def __call__(self, *arrays: np.ndarray) -> list[np.ndarray]:
         import jax
 
-        buffers = [jax.device_put(a, self.device) for a in arrays]
+        with jax.enable_x64(True):  # else device_put narrows f64 inputs to f32 and execute rejects them
+            buffers = [jax.device_put(a, self.device) for a in arrays]
         outputs = self.loaded.execute(buffers)
         return [np.asarray(out) for out in outputs]
 
