@@ -81,6 +81,7 @@ class _Parser:
         self.tokens = _tokenize(text, file)
         self.pos = 0
         self.values: dict[str, Value] = {}
+        self.names: set[str] = set()  # value names (SSA id or loc("...")): node names, unique
 
     # --- token helpers -------------------------------------------------------------
 
@@ -207,6 +208,9 @@ class _Parser:
     def define(self, tok: _Token, value: Value) -> None:
         if tok.text in self.values:
             raise self.error(f"'{tok.text}' is defined twice", tok)
+        if value.name in self.names:
+            raise self.error(f"name '{value.name}' is defined twice", tok)
+        self.names.add(value.name)
         self.values[tok.text] = value
 
     def use(self, tok: _Token) -> Value:
