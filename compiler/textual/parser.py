@@ -15,6 +15,7 @@ from ..diagnostics import ConvcError, Location
 from ..dtypes import canonical_dtype, numpy_dtype
 from ..ir import Graph, Op, TensorType, Value
 from ..ops import OPS, suggest
+from ..ops.base import FLOAT
 from ..ops.conv import parse_dimension_numbers
 from ..verify import coerce_attrs, infer_type
 
@@ -35,6 +36,9 @@ _TOKEN = re.compile(
     """,
     re.VERBOSE,
 )
+
+
+_NON_FINITE = ("inf", "-inf", "nan")
 
 
 class _Token:
@@ -68,6 +72,13 @@ _ATTR_INT = "i64"  # element type of integer-row attributes; not a tensor dtype 
 
 def _unquote(text: str) -> str:
     return re.sub(r"\\(.)", lambda m: "\n" if m.group(1) == "n" else m.group(1), text[1:-1])
+
+
+def _non_finite_floats(kind: str, raw: dict[str, Any]) -> dict[str, Any]:
+    """The printer quotes non-finite float attributes ("-inf": no decimal literal spells them); read them back."""
+    specs = OPS[kind].attrs
+    return {name: float(value) if name in specs and specs[name].kind == FLOAT and isinstance(value, str) and value in _NON_FINITE else value
+            for name, value in raw.items()}
 
 
 def _tensor_type(text: str) -> TensorType:
@@ -242,7 +253,7 @@ class _Parser:
         if operand_types != [v.type for v in operands]:
             raise self.error("operand types do not match the operands' declared types", kind_tok)
         loc = Location(file=self.file, line=result_tok.line, col=result_tok.col, node=name, op=kind)
-        attrs = coerce_attrs(kind, raw, loc)
+        attrs = coerce_attrs(kind, _non_finite_floats(kind, raw), loc)
         inferred = infer_type(kind, operand_types, attrs, loc)
         if inferred != result_type:
             raise ConvcError(f"result type {result_type} does not match the inferred type {inferred}", loc)
