@@ -1,0 +1,193 @@
+// RUN: not convc-opt %s --split-input-file 2>&1 | filecheck %s
+// RUN: %exit-status convc-opt %s --split-input-file | filecheck %s --check-prefix=STATUS
+
+// One case per diagnostic of the convc text reader and the generic op checks (op
+// names, operands, types, attribute syntax), each one line at the offending token.
+// The whole file exits 1 with exactly those lines. Op-specific rules: verify-conv.mlir
+// and verify-tensor-ops.mlir.
+// STATUS-NOT: Traceback
+// STATUS-COUNT-17: {{^}}{{.*}}verify-ir.mlir:{{[0-9]+}}:{{[0-9]+}}: error: {{.*}}
+// STATUS-NEXT: {{^}}exit status: 1{{$}}
+
+// An unknown op, with the closest known one suggested.
+// CHECK: {{^}}{{.*}}verify-ir.mlir:[[# @LINE + 3]]:10: error: unknown op 'convc.conv2d' (did you mean 'conv'?){{$}}
+module @unknown_op {
+  func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+    %r = "convc.conv2d"(%x) : (tensor<4xf32>) -> tensor<4xf32>
+    func.return %r : tensor<4xf32>
+  }
+}
+
+// -----
+
+// Ops live in the convc namespace; StableHLO ops are not convc IR.
+// CHECK: {{^}}{{.*}}verify-ir.mlir:[[# @LINE + 3]]:10: error: unknown op 'stablehlo.add'{{$}}
+module @op_outside_namespace {
+  func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+    %r = "stablehlo.add"(%x, %x) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+    func.return %r : tensor<4xf32>
+  }
+}
+
+// -----
+
+// An operand must be defined before it is used.
+// CHECK: {{^}}{{.*}}verify-ir.mlir:[[# @LINE + 3]]:23: error: use of undefined value '%y'{{$}}
+module @undefined_value {
+  func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+    %r = "convc.relu"(%y) : (tensor<4xf32>) -> tensor<4xf32>
+    func.return %r : tensor<4xf32>
+  }
+}
+
+// -----
+
+// An SSA name is defined once (here an op result reuses an argument's).
+// CHECK: {{^}}{{.*}}verify-ir.mlir:[[# @LINE + 3]]:5: error: '%x' is defined twice{{$}}
+module @ssa_redefined {
+  func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+    %x = "convc.relu"(%x) : (tensor<4xf32>) -> tensor<4xf32>
+    func.return %x : tensor<4xf32>
+  }
+}
+
+// -----
+
+// Arguments have distinct names.
+// CHECK: {{^}}{{.*}}verify-ir.mlir:[[# @LINE + 2]]:38: error: '%x' is defined twice{{$}}
+module @argument_redefined {
+  func.func @main(%x: tensor<4xf32>, %x: tensor<4xf32>) -> tensor<4xf32> {
+    func.return %x : tensor<4xf32>
+  }
+}
+
+// -----
+
+// Node names (an SSA id, or a loc("...") override) are unique.
+// CHECK: {{^}}{{.*}}verify-ir.mlir:[[# @LINE + 4]]:5: error: name 'n' is defined twice{{$}}
+module @node_name_redefined {
+  func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+    %a = "convc.relu"(%x) : (tensor<4xf32>) -> tensor<4xf32> loc("n")
+    %b = "convc.relu"(%a) : (tensor<4xf32>) -> tensor<4xf32> loc("n")
+    func.return %b : tensor<4xf32>
+  }
+}
+
+// -----
+
+// The op's declared operand types are its operands' types.
+// CHECK: {{^}}{{.*}}verify-ir.mlir:[[# @LINE + 3]]:10: error: operand types do not match the operands' declared types{{$}}
+module @operand_types {
+  func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+    %r = "convc.relu"(%x) : (tensor<5xf32>) -> tensor<5xf32>
+    func.return %r : tensor<5xf32>
+  }
+}
+
+// -----
+
+// The declared result type is the inferred one (a transpose of 2x3 is 3x2).
+// CHECK: {{^}}{{.*}}verify-ir.mlir:[[# @LINE + 3]]:5: error: 't' (transpose): result type tensor<2x3xf32> does not match the inferred type tensor<3x2xf32>{{$}}
+module @result_type {
+  func.func @main(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+    %t = "convc.transpose"(%x) {permutation = array<i64: 1, 0>} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+    func.return %t : tensor<2x3xf32>
+  }
+}
+
+// -----
+
+// func.return's types are the function's result types.
+// CHECK: {{^}}{{.*}}verify-ir.mlir:[[# @LINE + 4]]:5: error: return types do not match the function's result types{{$}}
+module @return_types {
+  func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+    %r = "convc.relu"(%x) : (tensor<4xf32>) -> tensor<4xf32>
+    func.return %r : tensor<4xf16>
+  }
+}
+
+// -----
+
+// Element types are convc's (f32, f16, bf16, f64, i8, i32).
+// CHECK: {{^}}{{.*}}verify-ir.mlir:[[# @LINE + 2]]:23: error: unknown element type 'f8'{{$}}
+module @unknown_element_type {
+  func.func @main(%x: tensor<4xf8>) -> tensor<4xf32> {
+    func.return %x : tensor<4xf32>
+  }
+}
+
+// -----
+
+// A character no token starts with.
+// CHECK: {{^}}{{.*}}verify-ir.mlir:[[# @LINE + 3]]:62: error: unexpected character '?'{{$}}
+module @unexpected_character {
+  func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+    %r = "convc.relu"(%x) : (tensor<4xf32>) -> tensor<4xf32> ?
+    func.return %r : tensor<4xf32>
+  }
+}
+
+// -----
+
+// A missing token is named, with what was found instead.
+// CHECK: {{^}}{{.*}}verify-ir.mlir:[[# @LINE + 3]]:8: error: expected '=', found '"convc.relu"'{{$}}
+module @expected_token {
+  func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+    %r "convc.relu"(%x) : (tensor<4xf32>) -> tensor<4xf32>
+    func.return %r : tensor<4xf32>
+  }
+}
+
+// -----
+
+// An attribute value convc cannot read.
+// CHECK: {{^}}{{.*}}verify-ir.mlir:[[# @LINE + 3]]:34: error: unexpected attribute value 'bar'{{$}}
+module @unexpected_attribute_value {
+  func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+    %r = "convc.relu"(%x) {foo = bar} : (tensor<4xf32>) -> tensor<4xf32>
+    func.return %r : tensor<4xf32>
+  }
+}
+
+// -----
+
+// A dense literal whose element count does not fit its type.
+// CHECK: {{^}}{{.*}}verify-ir.mlir:[[# @LINE + 3]]:38: error: malformed dense literal: cannot reshape array of size 2 into shape (4,){{$}}
+module @malformed_dense {
+  func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+    %k = "convc.constant"() {value = dense<[1.0, 2.0]> : tensor<4xf32>} : () -> tensor<4xf32>
+    func.return %k : tensor<4xf32>
+  }
+}
+
+// -----
+
+// #convc.dims names each spatial dimension once (here 0 twice): C13 cannot be spelled.
+// CHECK: {{^}}{{.*}}verify-ir.mlir:[[# @LINE + 3]]:52: error: malformed dimension numbers '[b, f, 0, 0]x[o, i, 0, 1]->[b, f, 0, 1]': spatial labels must be 0..1, each once{{$}}
+module @malformed_dims {
+  func.func @main(%x: tensor<1x2x4x4xf32>, %w: tensor<2x2x1x1xf32>) -> tensor<1x2x4x4xf32> {
+    %c = "convc.conv"(%x, %w) {dimension_numbers = #convc.dims<[b, f, 0, 0]x[o, i, 0, 1]->[b, f, 0, 1]>} : (tensor<1x2x4x4xf32>, tensor<2x2x1x1xf32>) -> tensor<1x2x4x4xf32>
+    func.return %c : tensor<1x2x4x4xf32>
+  }
+}
+
+// -----
+
+// Text after the module.
+// CHECK: {{^}}{{.*}}verify-ir.mlir:[[# @LINE + 6]]:3: error: expected end of input, found 'trailing'{{$}}
+module @trailing_text {
+  func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+    func.return %x : tensor<4xf32>
+  }
+} // the next line is not IR
+  trailing
+
+// -----
+
+// A module that is never closed: the error is at the end of the chunk.
+// CHECK: {{^}}{{.*}}verify-ir.mlir:[[# @LINE + 6]]:1: error: expected '}', found 'end of input'{{$}}
+module @unclosed {
+  func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+    func.return %x : tensor<4xf32>
+  }
+
