@@ -80,10 +80,14 @@ class Builder:
         loc = _call_site()
         op_name = self._claim(name or self._fresh(kind), loc)
         loc = Location(loc.file, None, loc.line, loc.col, op_name, kind)
-        if kind not in OPS:
-            raise ConvcError(f"unknown op '{kind}'{suggest(kind, OPS)}", loc)
-        typed = coerce_attrs(kind, {k: v for k, v in attrs.items() if v is not None}, loc)
-        result_type = infer_type(kind, [v.type for v in operands], typed, loc)
+        try:
+            if kind not in OPS:
+                raise ConvcError(f"unknown op '{kind}'{suggest(kind, OPS)}", loc)
+            typed = coerce_attrs(kind, {k: v for k, v in attrs.items() if v is not None}, loc)
+            result_type = infer_type(kind, [v.type for v in operands], typed, loc)
+        except ConvcError:
+            self._names.discard(op_name)  # a rejected call leaves the builder as it was
+            raise
         op = Op(kind, list(operands), typed, op_name, result_type, loc)
         self.graph.ops.append(op)
         return op.result

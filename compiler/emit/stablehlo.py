@@ -15,7 +15,7 @@ from ..dtypes import numpy_dtype
 from ..ir import Graph, Op, TensorType, Value
 from ..ops.base import ConvDimensionNumbers
 from ..ops.conv import format_dimension_numbers
-from ..textual.attrs import dense_literal, int_list, is_ssa_id, quote
+from ..textual.attrs import dense_literal, int_list, is_ssa_id, is_symbol_id, quote
 
 
 class EmitContext:
@@ -188,7 +188,7 @@ def emit_stablehlo(graph: Graph) -> str:
             raise InternalError(f"no StableHLO rule for op '{op.kind}' ('{op.name}'); is a lowering pass missing?")
         ctx.loc = f" loc({quote(op.name)})"
         emit_rule(op, ctx, ctx.define(op.result))
-    module_name = graph.name if is_ssa_id(graph.name) else quote(graph.name)
+    module_name = graph.name if is_symbol_id(graph.name) else quote(graph.name)
     returned = ", ".join(ctx.use(v) for v in graph.outputs)
     types = ", ".join(str(v.type) for v in graph.outputs)
     head = [f"module @{module_name} {{", f"  func.func public @main({args}) -> ({results}) {{"]

@@ -27,6 +27,12 @@ from ..ops.conv import format_dimension_numbers
 
 INLINE_ELEMENTS = 16  # larger constants are printed as a hex blob
 _SSA_ID = re.compile(r"[A-Za-z_$.\-][A-Za-z0-9_$.\-]*")
+_BARE_ID = re.compile(r"[A-Za-z_][A-Za-z0-9_$.]*")
+
+
+def is_symbol_id(name: str) -> bool:
+    """A bare `@name`: MLIR's bare-id, narrower than an SSA id (no leading digit or '$', no '-')."""
+    return _BARE_ID.fullmatch(name) is not None
 
 
 def is_ssa_id(name: str) -> bool:

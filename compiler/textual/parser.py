@@ -81,6 +81,11 @@ def _non_finite_floats(kind: str, raw: dict[str, Any]) -> dict[str, Any]:
             for name, value in raw.items()}
 
 
+def _symbol_name(text: str) -> str:
+    """`@name` or `@"any name"` -> the name."""
+    return _unquote(text[1:]) if text.startswith('@"') else text[1:]
+
+
 def _tensor_type(text: str) -> TensorType:
     body = text[len("tensor<"):-1].split("x")
     return TensorType(tuple(int(d) for d in body[:-1]), body[-1])
@@ -169,7 +174,7 @@ class _Parser:
         wrapped = self.accept("module")
         if wrapped:
             if self.tok.kind == "symbol":
-                name = self.next().text[1:].strip('"')
+                name = _symbol_name(self.next().text)
             self.expect("{")
         graph = self.function(name)
         if wrapped:
@@ -183,7 +188,7 @@ class _Parser:
         self.accept("public")
         self.accept("private")
         symbol = self.expect_kind("symbol", "a function name")
-        graph = Graph(module_name if module_name != "main" else symbol.text[1:].strip('"'))
+        graph = Graph(module_name if module_name != "main" else _symbol_name(symbol.text))
         self.expect("(")
         while not self.accept(")"):
             if graph.inputs:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..ir import Graph, Op, Value
 from ..ops import OPS
-from .attrs import format_attr, is_ssa_id, quote
+from .attrs import format_attr, is_ssa_id, is_symbol_id, quote
 
 
 class _Namer:
@@ -50,7 +50,7 @@ def print_graph(graph: Graph) -> str:
 
 
 def _symbol(name: str) -> str:
-    return name if is_ssa_id(name) else quote(name)
+    return name if is_symbol_id(name) else quote(name)
 
 
 def _print_op(op: Op, namer: _Namer) -> str:
