@@ -1,0 +1,333 @@
+"""The builder API: result types are inferred (and checked) at each call, invalid
+calls fail at the caller's line with the broken constraint's id, and every plain
+op computes what jax.lax/numpy compute, through the full compile-and-run path."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jax
+import ml_dtypes
+import numpy as np
+import pytest
+from convc import Builder, ConvcError, Value
+from convc.dtypes import from_numpy, numpy_dtype
+from convc.ops import ConvDimensionNumbers
+from convc.ops.conv import resolve_dimension_numbers
+from convc.passes import PASSES
+from jax import lax
+
+THIS_FILE = Path(__file__).resolve()
+
+
+def line_of(marker: str) -> int:
+    """The line in this file that carries `marker` in a comment (exactly one)."""
+    hits = [n for n, text in enumerate(THIS_FILE.read_text().splitlines(), start=1) if text.rstrip().endswith(f"# {marker}")]
+    assert len(hits) == 1, marker
+    return hits[0]
+
+
+def assert_close(got: np.ndarray, want: np.ndarray) -> None:
+    """Exact for integers; a few ulps of the element type for floats."""
+    want = np.asarray(want)
+    assert got.shape == want.shape and got.dtype == want.dtype
+    if got.dtype.kind in "iu":
+        np.testing.assert_array_equal(got, want)
+    else:
+        tolerance = {2: 1e-2, 4: 1e-6, 8: 1e-12}[got.dtype.itemsize]
+        np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=tolerance, atol=tolerance)
+
+
+def assert_type_is(value: Value, expected: Any) -> None:
+    """A builder result's type against an array or jax.ShapeDtypeStruct from the oracle."""
+    assert value.type.shape == tuple(expected.shape)
+    assert value.type.dtype == from_numpy(np.dtype(expected.dtype))
+
+
+# --- conv: inferred at the call, as lax infers it -------------------------------------------------
+
+CONV_SHAPES = [
+    pytest.param((2, 4, 9), (6, 2, 3), dict(window_strides=(2,), padding="SAME", feature_group_count=2), id="1d-grouped-same"),
+    pytest.param((1, 7, 6, 3), (3, 2, 3, 4), dict(window_strides=(2, 1), padding=((1, 0), (-1, 2)), rhs_dilation=(1, 2),
+                                                  dimension_numbers=("NHWC", "HWIO", "NHWC")), id="2d-nhwc-negative-pad"),
+    pytest.param((4, 2, 5, 4), (6, 2, 2, 2), dict(lhs_dilation=(2, 1), padding=((1, 1), (0, 0)), batch_group_count=2), id="2d-batch-groups"),
+    pytest.param((1, 2, 4, 3, 3), (2, 2, 2, 1, 2), dict(padding="SAME_LOWER", window_strides=(3, 1, 2),
+                                                        dimension_numbers=("NCDHW", "OIDHW", "NDHWC")), id="3d-same-lower"),
+    pytest.param((5, 2, 6, 4), (3, 3, 4, 2), dict(padding="VALID", dimension_numbers=("HNCW", "WOHI", "CWNH"),
+                                                  feature_group_count=3), id="2d-odd-layouts"),
+    pytest.param((2, 3, 5), (4, 3, 2), dict(preferred_element_type="f32", precision="HIGHEST"), id="1d-bf16-accumulate-f32"),
+]
+
+
+@pytest.mark.parametrize(("lhs_shape", "rhs_shape", "attrs"), CONV_SHAPES)
+def test_conv_result_type_is_inferred_at_the_call(lhs_shape: tuple[int, ...], rhs_shape: tuple[int, ...], attrs: dict[str, Any]) -> None:
+    dtype = "bf16" if "preferred_element_type" in attrs else "f32"
+    b = Builder()
+    y = b.conv(b.input("x", lhs_shape, dtype), b.input("w", rhs_shape, dtype), **attrs)
+    lax_attrs = dict(attrs, precision=lax.Precision.HIGHEST if "precision" in attrs else None,
+                     preferred_element_type=numpy_dtype(attrs["preferred_element_type"]) if "preferred_element_type" in attrs else None)
+    strides = lax_attrs.pop("window_strides", (1,) * (len(lhs_shape) - 2))
+    padding = lax_attrs.pop("padding", "VALID")
+    spec = [jax.ShapeDtypeStruct(s, numpy_dtype(dtype)) for s in (lhs_shape, rhs_shape)]
+    assert_type_is(y, jax.eval_shape(lambda x, w: lax.conv_general_dilated(x, w, strides, padding, **lax_attrs), *spec))
+
+
+@pytest.mark.parametrize("spatial_rank", [1, 2, 3])
+def test_default_dimension_numbers_follow_lax_by_rank(spatial_rank: int, rng: np.random.Generator, compile_and_run: Any) -> None:
+    """No dimension_numbers: lax's default (NC..., OI..., NC...) for every rank, in shape, numbers and values."""
+    lhs_shape, rhs_shape = (2, 3) + (5,) * spatial_rank, (4, 3) + (2,) * spatial_rank
+    b = Builder()
+    y = b.conv(b.input("x", lhs_shape), b.input("w", rhs_shape), padding="SAME")
+    b.output(y)
+    graph = b.build()
+    assert "dimension_numbers" not in graph.ops[0].attrs
+    PASSES["canonicalize-dimension-numbers"]().run(graph)
+    expected = lax.conv_dimension_numbers(lhs_shape, rhs_shape, None)
+    assert graph.ops[0].attrs["dimension_numbers"] == ConvDimensionNumbers(*expected)
+    x, w = rng.standard_normal(lhs_shape).astype(np.float32), rng.standard_normal(rhs_shape).astype(np.float32)
+    want = lax.conv_general_dilated(x, w, (1,) * spatial_rank, "SAME")
+    assert_type_is(y, want)
+    assert_close(compile_and_run(graph, [x, w])[0], np.asarray(want))
+
+
+@pytest.mark.parametrize("layouts", [
+    ("NCHW", "OIHW", "NCHW"), ("NHWC", "HWIO", "NHWC"), ("NHWC", "OIHW", "NCHW"), ("HNCW", "WOHI", "CWNH"),
+    ("NWC", "WIO", "NWC"), ("CDNHW", "IHDWO", "WNDHC"),
+])
+def test_layout_strings_resolve_as_lax_does(layouts: tuple[str, str, str]) -> None:
+    rank = len(layouts[0])
+    shape = tuple(range(2, 2 + rank))
+    assert resolve_dimension_numbers(layouts, rank) == ConvDimensionNumbers(*lax.conv_dimension_numbers(shape, shape, layouts))
+
+
+# --- invalid calls: located at the caller's line, naming the constraint -----------------------------
+
+
+@dataclass(frozen=True)
+class BadConv:
+    constraint: str
+    attrs: dict[str, Any] = field(default_factory=dict)
+    lhs: tuple[int, ...] = (2, 4, 5, 5)
+    rhs: tuple[int, ...] = (6, 4, 3, 3)
+    rhs_dtype: str = "f32"
+
+
+BAD_CONVS = [
+    BadConv("C1", rhs=(6, 4, 3)),
+    BadConv("C2", {"window_strides": (1,)}),
+    BadConv("C3", {"window_strides": (1, 0)}),
+    BadConv("C4", {"padding": ((1, 1),)}),
+    BadConv("C4", {"padding": ((1, 1, 1), (0, 0, 0))}),
+    BadConv("C5", {"lhs_dilation": (1, 1, 1)}),
+    BadConv("C6", {"lhs_dilation": (0, 1)}),
+    BadConv("C7", {"rhs_dilation": (2,)}),
+    BadConv("C8", {"rhs_dilation": (1, -1)}),
+    BadConv("C10", {"batch_group_count": 3}),
+    BadConv("C11", {"feature_group_count": 3}),
+    BadConv("C12", {"dimension_numbers": ("NCH", "OIHW", "NCHW")}),
+    BadConv("C13", {"dimension_numbers": ("NCHH", "OIHW", "NCHW")}),
+    BadConv("C14", rhs=(6, 3, 3, 3)),
+    BadConv("C15", {"batch_group_count": 2}, rhs=(5, 4, 3, 3)),
+    BadConv("C16", {"feature_group_count": 2}, rhs=(5, 2, 3, 3)),
+    BadConv("C17", {"dimension_numbers": ("NCHW", "OIH", "NCHW")}),
+    BadConv("C18", {"dimension_numbers": ("NCHW", "OOHW", "NCHW")}),
+    BadConv("C19", {"dimension_numbers": ("NCHW", "OIHW", "NCW")}),
+    BadConv("C20", {"dimension_numbers": ("NCHW", "OIHW", "NNHW")}),
+    BadConv("C21", {"feature_group_count": 0}),
+    BadConv("C22", {"batch_group_count": 0}),
+    BadConv("C23", {"feature_group_count": 2, "batch_group_count": 2}, rhs=(6, 2, 3, 3)),
+    BadConv("C24", {"precision": ("DEFAULT", "HIGH", "HIGHEST")}),
+    BadConv("C27", rhs_dtype="f16"),
+    BadConv("L1", {"dimension_numbers": ("NCHW", "OIHW", "NCHX")}),
+    BadConv("L2", {"padding": ((-6, 0), (0, 0))}),
+]
+
+
+@pytest.mark.parametrize("bad", BAD_CONVS, ids=lambda bad: f"{bad.constraint}-{'-'.join(bad.attrs) or 'shapes'}")
+def test_invalid_conv_fails_at_the_call_site_with_its_constraint(bad: BadConv) -> None:
+    b = Builder()
+    x, w = b.input("x", bad.lhs), b.input("w", bad.rhs, bad.rhs_dtype)
+    with pytest.raises(ConvcError) as caught:
+        b.conv(x, w, name="c", **bad.attrs)  # conv call site
+    err = caught.value
+    assert err.constraint == bad.constraint
+    assert (Path(err.loc.file).resolve(), err.loc.line) == (THIS_FILE, line_of("conv call site"))
+    assert (err.loc.node, err.loc.op) == ("c", "conv")
+    assert str(err).startswith(f"{err.loc.file}:{err.loc.line}:1: error: 'c' (conv): ")
+    assert str(err).endswith(f"[{bad.constraint}]") and "\n" not in str(err)
+    assert [op.name for op in b.build().ops] == [], "a failed call must not add an op"
+
+
+BAD_PLAIN_CALLS: list[tuple[str, Callable[[Builder, Value], Value], str]] = [
+    ("bias_add", lambda b, x: b.bias_add(x, b.input("bias", (5,)), axis=1), r"bias must have shape \[3\]"),
+    ("add", lambda b, x: b.add(x, b.input("other", (2, 3, 4), "f16")), "operand types differ"),
+    ("multiply", lambda b, x: b.multiply(x, b.input("other", (2, 3))), "operand types differ"),
+    ("reshape", lambda b, x: b.reshape(x, (5, 5)), "cannot reshape"),
+    ("transpose", lambda b, x: b.transpose(x, (0, 0, 1)), "not a permutation"),
+    ("reverse", lambda b, x: b.reverse(x, (3,)), "out of range"),
+    ("pad", lambda b, x: b.pad(x, [(0, 0, 0)] * 2), "padding_config has 2 rows"),
+    ("pad", lambda b, x: b.pad(x, [(0, 0, -1)] * 3), "interior padding must be non-negative"),
+    ("slice", lambda b, x: b.slice(x, (0, 0, 0), (2, 4, 4)), "out of bounds"),
+    ("concatenate", lambda b, x: b.concatenate([x, b.input("other", (2, 4, 5))], 1), "does not match"),
+    ("convert", lambda b, x: b.convert(x, "f8"), "must be a dtype"),
+    ("relu", lambda b, x: b.op("relu", x, x), "takes 1 inputs"),
+    ("bogus", lambda b, x: b.op("bogus", x), "unknown op 'bogus'"),
+    ("conv", lambda b, x: b.op("conv", x, x, windowstrides=(1,)), "did you mean 'window_strides'"),
+]
+
+
+@pytest.mark.parametrize(("kind", "call", "message"), BAD_PLAIN_CALLS, ids=[f"{k}-{i}" for i, (k, _, _) in enumerate(BAD_PLAIN_CALLS)])
+def test_invalid_plain_op_fails_at_the_call_site(kind: str, call: Callable[[Builder, Value], Value], message: str) -> None:
+    b = Builder()
+    x = b.input("x", (2, 3, 4))
+    with pytest.raises(ConvcError, match=message) as caught:
+        call(b, x)
+    err = caught.value
+    assert (Path(err.loc.file).resolve(), err.loc.line) == (THIS_FILE, call.__code__.co_firstlineno)
+    assert err.loc.op == kind
+    assert [op.kind for op in b.build().ops] == []
+
+
+def test_input_and_name_errors_point_at_the_caller() -> None:
+    b = Builder()
+    b.input("x", (2, 3))
+    with pytest.raises(ConvcError, match="already defined") as duplicate:
+        b.input("x", (2, 3))  # duplicate input
+    with pytest.raises(ConvcError, match="unknown dtype 'float8'") as dtype:
+        b.input("y", (2,), "float8")  # bad dtype
+    with pytest.raises(ConvcError, match="invalid shape") as shape:
+        b.input("z", (2, -1))  # bad shape
+    for caught, marker in ((duplicate, "duplicate input"), (dtype, "bad dtype"), (shape, "bad shape")):
+        assert caught.value.loc.line == line_of(marker)
+
+
+def test_a_failed_call_leaves_its_name_free() -> None:
+    """After a rejected call the user can retry with the same name."""
+    b = Builder()
+    x = b.input("x", (2, 3, 4))
+    with pytest.raises(ConvcError):
+        b.reshape(x, (5,), name="flat")
+    assert b.reshape(x, (24,), name="flat").type.shape == (24,)
+
+
+# --- plain ops: numbers through compile + PJRT against numpy / lax ---------------------------------
+
+
+@dataclass(frozen=True)
+class PlainCase:
+    label: str
+    inputs: Sequence[tuple[tuple[int, ...], str]]
+    build: Callable[..., Value]
+    oracle: Callable[..., Any]
+
+
+def _int_valued(shape: tuple[int, ...], dtype: str, rng: np.random.Generator) -> np.ndarray:
+    if dtype.startswith("i"):
+        return rng.integers(-50, 50, shape).astype(numpy_dtype(dtype))
+    return (rng.standard_normal(shape) * 3).astype(numpy_dtype(dtype))
+
+
+PLAIN_CASES = [
+    PlainCase("bias_add-axis1", [((2, 3, 4), "f32"), ((3,), "f32")],
+              lambda b, x, c: b.bias_add(x, c, axis=1), lambda x, c: x + c[None, :, None]),
+    PlainCase("bias_add-last-bf16", [((2, 3, 4), "bf16"), ((4,), "bf16")],
+              lambda b, x, c: b.bias_add(x, c), lambda x, c: x + c),
+    PlainCase("add-f32", [((3, 5), "f32"), ((3, 5), "f32")], lambda b, x, y: b.add(x, y), np.add),
+    PlainCase("add-i32", [((3, 5), "i32"), ((3, 5), "i32")], lambda b, x, y: b.add(x, y), np.add),
+    PlainCase("multiply-f16", [((4, 2), "f16"), ((4, 2), "f16")], lambda b, x, y: b.multiply(x, y), np.multiply),
+    PlainCase("multiply-i8", [((4, 2), "i8"), ((4, 2), "i8")], lambda b, x, y: b.multiply(x, y),
+              lambda x, y: (x.astype(np.int32) * y).astype(np.int8)),
+    PlainCase("relu-f32", [((2, 7), "f32")], lambda b, x: b.relu(x), lambda x: np.maximum(x, 0)),
+    PlainCase("relu-i32", [((9,), "i32")], lambda b, x: b.relu(x), lambda x: np.maximum(x, 0)),
+    PlainCase("relu-f64", [((3, 2), "f64")], lambda b, x: b.relu(x), lambda x: np.maximum(x, 0)),
+    PlainCase("reshape", [((2, 3, 4), "f32")], lambda b, x: b.reshape(x, (4, 6)), lambda x: x.reshape(4, 6)),
+    PlainCase("reshape-to-scalar", [((1, 1), "f32")], lambda b, x: b.reshape(x, ()), lambda x: x.reshape(())),
+    PlainCase("transpose", [((2, 3, 4), "f32")], lambda b, x: b.transpose(x, (2, 0, 1)), lambda x: x.transpose(2, 0, 1)),
+    PlainCase("reverse", [((2, 3, 4), "bf16")], lambda b, x: b.reverse(x, (0, 2)), lambda x: x[::-1, :, ::-1]),
+    PlainCase("pad-negative-interior", [((3, 4, 5), "f32")],
+              lambda b, x: b.pad(x, [(1, -1, 1), (0, 2, 0), (-2, 0, 2)], padding_value=1.5),
+              lambda x: lax.pad(x, np.float32(1.5), [(1, -1, 1), (0, 2, 0), (-2, 0, 2)])),
+    PlainCase("pad-minus-inf", [((2, 3), "f16")], lambda b, x: b.pad(x, [(1, 1, 0), (0, 1, 1)], padding_value=float("-inf")),
+              lambda x: lax.pad(x, np.float16(-np.inf), [(1, 1, 0), (0, 1, 1)])),
+    PlainCase("slice-strided", [((3, 5, 7), "f32")], lambda b, x: b.slice(x, (0, 1, 2), (3, 4, 7), (2, 1, 3)),
+              lambda x: x[0:3:2, 1:4, 2:7:3]),
+    PlainCase("slice-empty", [((3, 4), "i32")], lambda b, x: b.slice(x, (1, 2), (1, 4)), lambda x: x[1:1, 2:4]),
+    PlainCase("concatenate", [((2, 1, 3), "f32"), ((2, 4, 3), "f32"), ((2, 2, 3), "f32")],
+              lambda b, x, y, z: b.concatenate([x, y, z], 1), lambda x, y, z: np.concatenate([x, y, z], 1)),
+    PlainCase("convert-f32-bf16", [((3, 4), "f32")], lambda b, x: b.convert(x, "bf16"), lambda x: x.astype(ml_dtypes.bfloat16)),
+    PlainCase("convert-f32-i32", [((3, 4), "f32")], lambda b, x: b.convert(x, "int32"), lambda x: x.astype(np.int32)),
+    PlainCase("convert-i32-f16", [((5,), "i32")], lambda b, x: b.convert(x, "f16"), lambda x: x.astype(np.float16)),
+    PlainCase("convert-f16-f32", [((5,), "f16")], lambda b, x: b.convert(x, "float32"), lambda x: x.astype(np.float32)),
+]
+
+
+@pytest.mark.parametrize("case", PLAIN_CASES, ids=lambda c: c.label)
+def test_plain_op_matches_numpy_and_lax(case: PlainCase, rng: np.random.Generator, compile_and_run: Any) -> None:
+    b = Builder(case.label)
+    values = [b.input(f"in{i}", shape, dtype) for i, (shape, dtype) in enumerate(case.inputs)]
+    result = case.build(b, *values)
+    b.output(result)
+    arrays = [_int_valued(shape, dtype, rng) for shape, dtype in case.inputs]
+    want = np.asarray(case.oracle(*arrays))
+    assert_type_is(result, want)
+    assert_close(compile_and_run(b.build(), arrays)[0], want)
+
+
+CONSTANTS = [
+    pytest.param(np.array([[1.5, -2.0], [0.25, 3.0]], np.float32), id="f32-small"),
+    pytest.param(np.linspace(-3, 3, 60, dtype=np.float32).reshape(3, 4, 5), id="f32-large"),
+    pytest.param(np.full((4, 4), 0.1, np.float32), id="f32-splat"),
+    pytest.param(np.array(7.25, np.float32), id="f32-scalar"),
+    pytest.param(np.array([np.inf, -np.inf, 0.5], np.float32), id="f32-non-finite"),
+    pytest.param(np.arange(-10, 10, dtype=np.float16).reshape(4, 5) / 3, id="f16-large"),
+    pytest.param(np.array([1.0, -2.5, 1e30], ml_dtypes.bfloat16), id="bf16-small"),
+    pytest.param(np.arange(-128, 128, 8, dtype=np.int8).reshape(4, 8), id="i8-large"),
+    pytest.param(np.array([2**31 - 1, -(2**31), 0], np.int32), id="i32-extremes"),
+    pytest.param(np.arange(18, dtype=np.float64).reshape(3, 6) / 7, id="f64-large"),
+]
+
+
+@pytest.mark.parametrize("value", CONSTANTS)
+def test_constant_round_trips_through_stablehlo(value: np.ndarray, compile_and_run: Any) -> None:
+    """A graph with no inputs returning a constant: every literal form the emitter writes, bit for bit."""
+    b = Builder("constants")
+    c = b.constant("c", value)
+    b.output(c)
+    assert_type_is(c, value)
+    (got,) = compile_and_run(b.build(), [])
+    assert got.dtype == value.dtype
+    np.testing.assert_array_equal(got, value)
+
+
+def test_constant_with_dtype_feeds_an_op(rng: np.random.Generator, compile_and_run: Any) -> None:
+    b = Builder()
+    x = b.input("x", (2, 3), "bf16")
+    c = b.constant("c", [[1, 2, 3], [4, 5, 6]], dtype="bfloat16")
+    y = b.multiply(x, c)
+    b.output(y)
+    arrays = [rng.standard_normal((2, 3)).astype(ml_dtypes.bfloat16)]
+    want = arrays[0] * np.array([[1, 2, 3], [4, 5, 6]], ml_dtypes.bfloat16)
+    assert_type_is(y, want)
+    assert_close(compile_and_run(b.build(), arrays)[0], want)
+
+
+def test_a_small_network_matches_lax_end_to_end(rng: np.random.Generator, compile_and_run: Any) -> None:
+    """conv -> bias_add -> relu -> transpose -> reshape with names like a frontend would use."""
+    x_shape, w_shape = (1, 6, 6, 2), (3, 3, 2, 4)
+    w = rng.standard_normal(w_shape).astype(np.float32)
+    bias = rng.standard_normal(4).astype(np.float32)
+    b = Builder("net")
+    x = b.input("image", x_shape)
+    y = b.conv(x, b.constant("kernel", w), window_strides=(2, 2), padding="SAME",
+               dimension_numbers=("NHWC", "HWIO", "NHWC"), name="conv/0")
+    y = b.relu(b.bias_add(y, b.constant("bias", bias), axis=3))
+    y = b.reshape(b.transpose(y, (0, 3, 1, 2)), (1, 36))
+    b.output(y)
+    image = rng.standard_normal(x_shape).astype(np.float32)
+    conv = lax.conv_general_dilated(image, w, (2, 2), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+    want = np.maximum(np.asarray(conv) + bias, 0).transpose(0, 3, 1, 2).reshape(1, 36)
+    assert_type_is(y, want)
+    assert_close(compile_and_run(b.build(), [image])[0], want)
