@@ -2,9 +2,9 @@
 
 The case matrix is pairwise over the conv's features (rank, layout, strides,
 dilations, padding mode, groups, element type, precision, accumulation type,
-frontend, constant or input kernel), drawn by a seeded greedy generator, plus
-seeded random rows and hand-written corner cases. Every case is compiled by
-convc, run by PJRT and compared with lax. The f32 corner cases also run convc's
+frontend, constant or input kernel, generic or cpu pipeline), drawn by a seeded
+greedy generator, plus seeded random rows and hand-written corner cases (under
+both pipelines). Every case is compiled by convc, run by PJRT and compared with lax. The f32 corner cases also run convc's
 emitted text on the StableHLO reference interpreter, so a disagreement can be
 pinned on convc (interpreter disagrees with lax too) or on XLA (it does not).
 """
@@ -17,7 +17,7 @@ import random
 import subprocess
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import convc
@@ -45,6 +45,7 @@ FACTORS: dict[str, tuple[str, ...]] = {
     "accumulate": ("none", "f32"),
     "frontend": ("builder", "json"),
     "kernel": ("input", "constant"),
+    "target": ("generic", "cpu"),
 }
 GENERATED_CASES = 120
 SEED = 1234
@@ -69,6 +70,7 @@ class ConvCase:
     preferred_element_type: str | None = None
     frontend: str = "builder"
     constant_kernel: bool = False
+    target: str = "generic"  # the default pipeline's target: "cpu" adds rewrites of slow conv forms
     seed: int = field(default=0, compare=False)
 
     @property
@@ -196,7 +198,7 @@ def case_from_row(index: int, row: dict[str, str]) -> ConvCase:
     precision = {"none": None, "HIGHEST": "HIGHEST", "pair": ("DEFAULT", "HIGHEST")}[row["precision"]]
     label = "-".join([f"{index:03d}", f"{n}d", row["layout"], f"s{row['stride']}", f"ld{row['lhs_dilation']}",
                       f"rd{row['rhs_dilation']}", row["padding"], row["groups"], row["dtype"], row["precision"],
-                      f"acc_{row['accumulate']}", row["frontend"], f"w_{row['kernel']}"])
+                      f"acc_{row['accumulate']}", row["frontend"], f"w_{row['kernel']}", row["target"]])
     return ConvCase(
         label=label,
         lhs_shape=_shape(spec_lhs, ("N", "C"), dict(zip(letters, in_sizes)), batch, features, n),
@@ -206,7 +208,7 @@ def case_from_row(index: int, row: dict[str, str]) -> ConvCase:
         dimension_numbers=layouts, feature_group_count=fgc, batch_group_count=bgc,
         dtype=row["dtype"], precision=precision,
         preferred_element_type=None if row["accumulate"] == "none" else row["accumulate"],
-        frontend=row["frontend"], constant_kernel=row["kernel"] == "constant", seed=SEED + index,
+        frontend=row["frontend"], constant_kernel=row["kernel"] == "constant", target=row["target"], seed=SEED + index,
     )
 
 
@@ -252,6 +254,8 @@ def generated_cases() -> list[ConvCase]:
 
 
 CASES = generated_cases()
+# Every corner under each target's pipeline: the cpu rewrites target exactly such convs.
+TARGET_CORNERS = [replace(c, label=f"{c.label}-{target}", target=target) for c in CORNER_CASES for target in FACTORS["target"]]
 
 
 def test_matrix_covers_every_pair_of_levels() -> None:
@@ -305,7 +309,7 @@ def emitted(case: ConvCase) -> str:
     """convc's StableHLO for a case (cached: the interpreter tests reuse it)."""
     _, rhs = case_inputs(case)
     graph = build_with_json(case, rhs) if case.frontend == "json" else build_with_builder(case, rhs)
-    return convc.compile_graph(graph)
+    return convc.compile_graph(graph, target=case.target)
 
 
 def runtime_args(case: ConvCase) -> list[np.ndarray]:
@@ -351,7 +355,7 @@ def assert_matches(got: np.ndarray, want: np.ndarray, dtype: str) -> None:
     assert error <= limit, f"max |convc - lax| = {error:.3g} > {limit:.3g}"
 
 
-@pytest.mark.parametrize("case", CASES + CORNER_CASES, ids=lambda c: c.label)
+@pytest.mark.parametrize("case", CASES + TARGET_CORNERS, ids=lambda c: c.label)
 def test_conv_matches_lax(case: ConvCase, run_stablehlo: Any) -> None:
     want = lax_reference(case)
     (got,) = run_stablehlo(emitted(case), runtime_args(case))
@@ -366,7 +370,7 @@ def output_feature_before_batch(case: ConvCase) -> bool:
 # The interpreter in jaxlib 0.10 aborts the process ("Incompatible index and shape found while
 # flattening index") when the output's feature dimension precedes its batch dimension, on JAX's
 # own lowering too; test_interpreter_still_aborts_on_feature_major_output pins that.
-INTERPRETER_CASES = [c for c in CORNER_CASES if c.dtype == "f32" and not output_feature_before_batch(c)]
+INTERPRETER_CASES = [c for c in TARGET_CORNERS if c.dtype == "f32" and not output_feature_before_batch(c)]
 
 
 @pytest.mark.parametrize("case", INTERPRETER_CASES, ids=lambda c: c.label)
@@ -381,9 +385,10 @@ def test_reference_interpreter_agrees(case: ConvCase, run_stablehlo: Any) -> Non
 
 def test_matrix_size_and_spread() -> None:
     """Keep the matrix in the agreed budget, and make sure both frontends and all ranks are in it."""
-    assert 100 <= len(CASES) + len(CORNER_CASES) <= 200
+    assert 100 <= len(CASES) + len(TARGET_CORNERS) <= 200
     assert len(INTERPRETER_CASES) >= 12
     assert {c.frontend for c in CASES} == {"builder", "json"}
+    assert {c.target for c in CASES} == {"generic", "cpu"}
     assert {len(c.lhs_shape) for c in CASES} == {3, 4, 5}
 
 
