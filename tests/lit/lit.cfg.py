@@ -47,6 +47,7 @@ for _name in ("HOME", "TMPDIR", "XDG_CACHE_HOME"):
         config.environment[_name] = os.environ[_name]
 config.environment["NO_COLOR"] = "1"  # filecheck's failure dumps stay plain text in lit's log
 
-# `%exit-status CMD ...` runs CMD, passes its stdout and stderr through (merged),
-# then prints `exit status: N`, so a test can check the exact exit code.
+# `%exit-status CMD ...` runs CMD, passes its stdout and stderr through (merged), then
+# prints `exit status: N, output lines: K`, so a test can check the exact exit code and
+# that a user error is one line.
 config.substitutions.append(("%exit-status", f'"{sys.executable}" "{os.path.join(config.test_source_root, "tools", "exit_status.py")}"'))

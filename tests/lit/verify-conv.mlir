@@ -7,7 +7,7 @@
 // traceback.
 // STATUS-NOT: Traceback
 // STATUS-COUNT-43: {{^}}{{.*}}verify-conv.mlir:{{[0-9]+}}:{{[0-9]+}}: error: 'c' (conv): {{.*}}
-// STATUS-NEXT: {{^}}exit status: 1{{$}}
+// STATUS-NEXT: {{^}}exit status: 1, output lines: 43{{$}}
 //
 // Constraints with no case here, and why:
 // - C9 (size(window_reversal) = N - 2): convc's conv has no window_reversal

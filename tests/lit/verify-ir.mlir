@@ -7,7 +7,7 @@
 // and verify-tensor-ops.mlir.
 // STATUS-NOT: Traceback
 // STATUS-COUNT-17: {{^}}{{.*}}verify-ir.mlir:{{[0-9]+}}:{{[0-9]+}}: error: {{.*}}
-// STATUS-NEXT: {{^}}exit status: 1{{$}}
+// STATUS-NEXT: {{^}}exit status: 1, output lines: 17{{$}}
 
 // An unknown op, with the closest known one suggested.
 // CHECK: {{^}}{{.*}}verify-ir.mlir:[[# @LINE + 3]]:10: error: unknown op 'convc.conv2d' (did you mean 'conv'?){{$}}

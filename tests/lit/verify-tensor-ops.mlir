@@ -5,7 +5,7 @@
 // single line located at the op. The whole file exits 1 with exactly those lines.
 // STATUS-NOT: Traceback
 // STATUS-COUNT-25: {{^}}{{.*}}verify-tensor-ops.mlir:{{[0-9]+}}:5: error: 'r' ({{[a-z_]+}}): {{.*}}
-// STATUS-NEXT: {{^}}exit status: 1{{$}}
+// STATUS-NEXT: {{^}}exit status: 1, output lines: 25{{$}}
 
 // constant: `value` is required.
 // CHECK: {{^}}{{.*}}verify-tensor-ops.mlir:[[# @LINE + 3]]:5: error: 'r' (constant): attribute 'value' is required{{$}}
