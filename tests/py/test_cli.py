@@ -1,0 +1,320 @@
+"""The `convc` command line, both as the installed console script (a subprocess) and
+in-process through `convc.driver.main`: exit codes, one-line located diagnostics,
+--run/--check/--inputs/--outputs, atomic -o, and constants loaded from .npy/.npz."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import zlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from convc import driver, fileio
+from convc.passes.dce import DeadCodeElimination
+from jax import lax
+
+
+@dataclass(frozen=True)
+class Result:
+    code: int
+    stdout: str
+    stderr: str
+
+
+def console_script(name: str) -> str:
+    """The installed entry point next to this interpreter (not a shim that may pick another Python)."""
+    beside = Path(sys.executable).with_name(name)
+    found = str(beside) if beside.exists() else shutil.which(name)
+    if found is None:
+        pytest.skip(f"console script '{name}' is not installed")
+    return found
+
+
+def run_subprocess(args: list[str], cwd: Path) -> Result:
+    done = subprocess.run([console_script("convc"), *args], capture_output=True, text=True, cwd=cwd, timeout=120)
+    return Result(done.returncode, done.stdout, done.stderr)
+
+
+def run_in_process(args: list[str], capfd: pytest.CaptureFixture[str], cwd: Path) -> Result:
+    old = Path.cwd()
+    os.chdir(cwd)
+    try:
+        code = driver.main(args)
+    except SystemExit as stop:  # argparse's usage errors
+        code = int(stop.code or 0)
+    finally:
+        os.chdir(old)
+    out, err = capfd.readouterr()
+    return Result(code, out, err)
+
+
+Runner = Callable[..., Result]
+
+
+@pytest.fixture(params=["subprocess", "in-process"])
+def convc(request: pytest.FixtureRequest, capfd: pytest.CaptureFixture[str], tmp_path: Path) -> Runner:
+    """`convc(*args)` -> Result, run in tmp_path, one way or the other."""
+    if request.param == "subprocess":
+        return lambda *args: run_subprocess(list(args), tmp_path)
+    return lambda *args: run_in_process(list(args), capfd, tmp_path)
+
+
+@pytest.fixture
+def convc_here(capfd: pytest.CaptureFixture[str], tmp_path: Path) -> Runner:
+    """In-process only: for tests that inject faults into this process."""
+    return lambda *args: run_in_process(list(args), capfd, tmp_path)
+
+
+KERNEL = (np.arange(54, dtype=np.float32).reshape(3, 2, 3, 3) % 5 - 2) / 4
+
+
+def tiny_model(**conv_attrs: Any) -> dict[str, Any]:
+    """x (1, 2, 5, 5) -> conv with an inline kernel -> relu."""
+    return {
+        "name": "tiny",
+        "inputs": [{"name": "x", "shape": [1, 2, 5, 5], "dtype": "f32"}],
+        "constants": [{"name": "w", "shape": [3, 2, 3, 3], "dtype": "f32", "value": KERNEL.tolist()}],
+        "nodes": [{"name": "c", "op": "conv", "inputs": ["x", "w"], "padding": "SAME", **conv_attrs},
+                  {"name": "y", "op": "relu", "inputs": ["c"]}],
+        "outputs": ["y"],
+    }
+
+
+def tiny_oracle(x: np.ndarray, kernel: np.ndarray = KERNEL) -> np.ndarray:
+    return np.maximum(np.asarray(lax.conv_general_dilated(x, kernel, (1, 1), "SAME")), 0)
+
+
+def assert_one_line(text: str) -> str:
+    assert "Traceback" not in text
+    lines = text.splitlines()
+    assert len(lines) == 1, text
+    return lines[0]
+
+
+# --- exit codes and diagnostics ---------------------------------------------------------------
+
+
+def test_ok_writes_stablehlo_to_stdout(convc: Runner, write_model: Callable[..., Path]) -> None:
+    write_model(tiny_model())
+    result = convc("model.json")
+    assert (result.code, result.stderr) == (0, "")
+    assert result.stdout.startswith("module @tiny {") and "stablehlo.convolution" in result.stdout
+
+
+USER_ERRORS = [
+    pytest.param(tiny_model(feature_group_count=3), r"model\.json:/nodes/0/feature_group_count: error: 'c' \(conv\): .*\[C11\]$",
+                 id="constraint"),
+    pytest.param(tiny_model(window_strides=[1, 0]), r"model\.json:/nodes/0/window_strides: error: 'c' \(conv\): .*\[C3\]$",
+                 id="window-attribute"),
+    pytest.param({**tiny_model(), "nodes": [{"name": "c", "op": "conv", "inputs": ["x", "wrong"]}]},
+                 r"model\.json:/nodes/0/inputs/1: error: 'c' \(conv\): input 'wrong' is not defined", id="undefined-input"),
+    pytest.param({**tiny_model(), "nodes": [{"name": "c", "op": "convv", "inputs": ["x", "w"]}]},
+                 r"model\.json:/nodes/0/op: error: 'c': unknown op 'convv' \(did you mean 'conv'\?\)", id="unknown-op"),
+]
+
+
+@pytest.mark.parametrize(("doc", "pattern"), USER_ERRORS)
+def test_user_error_is_one_located_line_and_exit_1(convc: Runner, write_model: Callable[..., Path], doc: dict[str, Any],
+                                                   pattern: str) -> None:
+    write_model(doc)
+    result = convc("model.json")
+    assert (result.code, result.stdout) == (1, "")
+    assert re.fullmatch(pattern, assert_one_line(result.stderr)), result.stderr
+
+
+def test_invalid_json_points_at_line_and_column(convc: Runner, tmp_path: Path) -> None:
+    (tmp_path / "broken.json").write_text('{"name": "x",\n  "inputs": [,]}')
+    result = convc("broken.json")
+    assert result.code == 1
+    assert assert_one_line(result.stderr).startswith("broken.json:2:14: error: invalid JSON")
+
+
+def test_missing_model_is_a_user_error(convc: Runner) -> None:
+    result = convc("absent.json")
+    assert result.code == 1
+    assert assert_one_line(result.stderr).startswith("absent.json: error: cannot read")
+
+
+@pytest.mark.parametrize("args", [["model.json", "--no-such-flag"], ["model.json", "--emit", "pdf"], []], ids=["flag", "choice", "no-model"])
+def test_usage_errors_exit_2(convc: Runner, write_model: Callable[..., Path], args: list[str]) -> None:
+    write_model(tiny_model())
+    result = convc(*args)
+    assert (result.code, result.stdout) == (2, "")
+    assert "usage: convc" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_unknown_pass_is_a_usage_error(convc: Runner, write_model: Callable[..., Path]) -> None:
+    write_model(tiny_model())
+    result = convc("model.json", "-p", "infer-shapes,resolve-paddin")
+    assert result.code == 2
+    assert assert_one_line(result.stderr) == "convc: error: unknown pass 'resolve-paddin' (did you mean 'resolve-padding'?)"
+
+
+def test_internal_error_exits_3_with_one_line_and_no_traceback(convc_here: Runner, write_model: Callable[..., Path],
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bug inside a pass (injected) is reported as convc's bug; --debug adds the traceback."""
+
+    def broken(self: DeadCodeElimination, graph: Any) -> bool:
+        raise RuntimeError("injected fault")
+
+    monkeypatch.setattr(DeadCodeElimination, "run", broken)
+    write_model(tiny_model())
+    result = convc_here("model.json")
+    assert result.code == 3
+    line = assert_one_line(result.stderr)
+    assert line.startswith("convc: internal error: RuntimeError: injected fault") and "--debug" in line
+    debug = convc_here("model.json", "--debug")
+    assert debug.code == 3 and "Traceback" in debug.stderr and "injected fault" in debug.stderr
+
+
+# --- --run, --check, --inputs, --outputs --------------------------------------------------------
+
+RUN_LINE = re.compile(r"(?P<name>\S+): \[(?P<shape>[\d, ]*)\] (?P<dtype>\w+) sum=(?P<sum>\S+) crc32=(?P<crc>[0-9a-f]{8})")
+
+
+def test_run_with_npz_inputs_and_outputs(convc: Runner, write_model: Callable[..., Path], tmp_path: Path,
+                                          rng: np.random.Generator) -> None:
+    write_model(tiny_model())
+    x = rng.standard_normal((1, 2, 5, 5)).astype(np.float32)
+    np.savez(tmp_path / "in.npz", x=x)
+    result = convc("model.json", "--run", "--inputs", "in.npz", "--outputs", "out.npz")
+    assert (result.code, result.stderr) == (0, "")
+    match = RUN_LINE.fullmatch(assert_one_line(result.stdout))
+    assert match is not None, result.stdout
+    with np.load(tmp_path / "out.npz") as saved:
+        assert saved.files == ["y"]
+        y = saved["y"]
+    np.testing.assert_allclose(y, tiny_oracle(x), rtol=1e-5, atol=1e-5)
+    assert (match["name"], match["shape"], match["dtype"]) == ("y", "1, 3, 5, 5", "f32")
+    assert int(match["crc"], 16) == zlib.crc32(np.ascontiguousarray(y).tobytes())
+    assert float(match["sum"]) == pytest.approx(float(y.astype(np.float64).sum()), rel=1e-5)
+
+
+def test_run_without_output_flag_prints_no_module(convc: Runner, write_model: Callable[..., Path]) -> None:
+    write_model(tiny_model())
+    result = convc("model.json", "--run", "--seed", "3")
+    assert result.code == 0 and RUN_LINE.fullmatch(assert_one_line(result.stdout))
+
+
+def test_check_agrees_with_lax(convc: Runner, write_model: Callable[..., Path]) -> None:
+    write_model(tiny_model(window_strides=[2, 1], rhs_dilation=[1, 2]))
+    result = convc("model.json", "--check", "--target", "cpu")
+    assert result.code == 0, result.stderr
+    run_line, check_line = result.stdout.splitlines()
+    assert RUN_LINE.fullmatch(run_line)
+    assert re.fullmatch(r"y: max abs error vs jax\.lax \S+ \(ok\)", check_line)
+
+
+def test_inputs_with_a_wrong_shape_is_a_user_error(convc: Runner, write_model: Callable[..., Path], tmp_path: Path) -> None:
+    write_model(tiny_model())
+    np.savez(tmp_path / "in.npz", x=np.zeros((1, 2, 5, 4), np.float32))
+    result = convc("model.json", "--run", "--inputs", "in.npz")
+    assert result.code == 1
+    assert "in.npz" in assert_one_line(result.stderr) and "shape" in result.stderr
+
+
+# --- atomic -o --------------------------------------------------------------------------------
+
+PREVIOUS = b"previous contents\n"
+
+
+@pytest.fixture
+def existing_output(tmp_path: Path) -> Iterator[Path]:
+    """An output file from an earlier run; afterwards no temp file may be left beside it."""
+    path = tmp_path / "out" / "model.mlir"
+    path.parent.mkdir()
+    path.write_bytes(PREVIOUS)
+    yield path
+    assert sorted(p.name for p in path.parent.iterdir()) == ["model.mlir"], "a temp file was left behind"
+
+
+def test_output_replaces_the_file_on_success(convc: Runner, write_model: Callable[..., Path], existing_output: Path) -> None:
+    write_model(tiny_model())
+    assert convc("model.json", "-o", "out/model.mlir").code == 0
+    assert existing_output.read_text().startswith("module @tiny")
+
+
+def test_model_error_leaves_output_untouched(convc: Runner, write_model: Callable[..., Path], existing_output: Path) -> None:
+    write_model(tiny_model(feature_group_count=3))
+    result = convc("model.json", "-o", "out/model.mlir")
+    assert result.code == 1
+    assert existing_output.read_bytes() == PREVIOUS
+
+
+@pytest.mark.parametrize("failing", ["replace", "fsync"])
+def test_failed_write_leaves_output_untouched(convc_here: Runner, write_model: Callable[..., Path], existing_output: Path,
+                                              monkeypatch: pytest.MonkeyPatch, failing: str) -> None:
+    """The disk fails mid-write (injected into os.replace / os.fsync as write_atomic calls them)."""
+
+    def fail(*args: Any, **kwargs: Any) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(fileio.os, failing, fail)
+    write_model(tiny_model())
+    result = convc_here("model.json", "-o", "out/model.mlir")
+    assert result.code == 1
+    assert assert_one_line(result.stderr) == "out/model.mlir: error: cannot write output: No space left on device"
+    assert existing_output.read_bytes() == PREVIOUS
+
+
+# --- constants from files ----------------------------------------------------------------------
+
+
+def file_constant_model(kernel_ref: dict[str, Any]) -> dict[str, Any]:
+    doc = tiny_model()
+    doc["constants"] = [{"name": "w", **kernel_ref}]
+    return doc
+
+
+@pytest.mark.parametrize("form", ["npy", "npz"])
+def test_constants_load_from_files_beside_the_model(convc: Runner, write_model: Callable[..., Path], tmp_path: Path,
+                                                    rng: np.random.Generator, form: str) -> None:
+    kernel = rng.standard_normal((3, 2, 3, 3)).astype(np.float32)
+    weights = tmp_path / "weights"
+    weights.mkdir()
+    if form == "npy":
+        np.save(weights / "w.npy", kernel)
+        ref = {"file": "weights/w.npy"}
+    else:
+        np.savez(weights / "all.npz", other=np.zeros(3), kernel=kernel)
+        ref = {"file": "weights/all.npz", "key": "kernel"}
+    write_model(file_constant_model(ref))
+    x = rng.standard_normal((1, 2, 5, 5)).astype(np.float32)
+    np.savez(tmp_path / "in.npz", x=x)
+    result = convc("model.json", "--check", "--inputs", "in.npz", "--outputs", "out.npz")
+    assert result.code == 0, result.stderr
+    with np.load(tmp_path / "out.npz") as saved:
+        np.testing.assert_allclose(saved["y"], tiny_oracle(x, kernel), rtol=1e-5, atol=1e-5)
+
+
+def test_pickled_constant_is_refused(convc: Runner, write_model: Callable[..., Path], tmp_path: Path) -> None:
+    np.save(tmp_path / "evil.npy", np.array([{"a": 1}, None], dtype=object), allow_pickle=True)
+    write_model(file_constant_model({"file": "evil.npy"}))
+    result = convc("model.json")
+    assert result.code == 1
+    assert assert_one_line(result.stderr).startswith("model.json:/constants/0/file: error: ")
+    assert "pickle" in result.stderr.lower()
+
+
+@pytest.mark.parametrize("where", ["parent", "absolute"])
+def test_constant_outside_the_model_directory_needs_permission(convc: Runner, tmp_path: Path, where: str) -> None:
+    model_dir = tmp_path / "model"
+    model_dir.mkdir()
+    np.save(tmp_path / "outside.npy", KERNEL)
+    ref = "../outside.npy" if where == "parent" else str(tmp_path / "outside.npy")
+    (model_dir / "model.json").write_text(json.dumps(file_constant_model({"file": ref})))
+    refused = convc("model/model.json")
+    assert refused.code == 1
+    line = assert_one_line(refused.stderr)
+    assert line.startswith("model/model.json:/constants/0/file: error: ") and "--allow-external-data" in line
+    allowed = convc("model/model.json", "--allow-external-data")
+    assert allowed.code == 0 and allowed.stdout.startswith("module @tiny")
