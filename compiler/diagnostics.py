@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 
 
@@ -52,7 +53,16 @@ class ConvcError(Exception):
                 subject += f" ({self.loc.op})"
             subject += ": "
         tag = f" [{self.constraint}]" if self.constraint else ""
-        return f"{self.loc.where()}: error: {subject}{self.message}{tag}"
+        return one_line(f"{self.loc.where()}: error: {subject}{self.message}{tag}")
+
+
+# Characters that would break a diagnostic's one line (or its encoding): controls, Unicode
+# line separators, lone surrogates. They are shown as Python escapes.
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f\x85\u2028\u2029\ud800-\udfff]")
+
+
+def one_line(text: str) -> str:
+    return _UNPRINTABLE.sub(lambda m: repr(m.group())[1:-1], text)
 
 
 class VerifyError(Exception):

@@ -8,12 +8,12 @@ import sys
 import traceback
 import zlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 
-from .diagnostics import ConvcError, InternalError, Location
+from .diagnostics import ConvcError, InternalError, Location, one_line
 from .emit import emit_stablehlo
 from .fileio import write_atomic
 from .frontend import load_model_text
@@ -23,6 +23,8 @@ from .textual import parse_ir, print_graph
 
 EXIT_OK, EXIT_USER_ERROR, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 EMIT_KINDS = ("stablehlo", "convc", "bytecode")
+DEFAULT_MAX_BYTES = 1 << 31
+_BYTE_SUFFIXES = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
 
 @dataclass
@@ -34,6 +36,7 @@ class Compiler:
     verify: bool = True
     print_ir_after_all: bool = False
     allow_external_data: bool = False
+    max_bytes: int = DEFAULT_MAX_BYTES  # constants, and with --run inputs and every intermediate tensor
     log: Callable[[str], None] = field(default=lambda text: print(text, file=sys.stderr))
     timings: list[tuple[str, float]] = field(default_factory=list)
 
@@ -49,7 +52,8 @@ class Compiler:
 
     def load_bytes(self, data: bytes, file: str, base_dir: Path | None = None) -> Graph:
         if data.lstrip()[:1] in (b"{", b"["):
-            return load_model_text(data, file, base_dir=base_dir, allow_external_data=self.allow_external_data)
+            return load_model_text(data, file, base_dir=base_dir, allow_external_data=self.allow_external_data,
+                                   max_constant_bytes=self.max_bytes)
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as err:
@@ -98,7 +102,18 @@ def _common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--print-ir-after-all", action="store_true", help="print the IR after every pass (stderr)")
     parser.add_argument("--timing", action="store_true", help="print per-pass wall time (stderr)")
     parser.add_argument("--allow-external-data", action="store_true", help="let constants load files outside the model's directory")
+    parser.add_argument("--max-bytes", type=byte_count, default=DEFAULT_MAX_BYTES, metavar="N[K|M|G]",
+                        help="refuse, before allocating, models whose constants (and with --run: inputs or any "
+                             "intermediate tensor) need more than this many bytes (default 2G)")
     parser.add_argument("--debug", action="store_true", help="show tracebacks for internal errors")
+
+
+def byte_count(text: str) -> int:
+    """`--max-bytes` values: a non-negative integer with an optional K/M/G/T (binary) suffix."""
+    number, suffix = (text[:-1], text[-1].upper()) if text[-1:].isalpha() else (text, "")
+    if suffix not in _BYTE_SUFFIXES or not number.isdigit():
+        raise argparse.ArgumentTypeError(f"expected a byte count such as 512M or 2G, got '{text}'")
+    return int(number) * _BYTE_SUFFIXES[suffix]
 
 
 def convc_parser() -> argparse.ArgumentParser:
@@ -128,7 +143,7 @@ def _guarded(main: Callable[[argparse.Namespace], int], args: argparse.Namespace
         print(err, file=sys.stderr)
         return EXIT_USER_ERROR
     except PipelineError as err:
-        print(f"{prog}: error: {err}", file=sys.stderr)
+        print(one_line(f"{prog}: error: {err}"), file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
@@ -136,7 +151,7 @@ def _guarded(main: Callable[[argparse.Namespace], int], args: argparse.Namespace
         if args.debug:
             traceback.print_exc()
         kind = "" if isinstance(err, InternalError) else f"{type(err).__name__}: "
-        print(f"{prog}: internal error: {kind}{err} (this is a convc bug; rerun with --debug for a traceback)", file=sys.stderr)
+        print(one_line(f"{prog}: internal error: {kind}{err} (this is a convc bug; rerun with --debug for a traceback)"), file=sys.stderr)
         return EXIT_INTERNAL
 
 
@@ -154,25 +169,45 @@ def _write(output: str | None, data: bytes) -> None:
 
 def _convc_main(args: argparse.Namespace) -> int:
     compiler = Compiler(pipeline=args.pipeline, target=args.target, verify=not args.no_verify,
-                        print_ir_after_all=args.print_ir_after_all, allow_external_data=args.allow_external_data)
+                        print_ir_after_all=args.print_ir_after_all, allow_external_data=args.allow_external_data,
+                        max_bytes=args.max_bytes)
     graph = compiler.load(args.model)
     source = graph.clone() if args.check else None
     compiler.run_passes(graph)
     if args.timing:
         _print_timing(compiler.timings)
     payload = compiler.emit(graph, args.emit)
+    if args.run or args.check:  # before writing -o: a failed run or check leaves it untouched
+        stablehlo = payload.decode() if args.emit == "stablehlo" else emit_stablehlo(graph)
+        _run(graph, stablehlo, args, source)
     if args.output is not None or not (args.run or args.check):
         _write(args.output, payload)
-    if args.run or args.check:
-        stablehlo = payload.decode() if args.emit == "stablehlo" else emit_stablehlo(graph)
-        return _run(graph, stablehlo, args, source)
     return EXIT_OK
 
 
-def _inputs(graph: Graph, path: str | None, seed: int) -> list[np.ndarray]:
+def _inputs(graph: Graph, args: argparse.Namespace) -> list[np.ndarray]:
     from .runtime_inputs import load_inputs, random_inputs
 
-    return load_inputs(graph, path) if path else random_inputs(graph, seed)
+    _check_run_sizes(graph, args.max_bytes, args.model)
+    if args.inputs:
+        return load_inputs(graph, args.inputs, args.max_bytes)
+    return random_inputs(graph, args.seed, args.max_bytes)
+
+
+def _check_run_sizes(graph: Graph, max_bytes: int, file: str) -> None:
+    """Refuse to --run, before anything is allocated, when the inputs together or any one
+    intermediate tensor would need more than --max-bytes."""
+    from .dtypes import itemsize
+
+    total = sum(v.type.num_elements() * itemsize(v.type.dtype) for v in graph.inputs)
+    if total > max_bytes:
+        raise ConvcError(f"the inputs of --run would need {total} bytes, over the limit of {max_bytes} (--max-bytes)",
+                         Location(file=file))
+    for op in graph.ops:
+        nbytes = op.result.type.num_elements() * itemsize(op.result.type.dtype)
+        if nbytes > max_bytes:
+            raise ConvcError(f"its result {op.result.type} would need {nbytes} bytes to --run, over the limit of "
+                             f"{max_bytes} (--max-bytes)", replace(op.loc, file=op.loc.file or file, node=op.name, op=op.kind))
 
 
 def _checksum(array: np.ndarray) -> str:
@@ -181,18 +216,23 @@ def _checksum(array: np.ndarray) -> str:
 
 def _run(graph: Graph, stablehlo: str, args: argparse.Namespace, source: Graph | None) -> int:
     from .runtime import compile_stablehlo
-    from .runtime_inputs import compare, save_outputs
+    from .runtime_inputs import save_outputs
 
-    inputs = _inputs(graph, args.inputs, args.seed)
+    inputs = _inputs(graph, args)
     executable = compile_stablehlo(stablehlo, args.platform)
     outputs = executable(*inputs)
     for value, out in zip(graph.outputs, outputs):
         print(f"{value.name}: {list(out.shape)} {value.type.dtype} {_checksum(out)}")
-    if args.outputs:
+    if source is not None:
+        _check(graph, source, inputs, outputs, args.model)
+    if args.outputs:  # after --check: a failed check writes nothing
         save_outputs(args.outputs, graph, outputs)
-    if source is None:
-        return EXIT_OK
+    return EXIT_OK
+
+
+def _check(graph: Graph, source: Graph, inputs: list[np.ndarray], outputs: list[np.ndarray], model: str) -> None:
     from .reference import evaluate
+    from .runtime_inputs import compare
 
     expected = evaluate(source, inputs)
     ok = True
@@ -201,8 +241,7 @@ def _run(graph: Graph, stablehlo: str, args: argparse.Namespace, source: Graph |
         print(line)
         ok = ok and passed
     if not ok:
-        raise ConvcError("--check: outputs differ from jax.lax beyond tolerance", Location(file=args.model))
-    return EXIT_OK
+        raise ConvcError("--check: outputs differ from jax.lax beyond tolerance", Location(file=model))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -233,7 +272,7 @@ def _opt_one(compiler: Compiler, data: bytes, file: str, base_dir: Path | None, 
 
 def _opt_main(args: argparse.Namespace) -> int:
     compiler = Compiler(pipeline=args.pipeline or "", target="generic", print_ir_after_all=args.print_ir_after_all,
-                        allow_external_data=args.allow_external_data)
+                        allow_external_data=args.allow_external_data, max_bytes=args.max_bytes)
     compiler.passes()  # a bad pipeline is a usage error before anything is read
     if args.input == "-":
         data, base_dir = sys.stdin.buffer.read(), None

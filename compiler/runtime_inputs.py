@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from .arrayfile import ArrayFileError, as_dtype, open_array_file
 from .diagnostics import ConvcError, Location
 from .dtypes import is_float, numpy_dtype
 from .fileio import write_atomic
@@ -32,23 +33,27 @@ def random_inputs(graph: Graph, seed: int, max_bytes: int = DEFAULT_MAX_INPUT_BY
     return arrays
 
 
-def load_inputs(graph: Graph, path: str) -> list[np.ndarray]:
+def load_inputs(graph: Graph, path: str, max_bytes: int = DEFAULT_MAX_INPUT_BYTES) -> list[np.ndarray]:
+    """One array per graph input, by name, from an .npz; sizes are checked before reading."""
     loc = Location(file=path)
+    arrays, remaining = [], max_bytes
     try:
-        archive = np.load(path, allow_pickle=False)
-    except (OSError, ValueError, EOFError) as err:
+        with open_array_file(path) as archive:
+            if not archive.is_archive:
+                raise ConvcError("--inputs must be an .npz holding one array per input name", loc)
+            for value in graph.inputs:
+                if value.name not in archive.names:
+                    raise ConvcError(f"no array named '{value.name}' (has: {', '.join(archive.names)})", loc)
+                array = archive.read(value.name, remaining)
+                remaining -= array.nbytes
+                if tuple(array.shape) != value.type.shape:
+                    raise ConvcError(f"array '{value.name}' has shape {list(array.shape)}, expected {list(value.type.shape)}", loc)
+                try:
+                    arrays.append(as_dtype(array, numpy_dtype(value.type.dtype)))
+                except (ValueError, TypeError) as err:
+                    raise ConvcError(f"array '{value.name}' ({array.dtype}) cannot be converted to {value.type.dtype}: {err}", loc) from None
+    except ArrayFileError as err:
         raise ConvcError(f"cannot load inputs: {err}", loc) from None
-    if isinstance(archive, np.ndarray):
-        raise ConvcError("--inputs must be an .npz holding one array per input name", loc)
-    arrays = []
-    with archive:
-        for value in graph.inputs:
-            if value.name not in archive.files:
-                raise ConvcError(f"no array named '{value.name}' (has: {', '.join(archive.files)})", loc)
-            array = archive[value.name]
-            if tuple(array.shape) != value.type.shape:
-                raise ConvcError(f"array '{value.name}' has shape {list(array.shape)}, expected {list(value.type.shape)}", loc)
-            arrays.append(array.astype(numpy_dtype(value.type.dtype)))
     return arrays
 
 

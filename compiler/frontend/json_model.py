@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from ..arrayfile import ArrayFileError, as_dtype, open_array_file
 from ..diagnostics import ConvcError, Location
 from ..dtypes import canonical_dtype, from_numpy, numpy_dtype
 from ..ir import Graph, Op, TensorType, Value
@@ -68,6 +69,7 @@ class _ModelReader:
         self.base_dir = base_dir
         self.allow_external_data = allow_external_data
         self.max_constant_bytes = max_constant_bytes
+        self.constant_bytes = 0
         self.values: dict[str, Value] = {}
 
     def loc(self, pointer: str, node: str | None = None, op: str | None = None) -> Location:
@@ -123,10 +125,10 @@ class _ModelReader:
         _expect(entry, dict, "an object", loc)
         _check_keys(entry, CONSTANT_KEYS, loc)
         name = self._define(_required(entry, "name", loc), loc)
+        loc = Location(self.file, loc.pointer, node=name, op="constant")
         if ("value" in entry) == ("file" in entry):
             raise ConvcError("a constant needs exactly one of 'value' or 'file'", loc)
         array = self._inline_value(entry, loc) if "value" in entry else self._file_value(entry, loc)
-        loc = Location(self.file, loc.pointer, node=name, op="constant")
         op = Op("constant", [], {"value": array}, name, infer_type("constant", [], {"value": array}, loc), loc)
         graph.ops.append(op)
         self.values[name] = op.result
@@ -140,7 +142,9 @@ class _ModelReader:
             array = np.array(entry["value"], dtype=numpy_dtype(dtype))
         except (ValueError, TypeError, OverflowError) as err:
             raise ConvcError(f"value is not a numeric array: {err}", loc.child("value")) from None
-        if shape is not None:
+        if shape is None:
+            self._check_size(array.nbytes, loc)
+        else:
             if array.size == 1 and int(np.prod(shape, dtype=object)) != 1:
                 array = np.full(shape, array.reshape(()), dtype=array.dtype)
             elif array.size != int(np.prod(shape, dtype=object)):
@@ -150,36 +154,45 @@ class _ModelReader:
 
     def _file_value(self, entry: dict[str, Any], loc: Location) -> np.ndarray:
         ref = _expect(entry["file"], str, "a file path", loc.child("file"))
-        path = (self.base_dir / ref).resolve()
+        if "\0" in ref:
+            raise ConvcError("constant file path contains a NUL character", loc.child("file"))
+        try:
+            path = (self.base_dir / ref).resolve()
+        except (OSError, RuntimeError) as err:  # e.g. a symlink loop
+            raise ConvcError(f"cannot resolve constant file '{ref}': {err}", loc.child("file")) from None
         if not self.allow_external_data and (Path(ref).is_absolute() or self.base_dir.resolve() not in (path, *path.parents)):
             raise ConvcError(f"constant file '{ref}' is outside the model's directory (use --allow-external-data)", loc.child("file"))
+        dtype = numpy_dtype(_dtype(entry["dtype"], loc.child("dtype"))) if "dtype" in entry else None
+        shape = _shape(entry["shape"], loc.child("shape")) if "shape" in entry else None
+        remaining = self.max_constant_bytes - self.constant_bytes
         try:
-            loaded = np.load(path, allow_pickle=False)
-        except (OSError, ValueError, EOFError) as err:
+            with open_array_file(path) as arrays:
+                key = None
+                if arrays.is_archive:
+                    key = _expect(entry.get("key", "arr_0"), str, "a string", loc.child("key"))
+                    if key not in arrays.names:
+                        raise ConvcError(f"'{ref}' has no array '{key}'{suggest(key, arrays.names)}", loc.child("key"))
+                array = arrays.read(key, remaining)
+        except ArrayFileError as err:
             raise ConvcError(f"cannot load '{ref}': {err}", loc.child("file")) from None
-        if isinstance(loaded, np.ndarray):
-            array = loaded
-        else:
-            with loaded:
-                key = _expect(entry.get("key", "arr_0"), str, "a string", loc.child("key"))
-                if key not in loaded.files:
-                    raise ConvcError(f"'{ref}' has no array '{key}'{suggest(key, loaded.files)}", loc.child("key"))
-                try:
-                    array = loaded[key]
-                except ValueError as err:
-                    raise ConvcError(f"cannot load '{ref}'[{key}]: {err}", loc.child("key")) from None
+        if dtype is not None:
+            try:
+                array = as_dtype(array, dtype)
+            except (ValueError, TypeError) as err:
+                raise ConvcError(f"cannot convert '{ref}' ({array.dtype}) to {entry['dtype']}: {err}", loc.child("dtype")) from None
         if from_numpy(array.dtype) is None:
             raise ConvcError(f"'{ref}' holds an unsupported element type {array.dtype}", loc.child("file"))
         self._check_size(array.nbytes, loc)
-        if "dtype" in entry:
-            array = array.astype(numpy_dtype(_dtype(entry["dtype"], loc.child("dtype"))))
-        if "shape" in entry and tuple(array.shape) != _shape(entry["shape"], loc.child("shape")):
-            raise ConvcError(f"'{ref}' has shape {list(array.shape)}, the model says {entry['shape']}", loc.child("shape"))
+        if shape is not None and tuple(array.shape) != shape:
+            raise ConvcError(f"'{ref}' has shape {list(array.shape)}, the model says {list(shape)}", loc.child("shape"))
         return array
 
     def _check_size(self, nbytes: int, loc: Location) -> None:
-        if nbytes > self.max_constant_bytes:
-            raise ConvcError(f"constant needs {nbytes} bytes, over the limit of {self.max_constant_bytes}", loc)
+        """Constants together may take at most `max_constant_bytes`; checked before allocating."""
+        if self.constant_bytes + nbytes > self.max_constant_bytes:
+            raise ConvcError(f"constants would need {self.constant_bytes + nbytes} bytes, over the limit of "
+                             f"{self.max_constant_bytes} (--max-bytes)", loc)
+        self.constant_bytes += nbytes
 
     def _read_node(self, graph: Graph, entry: dict[str, Any], index: int) -> None:
         pointer = f"/nodes/{index}"

@@ -28,6 +28,7 @@ from ..ops.conv import format_dimension_numbers
 INLINE_ELEMENTS = 16  # larger constants are printed as a hex blob
 _SSA_ID = re.compile(r"[A-Za-z_$.\-][A-Za-z0-9_$.\-]*")
 _BARE_ID = re.compile(r"[A-Za-z_][A-Za-z0-9_$.]*")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def is_symbol_id(name: str) -> bool:
@@ -40,8 +41,10 @@ def is_ssa_id(name: str) -> bool:
 
 
 def quote(text: str) -> str:
+    """An MLIR string literal. Control characters become `\\XX` hex escapes: MLIR's lexer
+    rejects some raw ones, and text tools would rewrite a raw CR."""
     escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-    return f'"{escaped}"'
+    return '"' + _CONTROL.sub(lambda m: f"\\{ord(m.group()):02X}", escaped) + '"'
 
 
 def i64_array(values: Sequence[int]) -> str:

@@ -71,7 +71,15 @@ _ATTR_INT = "i64"  # element type of integer-row attributes; not a tensor dtype 
 
 
 def _unquote(text: str) -> str:
-    return re.sub(r"\\(.)", lambda m: "\n" if m.group(1) == "n" else m.group(1), text[1:-1])
+    """Inverse of `attrs.quote`: `\\n`, `\\t`, two-hex-digit escapes, and `\\` before any other character."""
+    return re.sub(r"\\([0-9A-Fa-f]{2}|.)", _unescape, text[1:-1])
+
+
+def _unescape(match: re.Match[str]) -> str:
+    escaped = match.group(1)
+    if len(escaped) == 2:
+        return chr(int(escaped, 16))
+    return {"n": "\n", "t": "\t"}.get(escaped, escaped)
 
 
 def _non_finite_floats(kind: str, raw: dict[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,128 @@
+"""Reading .npy/.npz files a model or `--inputs` names, without trusting them.
+
+Pickles are never loaded (object arrays are refused), the size an array's header
+declares is checked against a limit before any array memory is allocated, and only
+regular files are opened (a FIFO or a device would block or never end). Every failure
+is an `ArrayFileError` with a one-line reason, for the caller to locate.
+"""
+
+from __future__ import annotations
+
+import lzma
+import os
+import stat
+import zipfile
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO
+
+import numpy as np
+from numpy.lib import format as npy
+
+# Everything numpy/zipfile raise on a corrupt, truncated or hostile file.
+_READ_ERRORS = (OSError, ValueError, TypeError, EOFError, KeyError, RuntimeError, NotImplementedError,
+                RecursionError, zipfile.BadZipFile, zlib.error, lzma.LZMAError)
+
+
+class ArrayFileError(Exception):
+    """Why an array file cannot be used (one line)."""
+
+
+class ArrayFile:
+    """One open .npy (a single array named `arr_0`... as np.load has none: `names` is empty)
+    or .npz (arrays by name)."""
+
+    def __init__(self, handle: IO[bytes], archive: zipfile.ZipFile | None):
+        self._handle = handle
+        self._archive = archive
+
+    @property
+    def is_archive(self) -> bool:
+        return self._archive is not None
+
+    @property
+    def names(self) -> list[str]:
+        if self._archive is None:
+            return []
+        return [n[: -len(".npy")] for n in self._archive.namelist() if n.endswith(".npy")]
+
+    def read(self, name: str | None, max_bytes: int) -> np.ndarray:
+        """The array `name` (None for a plain .npy), refused before reading when it is an object
+        array or would take more than `max_bytes`."""
+        try:
+            with self._open(name) as stream:
+                _check_header(stream, max_bytes)
+            with self._open(name) as stream:
+                return npy.read_array(stream, allow_pickle=False)
+        except ArrayFileError:
+            raise
+        except _READ_ERRORS as err:
+            raise ArrayFileError(_reason(err)) from None
+
+    @contextmanager
+    def _open(self, name: str | None) -> Iterator[IO[bytes]]:
+        if self._archive is None:
+            self._handle.seek(0)
+            yield self._handle
+        else:
+            with self._archive.open(f"{name}.npy") as member:
+                yield member
+
+
+def _check_header(stream: IO[bytes], max_bytes: int) -> None:
+    version = npy.read_magic(stream)
+    if version == (1, 0):
+        shape, _, dtype = npy.read_array_header_1_0(stream)
+    elif version == (2, 0):
+        shape, _, dtype = npy.read_array_header_2_0(stream)
+    else:
+        raise ArrayFileError(f"unsupported .npy format version {version[0]}.{version[1]}")
+    if dtype.hasobject:
+        raise ArrayFileError("it holds Python objects, and convc never unpickles")
+    nbytes = int(np.prod(shape, dtype=object)) * dtype.itemsize
+    if nbytes > max_bytes:
+        raise ArrayFileError(f"its array {list(shape)} {dtype} needs {nbytes} bytes, over the limit of {max_bytes} (--max-bytes)")
+
+
+def _reason(err: BaseException) -> str:
+    text = str(err).splitlines()[0] if str(err) else type(err).__name__
+    return getattr(err, "strerror", None) or text
+
+
+@contextmanager
+def open_array_file(path: str | os.PathLike[str]) -> Iterator[ArrayFile]:
+    """Open a .npy or .npz (told apart by content, as np.load does); only regular files."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise ArrayFileError("not a regular file")
+        handle = open(path, "rb")  # noqa: SIM115 - closed below, after the archive
+    except ArrayFileError:
+        raise
+    except _READ_ERRORS as err:
+        raise ArrayFileError(_reason(err)) from None
+    with handle:
+        try:
+            archive = zipfile.ZipFile(handle) if handle.read(4).startswith(b"PK") else None
+        except _READ_ERRORS as err:
+            raise ArrayFileError(_reason(err)) from None
+        try:
+            yield ArrayFile(handle, archive)
+        finally:
+            if archive is not None:
+                archive.close()
+
+
+def as_dtype(array: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """`array` in `dtype`. np.save stores bfloat16 as raw 2-byte voids; those are reinterpreted."""
+    if array.dtype.kind == "V" and array.dtype.names is None and array.dtype.itemsize == dtype.itemsize:
+        return array.view(dtype)
+    return array.astype(dtype)
+
+
+def is_regular_file(path: Path) -> bool:
+    try:
+        return stat.S_ISREG(path.stat().st_mode)
+    except OSError:
+        return False
