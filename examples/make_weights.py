@@ -29,6 +29,16 @@ SHAPES: dict[str, dict[str, tuple[int, ...]]] = {
         "conv1": (3, 3, 3, 4, 8),  # DHWIO
         "conv2": (3, 3, 3, 8, 8),  # DHWIO
     },
+    "dcgan_generator.npz": {
+        "up1": (5, 5, 16, 8),  # HWIO of conv_transpose: I = 16 features in, O = 8 out
+        "up2": (5, 5, 8, 4),  # HWIO
+        "to_rgb": (5, 5, 3, 4),  # Keras Conv2DTranspose layout (transpose_kernel): H, W, out 3, in 4
+    },
+    "unet_decoder.npz": {
+        "up": (16, 8, 3, 3),  # PyTorch ConvTranspose2d weight (C_in, C_out, kH, kW) = the forward conv's OIHW
+        "conv1": (8, 16, 3, 3),  # OIHW
+        "conv2": (8, 8, 3, 3),  # OIHW
+    },
 }
 
 
