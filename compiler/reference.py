@@ -162,14 +162,15 @@ def _conv_backprop_input(op: Op, args: Sequence[Any]) -> Any:
     import jax.numpy as jnp
     from jax import lax
 
-    out_grad, rhs = args
+    dtype = lax_dtype(op.result.type.dtype)  # preferred_element_type: accumulate (exactly widened) in it
+    out_grad, rhs = (lax.convert_element_type(a, dtype) for a in args)
     input_shape = op.result.type.shape
     padding = op.attrs.get("padding", "VALID")
     if "input_shape" not in op.attrs:
         padding = _scatter_padding(op, out_grad, rhs, input_shape)
     forward = _forward_conv(op, input_shape, rhs.shape, padding)
-    _, pullback = jax.vjp(lambda x: forward(x, rhs), jnp.zeros(input_shape, rhs.dtype))
-    return lax.convert_element_type(pullback(out_grad.astype(rhs.dtype))[0], lax_dtype(op.result.type.dtype))
+    _, pullback = jax.vjp(lambda x: forward(x, rhs), jnp.zeros(input_shape, dtype))
+    return pullback(out_grad)[0]
 
 
 @lax_rule("conv_backprop_filter")
@@ -178,11 +179,12 @@ def _conv_backprop_filter(op: Op, args: Sequence[Any]) -> Any:
     import jax.numpy as jnp
     from jax import lax
 
-    lhs, out_grad = args
+    dtype = lax_dtype(op.result.type.dtype)
+    lhs, out_grad = (lax.convert_element_type(a, dtype) for a in args)
     kernel_shape = op.attrs["kernel_shape"]
     forward = _forward_conv(op, lhs.shape, kernel_shape, op.attrs.get("padding", "VALID"))
-    _, pullback = jax.vjp(lambda w: forward(lhs, w), jnp.zeros(kernel_shape, lhs.dtype))
-    return lax.convert_element_type(pullback(out_grad.astype(lhs.dtype))[0], lax_dtype(op.result.type.dtype))
+    _, pullback = jax.vjp(lambda w: forward(lhs, w), jnp.zeros(kernel_shape, dtype))
+    return pullback(out_grad)[0]
 
 
 @lax_rule("constant")
