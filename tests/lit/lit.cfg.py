@@ -4,6 +4,7 @@ The tools (`convc`, `convc-opt`, `filecheck`) are whatever the environment runni
 lit has installed: found on PATH or beside the Python interpreter running lit, so an
 activated virtualenv, a plain `pip install`, and `python -m lit` all work.
 """
+# ruff: noqa: F821 - lit injects `config` and `lit_config` into this file's globals
 
 import os
 import shutil
@@ -12,7 +13,6 @@ import sysconfig
 
 import lit.formats
 
-# `config` and `lit_config` are injected by lit.
 config.name = "convc"
 config.test_format = lit.formats.ShTest(execute_external=False)  # lit's shell: `not`, pipes, redirects
 config.suffixes = [".mlir", ".test"]  # JSON cannot hold RUN lines: JSON cases are .test files over json/inputs/

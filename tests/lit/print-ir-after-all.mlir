@@ -1,5 +1,5 @@
 // RUN: convc-opt %s -p canonicalize-dimension-numbers,resolve-padding,dce --print-ir-after-all -o %t 2>&1 | filecheck %s
-// RUN: convc %s -p canonicalize-dimension-numbers,resolve-padding,dce --print-ir-after-all -o %t 2>&1 | filecheck %s
+// RUN: convc %s -p canonicalize-dimension-numbers,resolve-padding,dce --print-ir-after-all --emit=convc -o %t 2>&1 | filecheck %s
 // RUN: convc-opt %s -p "cpu-depthwise-tap-sum{max_terms=8}" --print-ir-after-all -o %t 2>&1 | filecheck %s --check-prefix=OPTIONS
 
 // --print-ir-after-all prints the whole module to stderr after every pass, under an
