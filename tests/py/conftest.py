@@ -1,5 +1,5 @@
-"""Shared fixtures for convc's Python tests: the repository root, seeded inputs,
-and one place that compiles emitted StableHLO with PJRT and runs it."""
+"""Shared fixtures for convc's Python tests: a seeded generator, JSON models in a
+temp dir, and one place that compiles emitted StableHLO with PJRT (cached by text)."""
 
 from __future__ import annotations
 
@@ -12,10 +12,7 @@ from typing import Any
 import convc
 import numpy as np
 import pytest
-from convc.dtypes import numpy_dtype
 from convc.runtime import Executable, compile_stablehlo
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -35,13 +32,6 @@ def run_stablehlo(text: str, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
 def compile_and_run(graph: convc.Graph, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
     """The whole path users take: default pipeline -> verified StableHLO -> PJRT."""
     return run_stablehlo(convc.compile_graph(graph), arrays)
-
-
-def random_array(rng: np.random.Generator, shape: Sequence[int], dtype: str) -> np.ndarray:
-    """Standard normal values (small integers for integer types) in convc dtype `dtype`."""
-    if dtype.startswith("i"):
-        return rng.integers(-4, 5, shape).astype(numpy_dtype(dtype))
-    return rng.standard_normal(shape).astype(numpy_dtype(dtype))
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import ml_dtypes
 import numpy as np
 import pytest
@@ -88,7 +89,7 @@ def test_default_dimension_numbers_follow_lax_by_rank(spatial_rank: int, rng: np
     expected = lax.conv_dimension_numbers(lhs_shape, rhs_shape, None)
     assert graph.ops[0].attrs["dimension_numbers"] == ConvDimensionNumbers(*expected)
     x, w = rng.standard_normal(lhs_shape).astype(np.float32), rng.standard_normal(rhs_shape).astype(np.float32)
-    want = lax.conv_general_dilated(x, w, (1,) * spatial_rank, "SAME")
+    want = lax.conv_general_dilated(jnp.asarray(x), jnp.asarray(w), (1,) * spatial_rank, "SAME")
     assert_type_is(y, want)
     assert_close(compile_and_run(graph, [x, w])[0], np.asarray(want))
 
@@ -327,7 +328,7 @@ def test_a_small_network_matches_lax_end_to_end(rng: np.random.Generator, compil
     y = b.reshape(b.transpose(y, (0, 3, 1, 2)), (1, 36))
     b.output(y)
     image = rng.standard_normal(x_shape).astype(np.float32)
-    conv = lax.conv_general_dilated(image, w, (2, 2), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+    conv = lax.conv_general_dilated(jnp.asarray(image), jnp.asarray(w), (2, 2), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
     want = np.maximum(np.asarray(conv) + bias, 0).transpose(0, 3, 1, 2).reshape(1, 36)
     assert_type_is(y, want)
     assert_close(compile_and_run(b.build(), [image])[0], want)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from convc import driver, fileio
@@ -90,7 +91,7 @@ def tiny_model(**conv_attrs: Any) -> dict[str, Any]:
 
 
 def tiny_oracle(x: np.ndarray, kernel: np.ndarray = KERNEL) -> np.ndarray:
-    return np.maximum(np.asarray(lax.conv_general_dilated(x, kernel, (1, 1), "SAME")), 0)
+    return np.maximum(np.asarray(lax.conv_general_dilated(jnp.asarray(x), jnp.asarray(kernel), (1, 1), "SAME")), 0)
 
 
 def assert_one_line(text: str) -> str:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import convc
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from convc.dtypes import numpy_dtype
@@ -323,13 +324,14 @@ def lax_string_pads(case: ConvCase) -> list[tuple[int, int]]:
     lhs_perm, rhs_perm, _ = lax.conv_dimension_numbers(case.lhs_shape, case.rhs_shape, case.dimension_numbers)
     kernel = [case.rhs_shape[d] for d in rhs_perm[2:]]
     window = [(k - 1) * d + 1 for k, d in zip(kernel, case.rhs_dilation)]
+    assert isinstance(case.padding, str)
     return list(lax.padtype_to_pads([case.lhs_shape[d] for d in lhs_perm[2:]], window, case.window_strides, case.padding))
 
 
 def lax_reference(case: ConvCase) -> np.ndarray:
     """The oracle: lax.conv_general_dilated on the case's own attributes, nothing from convc."""
     lhs, rhs = case_inputs(case)
-    precision = case.precision
+    precision: Any = case.precision
     if precision is not None:
         precision = lax.Precision[precision] if isinstance(precision, str) else tuple(lax.Precision[p] for p in precision)
     preferred = None if case.preferred_element_type is None else numpy_dtype(case.preferred_element_type)
@@ -337,7 +339,7 @@ def lax_reference(case: ConvCase) -> np.ndarray:
     if isinstance(padding, str) and any(d != 1 for d in case.lhs_dilation):
         padding = lax_string_pads(case)
     out = lax.conv_general_dilated(
-        lhs, rhs, case.window_strides, padding,
+        jnp.asarray(lhs), jnp.asarray(rhs), case.window_strides, padding,
         lhs_dilation=case.lhs_dilation, rhs_dilation=case.rhs_dilation, dimension_numbers=case.dimension_numbers,
         feature_group_count=case.feature_group_count, batch_group_count=case.batch_group_count,
         precision=precision, preferred_element_type=preferred)

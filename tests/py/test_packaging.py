@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import configparser
 import importlib
+import importlib.util
 import inspect
 import os
 import shutil
@@ -13,6 +14,7 @@ import subprocess
 import sys
 import zipfile
 from collections.abc import Iterator
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -31,6 +33,16 @@ def source_files(folder: str, pattern: str = "*.py") -> list[Path]:
     return sorted(p.relative_to(root) for p in root.rglob(pattern) if "__pycache__" not in p.parts)
 
 
+def local_setuptools_builds_wheels() -> bool:
+    """Build with what is installed (fast, offline) when it can: setuptools>=70.1 writes wheels
+    itself, so pyproject's `wheel` requirement need not be installed. Else build isolated."""
+    try:
+        major, minor = (int(part) for part in metadata.version("setuptools").split(".")[:2])
+    except (metadata.PackageNotFoundError, ValueError):
+        return False
+    return (major, minor) >= (70, 1) or ((major, minor) >= (68, 0) and importlib.util.find_spec("wheel") is not None)
+
+
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[zipfile.ZipFile]:
     """Build from a copy of the sources, so the shared working tree gets no build/ or egg-info."""
@@ -41,9 +53,9 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[zipfile.ZipFile]
         shutil.copytree(REPO_ROOT / folder, source / folder, ignore=shutil.ignore_patterns("__pycache__"))
     for name in BUILD_INPUTS:
         shutil.copy2(REPO_ROOT / name, source / name)
-    # --skip-dependency-check: setuptools>=70.1 builds wheels itself; the `wheel` requirement is not installed here.
-    subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--skip-dependency-check",
-                    "--outdir", str(work / "dist"), str(source)], check=True, capture_output=True, timeout=300)
+    isolation = ["--no-isolation", "--skip-dependency-check"] if local_setuptools_builds_wheels() else []
+    subprocess.run([sys.executable, "-m", "build", "--wheel", *isolation, "--outdir", str(work / "dist"), str(source)],
+                   check=True, capture_output=True, timeout=300)
     (path,) = (work / "dist").glob("convc-*.whl")
     with zipfile.ZipFile(path) as archive:
         yield archive
@@ -118,8 +130,8 @@ def pass_modules() -> list[str]:
 @pytest.mark.parametrize("stem", pass_modules())
 def test_each_pass_file_defines_one_registered_pass_named_after_it(stem: str) -> None:
     module = importlib.import_module(f"convc.passes.{stem}")
-    defined = [cls for _, cls in inspect.getmembers(module, inspect.isclass)
-               if issubclass(cls, Pass) and cls is not Pass and cls.__module__ == module.__name__]
+    defined: list[type[Pass]] = [cls for _, cls in inspect.getmembers(module, inspect.isclass)
+                                 if issubclass(cls, Pass) and cls is not Pass and cls.__module__ == module.__name__]
     assert len(defined) == 1, f"passes/{stem}.py defines {len(defined)} passes (one pass per file)"
     (cls,) = defined
     assert PASSES.get(cls.name) is cls, f"{cls.__name__} is not registered in convc.passes"

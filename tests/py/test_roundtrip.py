@@ -4,6 +4,7 @@ StableHLO portable artifact that deserializes to the same computation."""
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
@@ -93,7 +94,7 @@ def nan_padding() -> Graph:
 GRAPHS: dict[str, Callable[[], Graph]] = {
     "awkward_names": awkward_names, "half_precision": half_precision, "integer_and_layout_ops": integer_and_layout_ops,
     "transposed_conv_flags": transposed_conv_flags, "nan_padding": nan_padding,
-    **{f"example_{path.stem}": (lambda path=path: load_model(path)) for path in EXAMPLES},
+    **{f"example_{path.stem}": functools.partial(load_model, path) for path in EXAMPLES},
 }
 
 
