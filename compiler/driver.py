@@ -294,7 +294,11 @@ def _opt_split(compiler: Compiler, data: bytes, file: str, base_dir: Path | None
     """Each chunk alone; line numbers stay those of the whole file. Errors do not stop later chunks."""
     results, status, line_offset = [], EXIT_OK, 0
     timings: list[tuple[str, float]] = []
-    for chunk in data.decode("utf-8", errors="replace").split(SPLIT_MARKER):
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:  # as without --split-input-file, not silently replaced
+        raise ConvcError(f"input is not UTF-8 text (byte {err.start})", Location(file=file)) from None
+    for chunk in text.split(SPLIT_MARKER):
         padded = "\n" * line_offset + chunk
         line_offset += chunk.count("\n")
         try:
