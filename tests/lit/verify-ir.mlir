@@ -1,5 +1,7 @@
 // RUN: not convc-opt %s --split-input-file 2>&1 | filecheck %s
 // RUN: %exit-status convc-opt %s --split-input-file | filecheck %s --check-prefix=STATUS
+// RUN: %exit-status convc-opt %S/inputs/not-utf8.mlir | filecheck %s --check-prefix=NOT-UTF8
+// RUN: %exit-status convc-opt %S/inputs/not-utf8.mlir --split-input-file | filecheck %s --check-prefix=NOT-UTF8
 
 // One case per diagnostic of the convc text reader and the generic op checks (op
 // names, operands, types, attribute syntax), each one line at the offending token.
@@ -8,6 +10,10 @@
 // STATUS-NOT: Traceback
 // STATUS-COUNT-17: {{^}}{{.*}}verify-ir.mlir:{{[0-9]+}}:{{[0-9]+}}: error: {{.*}}
 // STATUS-NEXT: {{^}}exit status: 1, output lines: 17{{$}}
+
+// Input that is not UTF-8 (a Latin-1 byte in a comment), with or without --split-input-file.
+// NOT-UTF8: {{^}}{{.*}}/inputs/not-utf8.mlir: error: input is not UTF-8 text (byte 26){{$}}
+// NOT-UTF8-NEXT: {{^}}exit status: 1, output lines: 1{{$}}
 
 // An unknown op, with the closest known one suggested.
 // CHECK: {{^}}{{.*}}verify-ir.mlir:[[# @LINE + 3]]:10: error: unknown op 'convc.conv2d' (did you mean 'conv'?){{$}}
