@@ -276,3 +276,19 @@ def test_same_without_sizes_is_out_times_stride(padding: str) -> None:
     arrays = [np.random.default_rng(7).standard_normal(v.type.shape).astype(np.float32) for v in b.graph.inputs]
     want_dx, _ = vjp_gradients(fwd, np.zeros(fwd.lhs_shape, np.float32), arrays[1], arrays[0])
     assert_close(run_convc(b.build(), arrays)[0], want_dx)
+
+
+def test_f16_gradients_accumulate_in_preferred_element_type() -> None:
+    """f16 operands with preferred_element_type f32: the vjp of the exactly widened operands."""
+    fwd = BATCH_GROUPS
+    b = convc.Builder("mixed")
+    x, w, g = b.input("x", fwd.lhs_shape, "f16"), b.input("w", fwd.rhs_shape, "f16"), b.input("g", fwd.out_shape(), "f16")
+    b.output(b.conv_backprop_input(g, w, input_shape=fwd.lhs_shape, preferred_element_type="f32", **fwd.attrs()),
+             b.conv_backprop_filter(x, g, fwd.rhs_shape, preferred_element_type="f32", precision="HIGHEST", **fwd.attrs()))
+    rng = np.random.default_rng(11)
+    narrow = [rng.standard_normal(v.type.shape).astype(np.float16) for v in b.graph.inputs]
+    got = run_convc(b.build(), narrow)
+    want_dx, want_dw = vjp_gradients(fwd, *(a.astype(np.float32) for a in narrow))
+    assert got[0].dtype == got[1].dtype == np.float32
+    assert_close(got[0], want_dx)
+    assert_close(got[1], want_dw)

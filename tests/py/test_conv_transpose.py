@@ -16,6 +16,7 @@ from typing import Any
 import convc
 import numpy as np
 import pytest
+from convc.dtypes import numpy_dtype
 from convc.reference import evaluate
 from convc.runtime import Executable, compile_stablehlo
 from jax import lax
@@ -153,3 +154,19 @@ def test_shape_errors_are_located() -> None:
     with pytest.raises(convc.ConvcError, match=r"must equal lhs feature dimension 3 \[T4\]") as info:
         b.conv_transpose(lhs, rhs, (2, 2), "SAME", transpose_kernel=True)
     assert "test_conv_transpose.py" in str(info.value)
+
+
+def test_precision_and_preferred_element_type_reach_the_conv() -> None:
+    """bf16 operands accumulated in f32: lax on the exactly widened operands is the reference."""
+    case = GROUPED_CASES["2d_g2_transpose_kernel"]
+    b = convc.Builder("mixed")
+    lhs, rhs = b.input("lhs", case.lhs, "bf16"), b.input("rhs", case.rhs, "bf16")
+    b.output(b.conv_transpose(lhs, rhs, case.strides, feature_group_count=case.feature_group_count, precision="HIGHEST",
+                              preferred_element_type="f32", **case.attrs()))
+    text = convc.compile_graph(b.build())
+    assert "precision_config = [#stablehlo<precision HIGHEST>, #stablehlo<precision HIGHEST>]" in text
+    _, arrays = build(case)
+    narrow = [a.astype(numpy_dtype("bf16")) for a in arrays]
+    got = _executable(text)(*narrow)[0]
+    assert got.dtype == np.float32
+    assert_close(got, per_group_reference(case, *(a.astype(np.float32) for a in narrow)))
