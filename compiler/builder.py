@@ -57,7 +57,11 @@ class Builder:
         return value
 
     def constant(self, name: str, value: Any, dtype: str | None = None) -> Value:
+        """A literal tensor. Python scalars and lists default to f32 / i32, as JAX's
+        weakly typed literals do; numpy arrays keep their dtype."""
         array = np.asarray(value)
+        if dtype is None and not isinstance(value, np.ndarray | np.generic):
+            dtype = "f32" if array.dtype.kind == "f" else "i32" if array.dtype.kind in "iub" else None
         if dtype is not None:
             canonical = canonical_dtype(dtype)
             if canonical is None:
