@@ -1,7 +1,7 @@
 """Passes, MLIR-style pipeline text (`-p "a,b{opt=1 flag=true}"`) and the pass manager.
 
 A pass is a frozen dataclass with a class attribute `name`; its fields are its
-options. The manager verifies the graph after every pass.
+options. The manager verifies the graph after every pass that changed it.
 """
 
 from __future__ import annotations
@@ -101,9 +101,11 @@ class PassManager:
     def run(self, graph: Graph) -> Graph:
         for p in self.passes:
             start = time.perf_counter()
-            p.run(graph)
+            changed = p.run(graph)
             elapsed = time.perf_counter() - start
-            if self.verify_each:
+            # As MLIR's pass manager: a pass that reports no change (False) left
+            # verified IR verified, so only changed IR is verified again.
+            if self.verify_each and changed is not False:
                 try:
                     verify_graph(graph)
                 except ConvcError as err:

@@ -41,8 +41,30 @@ def locate(err: VerifyError, loc: Location) -> ConvcError:
     return ConvcError(err.message, where, err.constraint)
 
 
+# Type inference is a pure function of (op declaration, operand types, attributes), and
+# conv nets repeat layer signatures, so successful results are memoized (errors are not).
+_INFERRED: dict[tuple[Any, ...], tuple[Any, TensorType]] = {}
+_INFERRED_LIMIT = 1 << 16
+
+
 def infer_type(kind: str, operand_types: Sequence[TensorType], attrs: dict[str, Any], loc: Location) -> TensorType:
     """The result type of an op, or a located ConvcError naming the broken constraint."""
+    opdef = OPS.get(kind)
+    try:
+        key = (kind, tuple(operand_types), tuple(attrs.items()))
+        hit = _INFERRED.get(key)
+    except TypeError:  # an unhashable attribute (a constant's array): no memo
+        return _infer_type(kind, operand_types, attrs, loc)
+    if hit is not None and hit[0] is opdef:  # the same declaration (register() may replace one)
+        return hit[1]
+    inferred = _infer_type(kind, operand_types, attrs, loc)
+    if len(_INFERRED) >= _INFERRED_LIMIT:
+        _INFERRED.clear()
+    _INFERRED[key] = (opdef, inferred)
+    return inferred
+
+
+def _infer_type(kind: str, operand_types: Sequence[TensorType], attrs: dict[str, Any], loc: Location) -> TensorType:
     opdef = OPS.get(kind)
     if opdef is None:
         raise ConvcError(f"unknown op '{kind}'{suggest(kind, OPS)}", loc.child("op"))
