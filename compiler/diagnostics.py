@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
@@ -22,7 +22,9 @@ class Location:
         if self.pointer is None:
             return self
         escaped = str(key).replace("~", "~0").replace("/", "~1")
-        return replace(self, pointer=f"{self.pointer}/{escaped}")
+        # spelled out rather than dataclasses.replace (5x slower): the frontend makes one per member read
+        return Location(file=self.file, pointer=f"{self.pointer}/{escaped}", line=self.line, col=self.col,
+                        node=self.node, op=self.op)
 
     def where(self) -> str:
         file = self.file or "<input>"
