@@ -12,12 +12,13 @@ from .verify import coerce_attrs, infer_type
 
 class _Sweep:
     """What one `apply_patterns` sweep shares with its rewriters, so that no rewrite
-    scans the whole graph: the names in use, the ops erased, and the anchor's position."""
+    scans the whole graph: the names in use, the ops erased, and where the anchor sits
+    (its place in the sweep's snapshot, shifted by the ops inserted and erased so far)."""
 
     def __init__(self, graph: Graph):
         self.graph = graph
         self.erased: set[int] = set()
-        self.index = 0
+        self.shift = 0
         self._names: set[str] | None = None
 
     @property
@@ -27,15 +28,27 @@ class _Sweep:
             self._names = {value.name for value in self.graph.values()}
         return self._names
 
+    def locate(self, op: Op, position: int) -> int | None:
+        """The index of `op` in `graph.ops` (None once removed); O(1) unless a pattern
+        edited `graph.ops` behind the rewriter's back."""
+        ops, index = self.graph.ops, position + self.shift
+        if not (index < len(ops) and ops[index] is op):
+            if op not in ops:
+                return None
+            index = ops.index(op)
+            self.shift = index - position
+        return index
+
 
 class Rewriter:
     """Builds new ops right before an anchor op, located at the anchor."""
 
-    def __init__(self, graph: Graph, anchor: Op, sweep: _Sweep | None = None):
+    def __init__(self, graph: Graph, anchor: Op, sweep: _Sweep | None = None, position: int = 0):
         self.graph = graph
         self.anchor = anchor
         self.changed = False
         self._sweep = sweep
+        self._position = position  # the anchor's place in the sweep's snapshot
 
     def create(self, kind: str, *operands: Value, suffix: str, **attrs: Any) -> Value:
         loc = self.anchor.loc
@@ -44,7 +57,7 @@ class Rewriter:
         op = Op(kind, list(operands), typed, self._fresh_name(f"{self.anchor.name}.{suffix}"), result_type, loc)
         self.graph.ops.insert(self._anchor_index(), op)
         if self._sweep is not None:
-            self._sweep.index += 1
+            self._sweep.shift += 1
         self.changed = True
         return op.result
 
@@ -57,19 +70,18 @@ class Rewriter:
         old.drop_operands()
         del self.graph.ops[self._anchor_index()]
         if self._sweep is not None:
+            self._sweep.shift -= 1
             self._sweep.erased.add(id(old))
         if value.producer is not None and value.producer.loc == old.loc:
             value.name = old.name
         self.changed = True
 
     def _anchor_index(self) -> int:
-        """The anchor's position: the sweep knows it unless a pattern edited `graph.ops` itself."""
-        sweep, ops = self._sweep, self.graph.ops
-        if sweep is not None and sweep.index < len(ops) and ops[sweep.index] is self.anchor:
-            return sweep.index
-        index = ops.index(self.anchor)
-        if sweep is not None:
-            sweep.index = index
+        if self._sweep is None:
+            return self.graph.ops.index(self.anchor)
+        index = self._sweep.locate(self.anchor, self._position)
+        if index is None:
+            raise ValueError(f"'{self.anchor.name}' is no longer in the graph")
         return index
 
     def _fresh_name(self, base: str) -> str:
@@ -92,17 +104,6 @@ class RewritePattern:
         raise NotImplementedError
 
 
-def _locate(graph: Graph, op: Op, sweep: _Sweep) -> bool:
-    """Point the sweep at `op`; False when a pattern removed it from `graph.ops` behind the rewriter's back."""
-    if sweep.index < len(graph.ops) and graph.ops[sweep.index] is op:
-        return True
-    try:
-        sweep.index = graph.ops.index(op)
-    except ValueError:
-        return False
-    return True
-
-
 def apply_patterns(graph: Graph, patterns: Sequence[RewritePattern]) -> bool:
     """One greedy sweep in program order over the ops present when it starts."""
     by_kind: dict[str, list[RewritePattern]] = {}
@@ -110,15 +111,13 @@ def apply_patterns(graph: Graph, patterns: Sequence[RewritePattern]) -> bool:
         by_kind.setdefault(pattern.kind, []).append(pattern)
     changed = False
     sweep = _Sweep(graph)
-    for op in list(graph.ops):
+    for position, op in enumerate(list(graph.ops)):
         for pattern in by_kind.get(op.kind, ()):
-            if id(op) in sweep.erased or not _locate(graph, op, sweep):
+            if id(op) in sweep.erased or sweep.locate(op, position) is None:
                 break
-            rewriter = Rewriter(graph, op, sweep)
+            rewriter = Rewriter(graph, op, sweep, position)
             pattern.match_and_rewrite(op, rewriter)
             if rewriter.changed:
                 changed = True
                 break
-        if id(op) not in sweep.erased and sweep.index < len(graph.ops) and graph.ops[sweep.index] is op:
-            sweep.index += 1
     return changed
