@@ -63,6 +63,20 @@ def _lax_string_pads(lhs_shape: Sequence[int], rhs_shape: Sequence[int], op: Op,
     return lax.padtype_to_pads([lhs_shape[i] for i in lhs_perm[2:]], window, op.attrs.get("window_strides") or (1,) * n, padding)
 
 
+def _apply_negative_padding(lhs: Any, rhs: Any, dims: Any, padding: Sequence[Sequence[int]], lhs_dilation: Sequence[int]) -> Any:
+    """(input, padding) with the lhs dilation and every negative pad applied by lax.pad, and
+    only the non-negative pads left for the conv: XLA:CPU's conv misreads negative pads
+    (openxla/xla#48713), and the oracle must not share that bug."""
+    from jax import lax
+
+    lhs_perm, _, _ = lax.conv_dimension_numbers(lhs.shape, rhs.shape, dims)
+    config = [(0, 0, 0)] * lhs.ndim
+    for dim, (lo, hi), d in zip(lhs_perm[2:], padding, lhs_dilation):
+        config[dim] = (min(lo, 0), min(hi, 0), d - 1)
+    cropped = lax.pad(lhs, lax.convert_element_type(0, lhs.dtype), config)
+    return cropped, [(max(lo, 0), max(hi, 0)) for lo, hi in padding]
+
+
 @lax_rule("conv")
 def _conv(op: Op, args: Sequence[Any]) -> Any:
     from jax import lax
@@ -71,12 +85,17 @@ def _conv(op: Op, args: Sequence[Any]) -> Any:
     a = op.attrs
     n = lhs.ndim - 2
     padding = a.get("padding", "VALID")
-    if isinstance(padding, str) and any(d != 1 for d in a.get("lhs_dilation") or ()):
+    lhs_dilation = a.get("lhs_dilation")
+    if isinstance(padding, str) and any(d != 1 for d in lhs_dilation or ()):
         padding = _lax_string_pads(lhs.shape, rhs.shape, op, padding)
+    dims = lax_dimension_numbers(a.get("dimension_numbers"), lhs.ndim)
+    if not isinstance(padding, str) and any(lo < 0 or hi < 0 for lo, hi in padding):
+        lhs, padding = _apply_negative_padding(lhs, rhs, dims, padding, lhs_dilation or (1,) * n)
+        lhs_dilation = None
     return lax.conv_general_dilated(
         lhs, rhs, a.get("window_strides") or (1,) * n, padding,
-        lhs_dilation=a.get("lhs_dilation"), rhs_dilation=a.get("rhs_dilation"),
-        dimension_numbers=lax_dimension_numbers(a.get("dimension_numbers"), lhs.ndim),
+        lhs_dilation=lhs_dilation, rhs_dilation=a.get("rhs_dilation"),
+        dimension_numbers=dims,
         feature_group_count=a.get("feature_group_count", 1), batch_group_count=a.get("batch_group_count", 1),
         precision=lax_precision(a.get("precision")), preferred_element_type=lax_dtype(a.get("preferred_element_type")))
 
@@ -270,6 +289,31 @@ def _convert(op: Op, args: Sequence[Any]) -> Any:
 
     return lax.convert_element_type(args[0], lax_dtype(op.attrs["new_dtype"]))
 
+
+
+@lax_rule("dot_general")
+def _dot_general(op: Op, args: Sequence[Any]) -> Any:
+    from jax import lax
+
+    a = op.attrs
+    dimension_numbers = ((a.get("lhs_contracting_dimensions", ()), a.get("rhs_contracting_dimensions", ())),
+                         (a.get("lhs_batching_dimensions", ()), a.get("rhs_batching_dimensions", ())))
+    return lax.dot_general(args[0], args[1], dimension_numbers, precision=lax_precision(a.get("precision")),
+                           preferred_element_type=lax_dtype(a.get("preferred_element_type")))
+
+
+@lax_rule("broadcast_in_dim")
+def _broadcast_in_dim(op: Op, args: Sequence[Any]) -> Any:
+    from jax import lax
+
+    return lax.broadcast_in_dim(args[0], op.attrs["shape"], op.attrs["broadcast_dimensions"])
+
+
+@lax_rule("reduce_sum")
+def _reduce_sum(op: Op, args: Sequence[Any]) -> Any:
+    from jax import lax
+
+    return lax.reduce_sum(args[0], op.attrs["axes"])
 
 def lax_function(graph: Graph) -> Callable[..., list[Any]]:
     """The graph as a Python function of its inputs, built from jax.lax calls."""

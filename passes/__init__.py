@@ -5,6 +5,11 @@ from __future__ import annotations
 from convc.pass_manager import Pass
 
 from .canonicalize_dimension_numbers import CanonicalizeDimensionNumbers
+from .cpu_batch_group_tap_reduce import CpuBatchGroupTapReduce
+from .cpu_batch_group_to_feature_group import CpuBatchGroupToFeatureGroup
+from .cpu_conv_1x1_to_dot import CpuConv1x1ToDot
+from .cpu_crop_negative_padding import CpuCropNegativePadding
+from .cpu_depthwise_tap_sum import CpuDepthwiseTapSum
 from .dce import DeadCodeElimination
 from .infer_shapes import InferShapes
 from .lower_conv_backprop_filter import LowerConvBackpropFilter
@@ -20,6 +25,11 @@ ALL_PASSES: tuple[type[Pass], ...] = (
     CanonicalizeDimensionNumbers,
     ResolvePadding,
     DeadCodeElimination,
+    CpuConv1x1ToDot,
+    CpuDepthwiseTapSum,
+    CpuBatchGroupTapReduce,
+    CpuBatchGroupToFeatureGroup,
+    CpuCropNegativePadding,
 )
 
 PASSES: dict[str, type[Pass]] = {cls.name: cls for cls in ALL_PASSES}
@@ -31,9 +41,17 @@ _CANONICAL = (
     "canonicalize-dimension-numbers", "resolve-padding", "dce")
 
 
+# After the canonical pipeline, so they see only plain convs with explicit dimension
+# numbers and pads, whichever lowering produced them.
+_CPU = ("cpu-crop-negative-padding", "cpu-batch-group-tap-reduce", "cpu-batch-group-to-feature-group", "cpu-conv-1x1-to-dot", "cpu-depthwise-tap-sum", "dce")
+
+
 def default_pipeline(target: str = "generic") -> str:
-    """What `convc` runs before emitting, per target."""
-    return ",".join(_CANONICAL)
+    """What `convc` runs before emitting, per target: `cpu` adds rewrites of the conv
+    forms XLA CPU runs slowly; `gpu` keeps the canonical forms cuDNN maps well."""
+    if target not in TARGETS:
+        raise ValueError(f"unknown target '{target}' (expected one of {', '.join(TARGETS)})")
+    return ",".join(_CANONICAL + (_CPU if target == "cpu" else ()))
 
 
 __all__ = ["ALL_PASSES", "PASSES", "TARGETS", "default_pipeline"]

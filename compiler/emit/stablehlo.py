@@ -177,6 +177,34 @@ def _conv(op: Op, ctx: EmitContext, result: str) -> None:
                      f"({lhs.type}, {rhs.type}) -> {op.result.type}")
 
 
+
+@rule("dot_general")
+def _dot_general(op: Op, ctx: EmitContext, result: str) -> None:
+    lhs, rhs = op.operands
+    a = op.attrs
+    batching = f"batching_dims = {int_list(a.get('lhs_batching_dimensions', ()))} x {int_list(a.get('rhs_batching_dimensions', ()))}, "
+    contracting = f"contracting_dims = {int_list(a.get('lhs_contracting_dimensions', ()))} x {int_list(a.get('rhs_contracting_dimensions', ()))}"
+    precision = a.get("precision") or "DEFAULT"
+    pair = (precision, precision) if isinstance(precision, str) else precision
+    ctx.emit(result, f"stablehlo.dot_general {ctx.use(lhs)}, {ctx.use(rhs)}, "
+                     f"{batching if a.get('lhs_batching_dimensions') else ''}{contracting}, precision = [{', '.join(pair)}] : "
+                     f"({lhs.type}, {rhs.type}) -> {op.result.type}")
+
+
+@rule("broadcast_in_dim")
+def _broadcast_in_dim(op: Op, ctx: EmitContext, result: str) -> None:
+    x = op.operands[0]
+    ctx.emit(result, f"stablehlo.broadcast_in_dim {ctx.use(x)}, dims = {int_list(op.attrs['broadcast_dimensions'])} : "
+                     f"({x.type}) -> {op.result.type}")
+
+
+@rule("reduce_sum")
+def _reduce_sum(op: Op, ctx: EmitContext, result: str) -> None:
+    x = op.operands[0]
+    zero = _scalar_constant(ctx, 0, x.type.dtype, f"{result[1:]}_zero")
+    ctx.emit(result, f"stablehlo.reduce({ctx.use(x)} init: {zero}) applies stablehlo.add across dimensions = "
+                     f"{int_list(op.attrs['axes'])} : ({x.type}, {TensorType((), x.type.dtype)}) -> {op.result.type}")
+
 def emit_stablehlo(graph: Graph) -> str:
     """The whole module: `module @<name>` with a public `@main` over the graph's inputs."""
     ctx = EmitContext()

@@ -6,11 +6,14 @@ import difflib
 from collections.abc import Iterable
 
 from .base import Attr, ConvDimensionNumbers, OpDef, OpView
+from .broadcast import BROADCAST_IN_DIM
 from .conv import CONV
 from .conv_grad import CONV_GRAD_OPS
+from .dot import DOT_GENERAL
+from .reduce import REDUCE_SUM
 from .tensor import TENSOR_OPS
 
-OPS: dict[str, OpDef] = {op.name: op for op in (CONV, *CONV_GRAD_OPS, *TENSOR_OPS)}
+OPS: dict[str, OpDef] = {op.name: op for op in (CONV, *CONV_GRAD_OPS, *TENSOR_OPS, DOT_GENERAL, BROADCAST_IN_DIM, REDUCE_SUM)}
 
 
 def register(opdef: OpDef) -> OpDef:

@@ -1,0 +1,125 @@
+"""What the target lowerings need to know about a canonical `conv`, every default filled
+in, plus the small value-building steps they share (reshape/transpose that vanish when
+they would do nothing). Not a pass: the `cpu-*` passes import it."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+from itertools import product
+
+from convc.ir import Op, TensorType, Value
+from convc.ops import ConvDimensionNumbers
+from convc.ops.conv import spatial
+from convc.rewrite import Rewriter
+
+# Element types the elementwise rewrites may sum in directly: as precise as XLA's conv.
+WIDE_FLOATS = ("f32", "f64")
+
+
+@dataclass(frozen=True)
+class ConvFacts:
+    lhs: TensorType
+    rhs: TensorType
+    out: TensorType
+    dn: ConvDimensionNumbers
+    strides: tuple[int, ...]
+    pads: tuple[tuple[int, int], ...]
+    lhs_dilation: tuple[int, ...]
+    rhs_dilation: tuple[int, ...]
+    feature_groups: int
+    batch_groups: int
+    precision: object
+    preferred_element_type: str | None
+
+    @property
+    def kernel_spatial(self) -> tuple[int, ...]:
+        return spatial(self.rhs.shape, self.dn.rhs_spec)
+
+    @property
+    def out_spatial(self) -> tuple[int, ...]:
+        return spatial(self.out.shape, self.dn.out_spec)
+
+    @property
+    def in_features(self) -> int:
+        return self.lhs.shape[self.dn.lhs_spec[1]]
+
+    @property
+    def out_features(self) -> int:
+        return self.rhs.shape[self.dn.rhs_spec[0]]
+
+    def taps(self) -> list[tuple[int, ...]]:
+        """Every kernel position, row-major over the kernel's spatial dims."""
+        return list(product(*(range(k) for k in self.kernel_spatial)))
+
+    def accumulates_in_input_type(self) -> bool:
+        """Rewrites that sum in the operand type keep the conv's result type only then."""
+        return self.preferred_element_type in (None, self.lhs.dtype)
+
+    def with_attrs(self, op: Op, **changes: object) -> dict[str, object]:
+        """The op's attributes with `changes` applied (a None value drops the attribute)."""
+        attrs = {**op.attrs, **changes}
+        return {k: v for k, v in attrs.items() if v is not None}
+
+    def is_empty(self) -> bool:
+        return self.out.num_elements() == 0 or self.lhs.num_elements() == 0 or self.rhs.num_elements() == 0
+
+
+def conv_facts(op: Op) -> ConvFacts | None:
+    """The facts of a conv in canonical form (explicit dimension numbers and pads), else None."""
+    dn, padding = op.attrs.get("dimension_numbers"), op.attrs.get("padding", "VALID")
+    if op.kind != "conv" or not isinstance(dn, ConvDimensionNumbers) or isinstance(padding, str) and padding != "VALID":
+        return None
+    lhs, rhs = (v.type for v in op.operands)
+    n = lhs.rank - 2
+    ones = (1,) * n
+    return ConvFacts(
+        lhs, rhs, op.result.type, dn,
+        tuple(op.attrs.get("window_strides") or ones),
+        ((0, 0),) * n if padding == "VALID" else tuple((int(lo), int(hi)) for lo, hi in padding),
+        tuple(op.attrs.get("lhs_dilation") or ones),
+        tuple(op.attrs.get("rhs_dilation") or ones),
+        op.attrs.get("feature_group_count", 1),
+        op.attrs.get("batch_group_count", 1),
+        op.attrs.get("precision"),
+        op.attrs.get("preferred_element_type"),
+    )
+
+
+# --- building values: steps that would do nothing are skipped ---------------------
+
+
+def reshape(rewriter: Rewriter, value: Value, shape: Sequence[int], suffix: str) -> Value:
+    if tuple(shape) == value.type.shape:
+        return value
+    return rewriter.create("reshape", value, suffix=suffix, new_sizes=tuple(shape))
+
+
+def transpose(rewriter: Rewriter, value: Value, permutation: Sequence[int], suffix: str) -> Value:
+    if list(permutation) == list(range(len(permutation))):
+        return value
+    return rewriter.create("transpose", value, suffix=suffix, permutation=tuple(permutation))
+
+
+def pad(rewriter: Rewriter, value: Value, config: Sequence[tuple[int, int, int]], suffix: str) -> Value:
+    if all(row == (0, 0, 0) for row in config):
+        return value
+    return rewriter.create("pad", value, suffix=suffix, padding_config=tuple(config))
+
+
+def split_dim(shape: Sequence[int], dim: int, sizes: Sequence[int]) -> tuple[int, ...]:
+    """`shape` with dimension `dim` replaced by `sizes` (whose product it must be)."""
+    return tuple(shape[:dim]) + tuple(sizes) + tuple(shape[dim + 1:])
+
+
+def permutation_between(source: Sequence[Hashable], target: Sequence[Hashable]) -> list[int]:
+    """The transpose permutation that moves dims labelled `source` (by position) into the
+    order `target` gives: result dim i is source dim `source.index(target[i])`."""
+    return [list(source).index(label) for label in target]
+
+
+def sum_values(rewriter: Rewriter, terms: Sequence[Value], suffix: str) -> Value:
+    total = terms[0]
+    for term in terms[1:]:
+        total = rewriter.create("add", total, term, suffix=suffix)
+    return total

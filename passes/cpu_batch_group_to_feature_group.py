@@ -1,0 +1,60 @@
+"""cpu-batch-group-to-feature-group: a conv with batch_group_count G > 1 (the weight
+gradient of a grouped conv) becomes a feature-grouped conv over a re-laid-out lhs.
+
+XLA CPU expands batch_group_count into a conv with G times the work, most of it on
+inserted zeros (5.2 s for the weight gradient of a G=32 3x3 conv over 8x28x28x256).
+With lhs batch B = G*B' split as (G, B') and G moved in front of the lhs feature dim F,
+the lhs has batch B' and features G*F, grouped exactly as the rhs out features already
+are, so `feature_group_count = G` computes the same result (27-76 ms on that case).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from convc.ir import Graph, Op, Value
+from convc.pass_manager import Pass
+from convc.rewrite import RewritePattern, Rewriter, apply_patterns
+
+from .conv_facts import ConvFacts, conv_facts, permutation_between, reshape, split_dim, transpose
+
+
+def feature_grouped_lhs(lhs: Value, facts: ConvFacts, rewriter: Rewriter) -> Value:
+    """lhs[(g, b'), f, ...] -> lhs'[b', (g, f), ...], every dim staying where it was."""
+    groups = facts.batch_groups
+    batch_dim, feature_dim = facts.dn.lhs_spec[0], facts.dn.lhs_spec[1]
+    shape = lhs.type.shape
+    split = reshape(rewriter, lhs, split_dim(shape, batch_dim, (groups, shape[batch_dim] // groups)), "split")
+    # label the split dims by the original dim they came from; "G" is the group index
+    labels: list[object] = []
+    for dim in range(len(shape)):
+        labels += ["G", dim] if dim == batch_dim else [dim]
+    target: list[object] = []
+    for dim in range(len(shape)):
+        target += ["G", dim] if dim == feature_dim else [dim]
+    moved = transpose(rewriter, split, permutation_between(labels, target), "regroup")
+    merged = list(shape)
+    merged[batch_dim] //= groups
+    merged[feature_dim] *= groups
+    return reshape(rewriter, moved, merged, "merged")
+
+
+class BatchGroupToFeatureGroup(RewritePattern):
+    kind = "conv"
+
+    def match_and_rewrite(self, op: Op, rewriter: Rewriter) -> None:
+        facts = conv_facts(op)
+        if facts is None or facts.batch_groups == 1 or facts.is_empty():
+            return
+        lhs = feature_grouped_lhs(op.operands[0], facts, rewriter)
+        attrs = facts.with_attrs(op, batch_group_count=None, feature_group_count=facts.batch_groups)
+        rewriter.replace_anchor(rewriter.create("conv", lhs, op.operands[1], suffix="grouped", **attrs))
+
+
+@dataclass(frozen=True)
+class CpuBatchGroupToFeatureGroup(Pass):
+    name = "cpu-batch-group-to-feature-group"
+    summary = "batch-grouped convs (grouped weight gradients) become feature-grouped convs"
+
+    def run(self, graph: Graph) -> bool:
+        return apply_patterns(graph, [BatchGroupToFeatureGroup()])
