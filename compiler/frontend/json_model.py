@@ -106,6 +106,8 @@ class _ModelReader:
         _expect(name, str, "a non-empty string", loc.child("name"))
         if not name:
             raise ConvcError("names must be non-empty", loc.child("name"))
+        if "\0" in name:  # .npz archives (--inputs, --outputs) cannot hold such a name
+            raise ConvcError(f"name {name!r} contains a NUL character", loc.child("name"))
         if name in self.values:
             raise ConvcError(f"name '{name}' is defined twice", loc.child("name"))
         return name

@@ -32,6 +32,8 @@ FLOAT_DTYPES = ("f32", "f16", "bf16")
 SPATIAL_LETTERS = "HWDXYZ0123"  # any letters but N, C, O, I may name spatial dims
 MAX_ELEMENTS = 1200  # per tensor: keeps the StableHLO interpreter oracle fast
 MAX_BATCH, MAX_FEATURES, MAX_SPATIAL = 3, 6, 6
+# conv padding kinds: the modes, explicit [lo, hi] rows, and rows with a negative (cropping) pad
+PADDING_KINDS = ("VALID", "SAME", "SAME_LOWER", "explicit", "explicit", "negative")
 
 
 def budget(ci: int, soak: int, **overrides: Any) -> settings:
@@ -72,6 +74,7 @@ class Draft:
     draw: Callable[[st.SearchStrategy[Any]], Any]
     odd_names: bool
     dtypes: tuple[str, ...] = FLOAT_DTYPES
+    padding_kinds: tuple[str, ...] = PADDING_KINDS
     inputs: list[dict[str, Any]] = field(default_factory=list)
     constants: list[dict[str, Any]] = field(default_factory=list)
     nodes: list[dict[str, Any]] = field(default_factory=list)
@@ -79,9 +82,10 @@ class Draft:
     taken: set[str] = field(default_factory=set)
 
     def name(self, base: str) -> str:
-        """A fresh value name; sometimes one MLIR cannot use as an SSA id (spaces, quotes, unicode)."""
+        """A fresh value name; sometimes one MLIR cannot use as an SSA id (spaces, quotes, control
+        characters, unicode). Never NUL: an .npz cannot hold it, so convc refuses it."""
         if self.odd_names and self.draw(st.booleans()):
-            candidate = self.draw(st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=6))
+            candidate = self.draw(st.text(st.characters(codec="utf-8", exclude_categories=("Cs",), exclude_characters="\x00"), min_size=1, max_size=6))
         else:
             candidate = f"{base}{len(self.taken)}"
         while candidate in self.taken:
@@ -166,8 +170,7 @@ class SpatialDim:
 
 def draw_spatial_dim(draw: Callable[..., Any], size: int, mode: str) -> SpatialDim:
     """Window parameters for one spatial dim of input size `size`, keeping the output non-empty."""
-    # lax defines no SAME padding for lhs-dilated (transposed) convs: explicit pads only there
-    lhs_dilation = 1 if mode.startswith("SAME") else draw(st.sampled_from([1, 1, 1, 2, 3]))
+    lhs_dilation = draw(st.sampled_from([1, 1, 1, 2, 3]))  # with SAME: pads from the undilated size, as lax
     base = dilated(size, lhs_dilation)
     kernel = draw(st.integers(1, min(3, base) if mode == "VALID" else 3))
     max_rd = 3 if mode != "VALID" or kernel == 1 else max(1, min(3, (base - 1) // (kernel - 1)))
@@ -178,6 +181,10 @@ def draw_spatial_dim(draw: Callable[..., Any], size: int, mode: str) -> SpatialD
         pads = same_padding(size, window, stride, lower=mode == "SAME_LOWER")
     elif mode == "VALID":
         pads = (0, 0)
+    elif mode == "negative" and base > 1:  # crop low, pad high by up to as much (openxla/xla#48713's case)
+        low = draw(st.integers(max(-3, 1 - base), -1))
+        high = draw(st.integers(max(-2, window - base - low), max(-low, window - base - low)))
+        pads = (low, high)
     else:  # explicit: negative (cropping) and asymmetric, but never below one window
         low = draw(st.integers(max(-2, 1 - base), 3))
         high = draw(st.integers(max(-2, window - base - low), max(3, window - base - low)))
@@ -205,34 +212,49 @@ def draw_groups(draw: Callable[..., Any], batch: int, features: int) -> tuple[in
     return fgc, bgc, fgc * bgc * multiplier
 
 
-def draw_conv(draw: Callable[..., Any], draft: Draft, lhs: Tensor) -> Tensor:
-    """A `conv` node on `lhs` (rank 3..5) with random layouts, windows, padding and groups."""
-    n = lhs.rank - 2
+@dataclass(frozen=True)
+class ForwardConv:
+    """A drawn forward conv on some lhs: its JSON attributes and the shapes they imply."""
+
+    attrs: dict[str, Any]
+    kernel_shape: tuple[int, ...]
+    out_shape: tuple[int, ...]
+    dims: dict[str, SpatialDim]
+    lhs_layout: str
+    rhs_layout: str
+    out_layout: str
+    padding_kind: str
+
+
+def draw_layouts(draw: Callable[..., Any], n: int) -> tuple[str, str, str, bool]:
+    """(lhs, rhs, out) layout strings with random spatial letters and orders, and whether
+    they are lax's conv default (NC.../OI.../NC..., which the model may then leave out)."""
     letters = draw(st.permutations(list(SPATIAL_LETTERS)))[:n]
-    default_layout = draw(st.integers(0, 5)) == 0
-    lhs_layout = "NC" + "".join(letters) if default_layout else permutation(draw, ["N", "C", *letters])
-    rhs_layout = "OI" + "".join(letters) if default_layout else permutation(draw, ["O", "I", *letters])
-    out_layout = "NC" + "".join(letters) if default_layout else permutation(draw, ["N", "C", *letters])
+    if draw(st.integers(0, 5)) == 0:
+        return "NC" + "".join(letters), "OI" + "".join(letters), "NC" + "".join(letters), True
+    layouts = (permutation(draw, ["N", "C", *letters]), permutation(draw, ["O", "I", *letters]), permutation(draw, ["N", "C", *letters]))
+    return (*layouts, False)
+
+
+def draw_forward_conv(draw: Callable[..., Any], lhs: Tensor, padding_kinds: Sequence[str] = PADDING_KINDS) -> ForwardConv:
+    """Random layouts, windows, padding and groups for a conv on `lhs` (rank 3..5)."""
+    lhs_layout, rhs_layout, out_layout, default_layout = draw_layouts(draw, lhs.rank - 2)
+    letters = [c for c in rhs_layout if c not in "OI"]  # lax orders spatial dims as the kernel does
     batch, features = lhs.shape[lhs_layout.index("N")], lhs.shape[lhs_layout.index("C")]
     fgc, bgc, out_features = draw_groups(draw, batch, features)
-
-    padding_kind = draw(st.sampled_from(["VALID", "SAME", "SAME_LOWER", "explicit", "explicit"]))
+    padding_kind = draw(st.sampled_from(list(padding_kinds)))
     dims = {c: draw_spatial_dim(draw, lhs.shape[lhs_layout.index(c)], padding_kind) for c in letters}
-    rhs_order = [c for c in rhs_layout if c not in "OI"]  # lax orders spatial dims as the kernel does
 
     kernel_sizes = {"O": out_features, "I": features // fgc, **{c: dims[c].kernel for c in letters}}
-    kernel = draft.operand([kernel_sizes[c] for c in rhs_layout], lhs.dtype, "w")
     out_sizes = {"N": batch // bgc, "C": out_features, **{c: dims[c].out for c in letters}}
-    out_shape = [out_sizes[c] for c in out_layout]
-
     attrs: dict[str, Any] = {}
     if not default_layout or draw(st.booleans()):
         attrs["dimension_numbers"] = [lhs_layout, rhs_layout, out_layout]
-    _window_attr(draw, attrs, "window_strides", [dims[c].stride for c in rhs_order])
-    _window_attr(draw, attrs, "lhs_dilation", [dims[c].lhs_dilation for c in rhs_order])
-    _window_attr(draw, attrs, "rhs_dilation", [dims[c].rhs_dilation for c in rhs_order])
-    if padding_kind == "explicit":
-        attrs["padding"] = [list(dims[c].padding) for c in rhs_order]
+    _window_attr(draw, attrs, "window_strides", [dims[c].stride for c in letters])
+    _window_attr(draw, attrs, "lhs_dilation", [dims[c].lhs_dilation for c in letters])
+    _window_attr(draw, attrs, "rhs_dilation", [dims[c].rhs_dilation for c in letters])
+    if padding_kind in ("explicit", "negative"):
+        attrs["padding"] = [list(dims[c].padding) for c in letters]
     elif padding_kind != "VALID" or draw(st.booleans()):
         attrs["padding"] = draw(st.sampled_from([padding_kind, padding_kind.lower()]))
     if fgc > 1 or draw(st.integers(0, 3)) == 0:
@@ -241,10 +263,134 @@ def draw_conv(draw: Callable[..., Any], draft: Draft, lhs: Tensor) -> Tensor:
         attrs["batch_group_count"] = bgc
     if draw(st.integers(0, 3)) == 0:
         attrs["precision"] = draw(st.sampled_from(["DEFAULT", "HIGHEST", ["HIGH", "HIGHEST"]]))
-    dtype = lhs.dtype
+    return ForwardConv(attrs, tuple(kernel_sizes[c] for c in rhs_layout), tuple(out_sizes[c] for c in out_layout),
+                       dims, lhs_layout, rhs_layout, out_layout, padding_kind)
+
+
+def draw_conv(draw: Callable[..., Any], draft: Draft, lhs: Tensor) -> Tensor:
+    """A `conv` node on `lhs`, sometimes accumulating f16/bf16 into f32."""
+    fwd = draw_forward_conv(draw, lhs, draft.padding_kinds)
+    kernel = draft.operand(fwd.kernel_shape, lhs.dtype, "w")
+    attrs, dtype = dict(fwd.attrs), lhs.dtype
     if lhs.dtype != "f32" and draw(st.integers(0, 3)) == 0:
         attrs["preferred_element_type"] = dtype = "f32"
-    return draft.add_node("conv", [lhs, kernel], attrs, out_shape, dtype)
+    return draft.add_node("conv", [lhs, kernel], attrs, fwd.out_shape, dtype)
+
+
+def _out_grad(draw: Callable[..., Any], draft: Draft, x: Tensor, fwd: ForwardConv, kernel: Tensor) -> Tensor:
+    """The gradient flowing into a forward conv's output: the forward conv itself (as autodiff
+    graphs have it) or a fresh operand of its shape."""
+    if draw(st.booleans()):
+        return draft.add_node("conv", [x, kernel], fwd.attrs, fwd.out_shape, x.dtype)
+    return draft.operand(fwd.out_shape, x.dtype, "g")
+
+
+def scatter_size(dim: SpatialDim, out: int, padding_kind: str, output_padding: int) -> int:
+    """conv_backprop_input's result size without `input_shape` (docs/transposed-convs.md):
+    SAME: out * stride; else the scatter extent (out - 1) * stride + window - pads, in
+    lhs-dilated units, plus output_padding."""
+    if padding_kind.startswith("SAME"):
+        return out * dim.stride + output_padding
+    window = dilated(dim.kernel, dim.rhs_dilation)
+    extent = (out - 1) * dim.stride + window - sum(dim.padding) + output_padding
+    return -(-extent // dim.lhs_dilation)
+
+
+def draw_backprop_input(draw: Callable[..., Any], draft: Draft, x: Tensor) -> Tensor:
+    """`conv_backprop_input` of a forward conv on `x`: sized by `input_shape` (x's shape),
+    by `output_padding`, or by default."""
+    fwd = draw_forward_conv(draw, x, draft.padding_kinds)
+    kernel = draft.operand(fwd.kernel_shape, x.dtype, "w")
+    out_grad = _out_grad(draw, draft, x, fwd, kernel)
+    attrs = dict(fwd.attrs)
+    sizing = draw(st.sampled_from(["input_shape", "output_padding", "default"]))
+    letters = [c for c in fwd.rhs_layout if c not in "OI"]
+    extra = {c: 0 for c in letters}
+    if sizing == "input_shape":
+        attrs["input_shape"] = list(x.shape)
+        return draft.add_node("conv_backprop_input", [out_grad, kernel], attrs, x.shape, x.dtype)
+    if sizing == "output_padding":
+        extra = {c: draw(st.integers(0, max(fwd.dims[c].stride, fwd.dims[c].rhs_dilation) - 1)) for c in letters}
+        attrs["output_padding"] = [extra[c] for c in letters]
+    sizes = {c: scatter_size(fwd.dims[c], fwd.out_shape[fwd.out_layout.index(c)], fwd.padding_kind, extra[c]) for c in letters}
+    shape = [sizes.get(c, x.shape[i]) for i, c in enumerate(fwd.lhs_layout)]
+    if min(shape) <= 0:
+        attrs["input_shape"] = list(x.shape)
+        attrs.pop("output_padding", None)
+        shape = list(x.shape)
+    return draft.add_node("conv_backprop_input", [out_grad, kernel], attrs, shape, x.dtype)
+
+
+def draw_backprop_filter(draw: Callable[..., Any], draft: Draft, x: Tensor) -> Tensor:
+    """`conv_backprop_filter` of a forward conv on `x`: a tensor of the kernel's shape and layout."""
+    fwd = draw_forward_conv(draw, x, draft.padding_kinds)
+    kernel = draft.add_input(fwd.kernel_shape, x.dtype, "w") if draw(st.booleans()) else None
+    out_grad = _out_grad(draw, draft, x, fwd, kernel) if kernel is not None else draft.operand(fwd.out_shape, x.dtype, "g")
+    attrs = {**fwd.attrs, "kernel_shape": list(fwd.kernel_shape)}
+    return draft.add_node("conv_backprop_filter", [x, out_grad], attrs, fwd.kernel_shape, x.dtype)
+
+
+def draw_conv_transpose(draw: Callable[..., Any], draft: Draft, x: Tensor) -> Tensor:
+    """`conv_transpose` (lax.conv_transpose plus feature groups): SAME, VALID, explicit and
+    "consistent" explicit pads, transpose_kernel, lax's NHWC-style default layouts."""
+    n = x.rank - 2
+    default = n <= 3 and draw(st.integers(0, 4)) == 0
+    if default:
+        spatial_letters = "HWD"[:n]
+        lhs_layout, rhs_layout, out_layout = "N" + spatial_letters + "C", spatial_letters + "IO", "N" + spatial_letters + "C"
+    else:
+        lhs_layout, rhs_layout, out_layout, _ = draw_layouts(draw, n)
+    letters = [c for c in rhs_layout if c not in "OI"]
+    features = x.shape[lhs_layout.index("C")]
+    groups = draw(st.sampled_from(divisors(features))) if draw(st.booleans()) else 1
+    multiplier = draw(st.integers(1, 3))
+    transpose_kernel = draw(st.booleans())
+    if transpose_kernel:  # kernel in the forward conv's roles: O consumes x's features
+        kernel_features, out_features = {"O": features, "I": multiplier}, multiplier * groups
+    else:
+        kernel_features, out_features = {"O": multiplier * groups, "I": features // groups}, multiplier * groups
+    mode = draw(st.sampled_from(["SAME", "VALID", "explicit", "consistent"]))
+    params = {c: _transpose_dim(draw, x.shape[lhs_layout.index(c)], mode) for c in letters}
+
+    attrs: dict[str, Any] = {}
+    if not default or draw(st.booleans()):
+        attrs["dimension_numbers"] = [lhs_layout, rhs_layout, out_layout]
+    _window_attr(draw, attrs, "strides", [params[c][1] for c in letters])
+    _window_attr(draw, attrs, "rhs_dilation", [params[c][2] for c in letters])
+    if mode in ("SAME", "VALID"):
+        if mode == "SAME" or draw(st.booleans()):
+            attrs["padding"] = mode
+    else:
+        attrs["padding"] = [list(params[c][3]) for c in letters]
+        if mode == "consistent":
+            attrs["use_consistent_padding"] = True
+    if transpose_kernel:
+        attrs["transpose_kernel"] = True
+    if groups > 1:
+        attrs["feature_group_count"] = groups
+    kernel_sizes = {**kernel_features, **{c: params[c][0] for c in letters}}
+    kernel = draft.operand([kernel_sizes[c] for c in rhs_layout], x.dtype, "w")
+    out_sizes = {"N": x.shape[lhs_layout.index("N")], "C": out_features, **{c: params[c][4] for c in letters}}
+    return draft.add_node("conv_transpose", [x, kernel], attrs, [out_sizes[c] for c in out_layout], x.dtype)
+
+
+def _transpose_dim(draw: Callable[..., Any], size: int, mode: str) -> tuple[int, int, int, tuple[int, int], int]:
+    """(kernel, stride, rhs_dilation, pads as written, output size) of one conv_transpose dim:
+    the lhs-dilated conv's pads follow lax's `_conv_transpose_padding`."""
+    kernel, stride, rhs_dilation = draw(st.integers(1, 3)), draw(st.integers(1, 3)), draw(st.sampled_from([1, 1, 2]))
+    window, base = dilated(kernel, rhs_dilation), dilated(size, stride)
+    if mode == "SAME":
+        return kernel, stride, rhs_dilation, (0, 0), size * stride
+    if mode == "VALID":
+        return kernel, stride, rhs_dilation, (0, 0), size * stride + max(window - stride, 0)
+    low = draw(st.integers(-1, 2))
+    if mode == "explicit":  # pads of the lowered conv itself; keep at least one window
+        high = draw(st.integers(max(-1, window - base - low), max(2, window - base - low)))
+        return kernel, stride, rhs_dilation, (low, high), low + base + high - window + 1
+    # consistent: the forward conv's pads; the lowered conv pads (window - 1 - p) each side
+    high = draw(st.integers(-1, max(-1, window - 2 + base - low)))
+    lowered = (window - 1 - low) + base + (window - 1 - high)
+    return kernel, stride, rhs_dilation, (low, high), lowered - window + 1
 
 
 def _window_attr(draw: Callable[..., Any], attrs: dict[str, Any], name: str, values: list[int]) -> None:
@@ -371,6 +517,15 @@ PLAIN_OPS: dict[str, Callable[..., Tensor]] = {
 }
 
 
+CONV_OPS: dict[str, Callable[..., Tensor]] = {
+    "conv": draw_conv,
+    "conv_transpose": draw_conv_transpose,
+    "conv_backprop_input": draw_backprop_input,
+    "conv_backprop_filter": draw_backprop_filter,
+}
+GRAD_OPS = ("conv_transpose", "conv_backprop_input", "conv_backprop_filter")
+
+
 def conv_ready(draw: Callable[..., Any], draft: Draft, x: Tensor) -> Tensor:
     """`x` itself when it can feed a conv (rank 3..5, small enough), else a reshape of it that can."""
     if 3 <= x.rank <= 5:
@@ -383,10 +538,11 @@ def conv_ready(draw: Callable[..., Any], draft: Draft, x: Tensor) -> Tensor:
 
 @st.composite
 def conv_models(draw: Callable[..., Any], *, dtypes: Sequence[str] = FLOAT_DTYPES, max_convs: int = 3,
-                max_plain_ops: int = 2, odd_names: bool = True) -> dict[str, Any]:
-    """A whole valid model: an input, then 1..max_convs convs with plain ops between them;
-    outputs are the last value plus, sometimes, an intermediate one."""
-    draft = Draft(draw, odd_names=odd_names, dtypes=tuple(dtypes))
+                max_plain_ops: int = 2, odd_names: bool = True, conv_ops: Sequence[str] = ("conv", "conv", *GRAD_OPS),
+                padding_kinds: Sequence[str] = PADDING_KINDS) -> dict[str, Any]:
+    """A whole valid model: an input, then 1..max_convs conv-family ops (`conv_ops`) with plain
+    ops between them; outputs are the last value plus, sometimes, an intermediate one."""
+    draft = Draft(draw, odd_names=odd_names, dtypes=tuple(dtypes), padding_kinds=tuple(padding_kinds))
     dtype = draw(st.sampled_from(list(dtypes)))
     n = draw(st.integers(1, 3))
     spatial_max = MAX_SPATIAL if n < 3 else 4
@@ -394,7 +550,7 @@ def conv_models(draw: Callable[..., Any], *, dtypes: Sequence[str] = FLOAT_DTYPE
     shape += [draw(st.integers(1, spatial_max)) for _ in range(n)]
     x = draft.add_input(draw(st.permutations(shape)), dtype)
     for _ in range(draw(st.integers(1, max_convs))):
-        x = draw_conv(draw, draft, conv_ready(draw, draft, x))
+        x = CONV_OPS[draw(st.sampled_from(conv_ops))](draw, draft, conv_ready(draw, draft, x))
         for _ in range(draw(st.integers(0, max_plain_ops))):
             x = PLAIN_OPS[draw(st.sampled_from(sorted(PLAIN_OPS)))](draw, draft, x)
         if x.size > MAX_ELEMENTS or 0 in x.shape:

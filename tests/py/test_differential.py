@@ -34,7 +34,8 @@ import pytest
 from convc import mlir
 from convc.passes import TARGETS
 from convc.reference import evaluate
-from hypothesis import given
+from hypothesis import event, given
+from hypothesis.control import currently_in_test_context
 from strategies import (
     REGRESSIONS,
     budget,
@@ -133,32 +134,75 @@ def interpret(text: str, arrays: list[np.ndarray]) -> list[np.ndarray]:
     return _Interpreter.run(text, arrays)
 
 
+_CONV_PADS = re.compile(r"stablehlo\.convolution\(.*?pad = \[((?:\[-?\d+, -?\d+\](?:, )?)*)\]")
+
+
+def xla_cpu_misreads(text: str) -> bool:
+    """Whether a module holds a convolution XLA:CPU computes wrongly: a spatial dim with
+    negative low and positive high padding (openxla/xla#48713; reads past its input).
+    XLA's results for such a module are not evidence either way."""
+    for match in _CONV_PADS.finditer(text):
+        rows = [tuple(int(v) for v in row.split(",")) for row in re.findall(r"\[(-?\d+, -?\d+)\]", match.group(1))]
+        if any(lo < 0 < hi for lo, hi in rows):
+            return True
+    return False
+
+
+def record(what: str) -> None:
+    """A hypothesis statistics event (`--hypothesis-show-statistics`), when inside a property test."""
+    if currently_in_test_context():
+        event(what)
+
+
+def lax_reference(source: convc.Graph, inputs: list[np.ndarray]) -> tuple[list[np.ndarray], bool]:
+    """jax.lax's outputs, and whether XLA can be trusted with them (see `xla_cpu_misreads`)."""
+    import jax
+    from convc.reference import lax_function
+
+    lowered = jax.jit(lax_function(source)).lower(*inputs).as_text()
+    return evaluate(source, inputs), not xla_cpu_misreads(lowered)
+
+
 def check_model(model: dict[str, Any], seed: int = 0) -> None:
-    """The whole differential check of one valid model (see the module docstring)."""
+    """The whole differential check of one valid model (see the module docstring).
+
+    XLA results are compared only where XLA:CPU computes the module's convolutions
+    correctly; the `cpu` target must always be such a module (cpu-crop-negative-padding),
+    and the interpreter checks every f32 module regardless."""
     tol = tolerance(model)
     with tempfile.TemporaryDirectory() as tmp:
         work = Workdir(Path(tmp), model, seed)
         source = convc.load_model(work.model_path)
         ordered = [work.inputs[v.name] for v in source.inputs]
         names = list(dict.fromkeys(v.name for v in source.outputs))
-        expected = dict(zip([v.name for v in source.outputs], evaluate(source, ordered)))
-        canonical: dict[str, np.ndarray] = {}
+        reference, reference_trusted = lax_reference(source, ordered)
+        expected = dict(zip([v.name for v in source.outputs], reference))
+        baseline: dict[str, np.ndarray] | None = None  # the canonical (generic) lowering's, if XLA runs it right
         for target in TARGETS:
             text, outputs = work.compile_and_run(target)
             mlir.verify_stablehlo(text)
             assert sorted(outputs) == sorted(names)
+            trusted = not xla_cpu_misreads(text)
+            assert trusted or target != "cpu", "the cpu target emitted a conv XLA:CPU misreads (openxla/xla#48713)"
+            record(f"XLA results trusted: reference {reference_trusted}, --target {target} {trusted}")
             for name in names:
                 if outputs[name].dtype.kind == "V":  # np.savez keeps bfloat16 as raw 2-byte voids
                     outputs[name] = outputs[name].view(expected[name].dtype)
                 assert outputs[name].dtype == expected[name].dtype, f"{name}: dtype {outputs[name].dtype} != {expected[name].dtype}"
-                assert_close(outputs[name], expected[name], tol, f"--target {target} '{name}' vs jax.lax")
-                if canonical:
-                    assert_close(outputs[name], canonical[name], tol, f"--target {target} '{name}' vs --target generic")
-            canonical = canonical or outputs
+                assert outputs[name].shape == expected[name].shape, f"{name}: shape {outputs[name].shape} != {expected[name].shape}"
+                if trusted and reference_trusted:
+                    assert_close(outputs[name], expected[name], tol, f"--target {target} '{name}' vs jax.lax")
+                if trusted and baseline is not None:
+                    assert_close(outputs[name], baseline[name], tol, f"--target {target} '{name}' vs --target {TARGETS[0]}")
+            if trusted and baseline is None:
+                baseline = outputs
             if model_dtypes(model) == {"f32"} and interpretable(text):
                 interpreted = interpret(text, ordered)
                 for value, got in zip(source.outputs, interpreted):
-                    assert_close(outputs[value.name], got, tol, f"--target {target} '{value.name}' vs StableHLO interpreter")
+                    if trusted:
+                        assert_close(outputs[value.name], got, tol, f"--target {target} '{value.name}' vs StableHLO interpreter")
+                    if reference_trusted:
+                        assert_close(expected[value.name], got, tol, f"jax.lax '{value.name}' vs StableHLO interpreter on --target {target}")
 
 
 @budget(ci=40, soak=3000)
@@ -172,6 +216,15 @@ def test_cli_matches_both_oracles(model: dict[str, Any]) -> None:
 @given(model=conv_models(dtypes=("f32",), max_convs=2))
 def test_f32_models_match_the_stablehlo_interpreter(model: dict[str, Any]) -> None:
     """All-f32 models, so the interpreter oracle runs on every one of them."""
+    with saved_on_failure(model):
+        check_model(model)
+
+
+@budget(ci=15, soak=1000)
+@given(model=conv_models(dtypes=("f32",), max_convs=1, max_plain_ops=1, conv_ops=("conv",), padding_kinds=("negative",)))
+def test_negative_padding_is_computed_right_on_cpu(model: dict[str, Any]) -> None:
+    """Convs that crop low and pad high (XLA:CPU misreads them, openxla/xla#48713): the `cpu`
+    target's cpu-crop-negative-padding output must match the interpreter and jax.lax."""
     with saved_on_failure(model):
         check_model(model)
 

@@ -1,0 +1,57 @@
+"""cpu-crop-negative-padding: negative conv padding becomes a `slice` of the input.
+
+XLA:CPU's Eigen convolution reads outside its input when a spatial dim has negative low
+padding and positive high padding (openxla/xla#48713): those results are garbage. A crop
+is exact and costs a slice: dropping c elements off the start of the lhs-dilated input
+drops the first ceil(c / d) input elements and leaves ceil(c / d) * d - c zeros of low
+padding (d the lhs dilation); the high side likewise. Convs whose crop would remove the
+whole input stay as they are.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from convc.ir import Graph, Op
+from convc.ops.conv import spatial
+from convc.pass_manager import Pass
+from convc.rewrite import RewritePattern, Rewriter, apply_patterns
+
+from .conv_facts import conv_facts
+
+
+def crop(pad: int, dilation: int) -> tuple[int, int]:
+    """(input elements to drop, padding left) for one side's `pad` of a `dilation`-dilated input."""
+    if pad >= 0:
+        return 0, pad
+    drop = -(pad // dilation)  # ceil(-pad / dilation)
+    return drop, drop * dilation + pad
+
+
+class CropNegativePadding(RewritePattern):
+    kind = "conv"
+
+    def match_and_rewrite(self, op: Op, rewriter: Rewriter) -> None:
+        facts = conv_facts(op)
+        if facts is None or facts.is_empty() or all(lo >= 0 and hi >= 0 for lo, hi in facts.pads):
+            return
+        start, limit, pads = [0] * facts.lhs.rank, list(facts.lhs.shape), []
+        sizes = spatial(facts.lhs.shape, facts.dn.lhs_spec)
+        for dim, size, (lo, hi), dilation in zip(facts.dn.lhs_spec[2:], sizes, facts.pads, facts.lhs_dilation):
+            (drop_lo, lo), (drop_hi, hi) = crop(lo, dilation), crop(hi, dilation)
+            if drop_lo + drop_hi >= size:
+                return
+            start[dim], limit[dim] = drop_lo, size - drop_hi
+            pads.append((lo, hi))
+        cropped = rewriter.create("slice", op.operands[0], suffix="crop", start_indices=tuple(start), limit_indices=tuple(limit))
+        conv = rewriter.create("conv", cropped, op.operands[1], suffix="conv", **facts.with_attrs(op, padding=tuple(pads)))
+        rewriter.replace_anchor(conv)
+
+
+@dataclass(frozen=True)
+class CpuCropNegativePadding(Pass):
+    name = "cpu-crop-negative-padding"
+    summary = "negative conv pads become a slice of the input (XLA:CPU misreads them, openxla/xla#48713)"
+
+    def run(self, graph: Graph) -> bool:
+        return apply_patterns(graph, [CropNegativePadding()])
