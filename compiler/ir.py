@@ -7,6 +7,7 @@ attributes (see `convc.ops`).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,11 +31,17 @@ class TensorType:
         return count
 
     def mlir(self) -> str:
-        dims = "".join(f"{d}x" for d in self.shape)
-        return f"tensor<{dims}{self.dtype}>"
+        return _tensor_text(tuple(self.shape), self.dtype)
 
     def __str__(self) -> str:
         return self.mlir()
+
+
+@functools.lru_cache(maxsize=4096)
+def _tensor_text(shape: tuple[int, ...], dtype: str) -> str:
+    """`tensor<1x8x8x4xf32>`; cached because emitters and printers spell each type many times."""
+    dims = "".join(f"{d}x" for d in shape)
+    return f"tensor<{dims}{dtype}>"
 
 
 class Value:
