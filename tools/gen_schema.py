@@ -28,6 +28,7 @@ from convc.ops.base import BOOL, DIMS, DTYPE, FLOAT, INT, INT_ROWS, INTS, PADDIN
 # compiler/schema/ in a checkout (the package folder of `convc`), shipped as package data
 SCHEMA_PATH = Path(str(resources.files("convc").joinpath("schema", "model.schema.json")))
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
+NO_NUL = "^[^\\u0000]*$"  # names end up as .npz keys, which cannot hold NUL
 TENSOR = "tensor"  # the kind of a constant's value: a numpy array, written in "constants", not as a node
 
 
@@ -127,7 +128,7 @@ def node_schema(ops: list[OpDef]) -> dict[str, Any]:
 def static_defs() -> dict[str, Any]:
     """Everything but the nodes: names, dtypes, shapes, inputs, constants."""
     return {
-        "value_name": {"type": "string", "minLength": 1},
+        "value_name": {"type": "string", "minLength": 1, "pattern": NO_NUL},
         "dtype": {"enum": dtype_spellings(), "description": "element type; numpy names are accepted too"},
         "shape": {"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": MAX_DIM}},
         "input": {
@@ -146,7 +147,7 @@ def static_defs() -> dict[str, Any]:
                 "shape": {"$ref": "#/$defs/shape"},
                 "dtype": {"$ref": "#/$defs/dtype", "description": "element type (inline default f32; casts a file's array)"},
                 "value": {"$ref": "#/$defs/numbers"},
-                "file": {"type": "string", "description": ".npy or .npz path relative to the model (never unpickled)"},
+                "file": {"type": "string", "pattern": NO_NUL, "description": ".npy or .npz path relative to the model (never unpickled)"},
                 "key": {"type": "string", "default": "arr_0", "description": "array name inside an .npz"},
             },
             "required": ["name"],

@@ -115,6 +115,7 @@ REJECTED: dict[str, Edit] = {
     "value and file": lambda doc: doc["constants"][0].__setitem__("value", 1.0),
     "neither value nor file": lambda doc: doc["constants"][1].pop("value"),
     "empty node name": _set("dw_relu", "name", ""),
+    "NUL in a name": _set("dw_relu", "name", "dw\u0000relu"),
     "missing required attribute": lambda doc: doc["nodes"].append(
         {"name": "t", "op": "transpose", "inputs": ["out"]}),
 }
