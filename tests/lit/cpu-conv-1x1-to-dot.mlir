@@ -1,0 +1,57 @@
+// RUN: convc-opt %s -p cpu-conv-1x1-to-dot --split-input-file | filecheck %s
+
+// A 1x1 conv contracts the lhs feature dim with the kernel's input features: the kernel
+// becomes a matrix (its O and I dims in their original order) and the conv one
+// dot_general, whose result is the lhs dims but the feature dim, then the out features.
+
+// NHWC/HWIO/NHWC: the dot result is already NHWC, no transpose.
+// CHECK-LABEL: module @nhwc
+// CHECK: %[[M:.*]] = "convc.reshape"(%w) {new_sizes = array<i64: 6, 4>}
+// CHECK-NEXT: %c = "convc.dot_general"(%x, %[[M]])
+// CHECK-SAME: lhs_contracting_dimensions = array<i64: 3>, rhs_contracting_dimensions = array<i64: 0>
+// CHECK-SAME: -> tensor<2x5x5x4xf32>
+// CHECK-NOT: convc.conv
+// CHECK-NOT: convc.transpose
+// CHECK: func.return %c
+module @nhwc {
+  func.func @main(%x: tensor<2x5x5x6xf32>, %w: tensor<1x1x6x4xf32>) -> tensor<2x5x5x4xf32> {
+    %c = "convc.conv"(%x, %w) {dimension_numbers = #convc.dims<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>, padding = dense<[[0, 0], [0, 0]]> : tensor<2x2xi64>} : (tensor<2x5x5x6xf32>, tensor<1x1x6x4xf32>) -> tensor<2x5x5x4xf32>
+    func.return %c : tensor<2x5x5x4xf32>
+  }
+}
+
+// -----
+
+// NCHW with stride 2: a strided slice first; OIHW gives an (O, I) matrix contracted on
+// dim 1; the (N, H, W, O) result is transposed back to NCHW. Precision is kept.
+// CHECK-LABEL: module @nchw_strided
+// CHECK: %[[S:.*]] = "convc.slice"(%x) {limit_indices = array<i64: 2, 6, 5, 5>, start_indices = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1, 2, 2>}
+// CHECK-SAME: -> tensor<2x6x3x3xf32>
+// CHECK: %[[M:.*]] = "convc.reshape"(%w) {new_sizes = array<i64: 4, 6>}
+// CHECK: %[[D:.*]] = "convc.dot_general"(%[[S]], %[[M]])
+// CHECK-SAME: lhs_contracting_dimensions = array<i64: 1>, precision = "HIGHEST", rhs_contracting_dimensions = array<i64: 1>
+// CHECK-SAME: -> tensor<2x3x3x4xf32>
+// CHECK: %c = "convc.transpose"(%[[D]]) {permutation = array<i64: 0, 3, 1, 2>}
+// CHECK-SAME: -> tensor<2x4x3x3xf32>
+module @nchw_strided {
+  func.func @main(%x: tensor<2x6x5x5xf32>, %w: tensor<4x6x1x1xf32>) -> tensor<2x4x3x3xf32> {
+    %c = "convc.conv"(%x, %w) {dimension_numbers = #convc.dims<[b, f, 0, 1]x[o, i, 0, 1]->[b, f, 0, 1]>, padding = dense<[[0, 0], [0, 0]]> : tensor<2x2xi64>, precision = "HIGHEST", window_strides = array<i64: 2, 2>} : (tensor<2x6x5x5xf32>, tensor<4x6x1x1xf32>) -> tensor<2x4x3x3xf32>
+    func.return %c : tensor<2x4x3x3xf32>
+  }
+}
+
+// -----
+
+// Not rewritten: padding, a 3x3 kernel, feature groups, batch groups.
+// CHECK-LABEL: module @untouched
+// CHECK-COUNT-4: "convc.conv"
+// CHECK-NOT: convc.dot_general
+module @untouched {
+  func.func @main(%x: tensor<2x5x5x4xf32>, %w: tensor<1x1x4x4xf32>, %w3: tensor<3x3x4x4xf32>, %wg: tensor<1x1x2x4xf32>) -> (tensor<2x7x7x4xf32>, tensor<2x3x3x4xf32>, tensor<2x5x5x4xf32>, tensor<1x5x5x4xf32>) {
+    %padded = "convc.conv"(%x, %w) {dimension_numbers = #convc.dims<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>, padding = dense<[[1, 1], [1, 1]]> : tensor<2x2xi64>} : (tensor<2x5x5x4xf32>, tensor<1x1x4x4xf32>) -> tensor<2x7x7x4xf32>
+    %k3 = "convc.conv"(%x, %w3) {dimension_numbers = #convc.dims<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>, padding = dense<[[0, 0], [0, 0]]> : tensor<2x2xi64>} : (tensor<2x5x5x4xf32>, tensor<3x3x4x4xf32>) -> tensor<2x3x3x4xf32>
+    %grouped = "convc.conv"(%x, %wg) {dimension_numbers = #convc.dims<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>, feature_group_count = 2 : i64, padding = dense<[[0, 0], [0, 0]]> : tensor<2x2xi64>} : (tensor<2x5x5x4xf32>, tensor<1x1x2x4xf32>) -> tensor<2x5x5x4xf32>
+    %batched = "convc.conv"(%x, %w) {batch_group_count = 2 : i64, dimension_numbers = #convc.dims<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>, padding = dense<[[0, 0], [0, 0]]> : tensor<2x2xi64>} : (tensor<2x5x5x4xf32>, tensor<1x1x4x4xf32>) -> tensor<1x5x5x4xf32>
+    func.return %padded, %k3, %grouped, %batched : tensor<2x7x7x4xf32>, tensor<2x3x3x4xf32>, tensor<2x5x5x4xf32>, tensor<1x5x5x4xf32>
+  }
+}

@@ -1,0 +1,209 @@
+"""Each `cpu-*` rewrite against the canonical form it replaces, over seeded random small
+convs: both forms are compiled by PJRT (XLA CPU) and run on the same inputs.
+
+Every case also checks that the rewrite fired (the slow form is gone), so a matcher
+that silently stops matching fails here instead of passing vacuously. Pads are
+non-negative: XLA CPU misreads negative conv pads (openxla/xla#48713), which would
+make the canonical side wrong, not the rewrite.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import convc
+import numpy as np
+import pytest
+from convc.passes import PASSES, TARGETS, default_pipeline
+from convc.reference import evaluate
+
+CASES_PER_PASS = 10
+RunStablehlo = Callable[[str, Sequence[np.ndarray]], list[np.ndarray]]
+SPATIAL_LETTERS = "HWD"
+
+
+@dataclass(frozen=True)
+class Conv:
+    """A conv as the Builder takes it; layouts are strings such as ("NHWC", "HWIO", "NHWC")."""
+
+    lhs_shape: tuple[int, ...]
+    rhs_shape: tuple[int, ...]
+    layouts: tuple[str, str, str]
+    strides: tuple[int, ...]
+    padding: tuple[tuple[int, int], ...]
+    lhs_dilation: tuple[int, ...]
+    rhs_dilation: tuple[int, ...]
+    feature_group_count: int = 1
+    batch_group_count: int = 1
+
+    def graph(self) -> convc.Graph:
+        b = convc.Builder("case")
+        x, w = b.input("x", self.lhs_shape), b.input("w", self.rhs_shape)
+        b.output(b.conv(x, w, window_strides=self.strides, padding=self.padding, lhs_dilation=self.lhs_dilation,
+                        rhs_dilation=self.rhs_dilation, dimension_numbers=self.layouts,
+                        feature_group_count=self.feature_group_count, batch_group_count=self.batch_group_count))
+        return b.build()
+
+
+def _layouts(rng: np.random.Generator, n: int) -> tuple[str, str, str]:
+    letters = SPATIAL_LETTERS[:n]
+
+    def shuffled(roles: str) -> str:
+        return "".join(rng.permutation(list(roles + letters)))
+
+    return shuffled("NC"), shuffled("OI"), shuffled("NC")
+
+
+def _place(layout: str, sizes: dict[str, int]) -> tuple[int, ...]:
+    return tuple(sizes[letter] for letter in layout)
+
+
+def random_conv(rng: np.random.Generator, *, batch: int, in_features: int, out_features: int, kernel: tuple[int, ...],
+                strides: tuple[int, ...], pads: tuple[tuple[int, int], ...], lhs_dilation: tuple[int, ...],
+                rhs_dilation: tuple[int, ...], groups: int = 1, batch_groups: int = 1) -> Conv:
+    """A conv in random layouts whose input is big enough for at least one output window."""
+    n = len(kernel)
+    lhs_layout, rhs_layout, out_layout = _layouts(rng, n)
+    letters = [c for c in rhs_layout if c not in "OI"]  # the order of every per-spatial-dim attribute
+    spatial = []
+    for k, (lo, hi), ld, rd in zip(kernel, pads, lhs_dilation, rhs_dilation):
+        window = (k - 1) * rd + 1
+        dilated_min = max(1, window - lo - hi)
+        spatial.append(-(-(dilated_min - 1) // ld) + 1 + int(rng.integers(0, 4)))
+    lhs_sizes = {"N": batch, "C": in_features, **dict(zip(letters, spatial))}
+    rhs_sizes = {"O": out_features, "I": in_features // groups, **dict(zip(letters, kernel))}
+    return Conv(_place(lhs_layout, lhs_sizes), _place(rhs_layout, rhs_sizes), (lhs_layout, rhs_layout, out_layout),
+                strides, pads, lhs_dilation, rhs_dilation, groups, batch_groups)
+
+
+def _ints(rng: np.random.Generator, n: int, lo: int, hi: int) -> tuple[int, ...]:
+    return tuple(int(v) for v in rng.integers(lo, hi + 1, n))
+
+
+def _pads(rng: np.random.Generator, n: int, most: int) -> tuple[tuple[int, int], ...]:
+    return tuple((int(rng.integers(0, most + 1)), int(rng.integers(0, most + 1))) for _ in range(n))
+
+
+# --- one generator per rewrite: the forms it must match ------------------------------
+
+
+def conv_1x1(rng: np.random.Generator) -> Conv:
+    n = int(rng.integers(1, 4))
+    return random_conv(rng, batch=int(rng.integers(1, 4)), in_features=int(rng.integers(1, 7)),
+                       out_features=int(rng.integers(1, 7)), kernel=(1,) * n, strides=_ints(rng, n, 1, 3),
+                       pads=((0, 0),) * n, lhs_dilation=(1,) * n, rhs_dilation=_ints(rng, n, 1, 2))
+
+
+def grouped_conv(rng: np.random.Generator) -> Conv:
+    n = int(rng.integers(1, 3))
+    groups, per_in, per_out = int(rng.integers(2, 5)), int(rng.choice([1, 1, 2, 3])), int(rng.integers(1, 3))
+    return random_conv(rng, batch=int(rng.integers(1, 3)), in_features=groups * per_in, out_features=groups * per_out,
+                       kernel=_ints(rng, n, 1, 3), strides=_ints(rng, n, 1, 2), pads=_pads(rng, n, 2),
+                       lhs_dilation=(1,) * n, rhs_dilation=_ints(rng, n, 1, 2), groups=groups)
+
+
+def batch_grouped_conv(rng: np.random.Generator) -> Conv:
+    n = int(rng.integers(1, 3))
+    groups, per_batch, per_out = int(rng.integers(2, 5)), int(rng.integers(1, 3)), int(rng.integers(1, 3))
+    return random_conv(rng, batch=groups * per_batch, in_features=int(rng.integers(1, 4)), out_features=groups * per_out,
+                       kernel=_ints(rng, n, 1, 4), strides=_ints(rng, n, 1, 2), pads=_pads(rng, n, 2),
+                       lhs_dilation=_ints(rng, n, 1, 2), rhs_dilation=_ints(rng, n, 1, 2), batch_groups=groups)
+
+
+def depthwise_weight_grad_like(rng: np.random.Generator) -> Conv:
+    """One lhs batch and one output feature per batch group; few output windows."""
+    n = int(rng.integers(1, 3))
+    groups = int(rng.integers(2, 6))
+    return random_conv(rng, batch=groups, in_features=int(rng.integers(1, 4)), out_features=groups,
+                       kernel=_ints(rng, n, 2, 5), strides=_ints(rng, n, 1, 2), pads=_pads(rng, n, 2),
+                       lhs_dilation=_ints(rng, n, 1, 2), rhs_dilation=_ints(rng, n, 1, 2), batch_groups=groups)
+
+
+def _convs(text: str) -> list[str]:
+    return re.findall(r"stablehlo\.convolution.*", text)
+
+
+def no_conv_left(text: str) -> bool:
+    return not _convs(text)
+
+
+def no_batch_groups_left(text: str) -> bool:
+    return bool(_convs(text)) and all("batch_group_count = 1 :" in line for line in _convs(text))
+
+
+@dataclass(frozen=True)
+class Rewrite:
+    name: str
+    draw: Callable[[np.random.Generator], Conv]
+    fired: Callable[[str], bool]
+
+
+REWRITES = (
+    Rewrite("cpu-conv-1x1-to-dot", conv_1x1, no_conv_left),
+    Rewrite("cpu-depthwise-tap-sum", grouped_conv, no_conv_left),
+    Rewrite("cpu-batch-group-to-feature-group", batch_grouped_conv, no_batch_groups_left),
+    Rewrite("cpu-batch-group-tap-reduce", depthwise_weight_grad_like, no_conv_left),
+)
+
+
+def _inputs(rng: np.random.Generator, graph: convc.Graph) -> list[np.ndarray]:
+    return [rng.standard_normal(v.type.shape).astype(np.float32) for v in graph.inputs]
+
+
+def _max_error(got: np.ndarray, want: np.ndarray) -> float:
+    return float(np.abs(got.astype(np.float64) - want).max(initial=0.0) / (1.0 + np.abs(want).max(initial=0.0)))
+
+
+@pytest.mark.parametrize("seed", range(CASES_PER_PASS))
+@pytest.mark.parametrize("rewrite", REWRITES, ids=lambda r: r.name)
+def test_rewrite_matches_canonical_form(rewrite: Rewrite, seed: int, run_stablehlo: RunStablehlo) -> None:
+    rng = np.random.default_rng(seed)
+    conv = rewrite.draw(rng)
+    graph = conv.graph()
+    canonical = convc.compile_graph(graph, target="generic")
+    rewritten = convc.compile_graph(graph, pipeline=f"{default_pipeline('generic')},{rewrite.name}")
+    assert rewrite.fired(rewritten), f"{rewrite.name} did not fire on {conv}"
+    inputs = _inputs(rng, graph)
+    (want,), (got,) = run_stablehlo(canonical, inputs), run_stablehlo(rewritten, inputs)
+    assert got.shape == want.shape
+    assert _max_error(got, want) < 2e-5, f"{rewrite.name} differs from the canonical form on {conv}"
+
+
+def test_every_cpu_pass_is_registered_and_tested() -> None:
+    cpu_passes = {name for name in PASSES if name.startswith("cpu-")}
+    tested = {r.name for r in REWRITES}
+    assert tested <= cpu_passes
+    assert all(name in default_pipeline("cpu") for name in tested)
+
+
+def test_cpu_pipeline_runs_the_rewrites_after_the_canonical_lowerings() -> None:
+    generic = default_pipeline("generic").split(",")
+    cpu = default_pipeline("cpu").split(",")
+    assert cpu[:len(generic)] == generic
+    assert {r.name for r in REWRITES} <= set(cpu[len(generic):])
+    assert default_pipeline("gpu") == default_pipeline("generic")
+    assert set(TARGETS) == {"generic", "cpu", "gpu"}
+
+
+def test_cpu_target_end_to_end_on_gradient_ops(rng: np.random.Generator, run_stablehlo: RunStablehlo) -> None:
+    """The weight and input gradients of a depthwise and a grouped conv, written with the
+    gradient ops, lowered for cpu (no conv with batch groups or feature groups left) and
+    checked against jax.lax evaluating the same graph."""
+    b = convc.Builder("grads")
+    x, dy = b.input("x", (2, 6, 6, 8)), b.input("dy", (2, 6, 6, 8))
+    w_depthwise, w_grouped = b.input("wd", (3, 3, 1, 8)), b.input("wg", (3, 3, 2, 8))
+    layouts = ("NHWC", "HWIO", "NHWC")
+    outputs = []
+    for groups, w in ((8, w_depthwise), (4, w_grouped)):
+        outputs.append(b.conv_backprop_filter(x, dy, w.type.shape, padding="SAME", dimension_numbers=layouts,
+                                              feature_group_count=groups))
+        outputs.append(b.conv(x, w, padding="SAME", dimension_numbers=layouts, feature_group_count=groups))
+    b.output(*outputs)
+    graph = b.build()
+    text = convc.compile_graph(graph, target="cpu")
+    assert all("batch_group_count = 1 :" in line for line in _convs(text))
+    inputs = _inputs(rng, graph)
+    for got, want in zip(run_stablehlo(text, inputs), evaluate(graph, inputs)):
+        assert _max_error(got, want) < 2e-5
