@@ -1,0 +1,513 @@
+"""The conv benchmark suite: each case compiled by convc and run through PJRT, against the
+same computation as JAX writes it (`jax.jit` of jax.lax / jax.vjp) and PyTorch eager
+(channels-last, when torch is installed), in one process on the same machine.
+
+    python -m convc.tools.bench                      # full shapes, table on stdout
+    python -m convc.tools.bench --quick --json out.json
+    python -m convc.tools.bench --cases depthwise,grouped --target generic
+
+Runs are interleaved (one call of each implementation per round, the order rotating),
+warmed up, and repeated until the medians are stable or the case's time budget is
+spent. convc's result is checked against JAX's on every case (exit 1 on a mismatch).
+This is a benchmark, not a test: nothing here asserts a time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import statistics
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+SPATIAL_LETTERS = {1: "W", 2: "HW", 3: "DHW"}
+IMPLEMENTATIONS = ("convc", "jax", "torch")
+TOLERANCE = 1e-4  # max |convc - jax| / (1 + max |jax|), f32
+
+
+# --- the cases ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ConvSpec:
+    """A channels-last conv and what is computed from it: the conv itself (`forward`), its
+    PyTorch-style transposed conv (`transposed`: x is the conv's output, the result its
+    input), or its gradient with respect to the kernel (`weight_grad`) or input (`input_grad`)."""
+
+    name: str
+    kind: str
+    batch: int
+    spatial: tuple[int, ...]  # of the forward conv's input
+    in_features: int
+    out_features: int
+    kernel: tuple[int, ...]
+    stride: int = 1
+    dilation: int = 1
+    groups: int = 1
+    pads: tuple[tuple[int, int], ...] | None = None  # None: PyTorch's symmetric (k - 1) * d // 2
+    output_padding: int = 0  # transposed only
+
+    @property
+    def rank(self) -> int:
+        return len(self.spatial)
+
+    def explicit_pads(self) -> tuple[tuple[int, int], ...]:
+        if self.pads is not None:
+            return self.pads
+        return tuple(((k - 1) * self.dilation // 2,) * 2 for k in self.kernel)
+
+    def out_spatial(self) -> tuple[int, ...]:
+        return tuple((size + lo + hi - (k - 1) * self.dilation - 1) // self.stride + 1
+                     for size, k, (lo, hi) in zip(self.spatial, self.kernel, self.explicit_pads()))
+
+    def layouts(self) -> tuple[str, str, str]:
+        letters = SPATIAL_LETTERS[self.rank]
+        return f"N{letters}C", f"{letters}IO", f"N{letters}C"
+
+    def kernel_shape(self) -> tuple[int, ...]:
+        return (*self.kernel, self.in_features // self.groups, self.out_features)
+
+    def input_shape(self) -> tuple[int, ...]:
+        return (self.batch, *self.spatial, self.in_features)
+
+    def output_shape(self) -> tuple[int, ...]:
+        return (self.batch, *self.out_spatial(), self.out_features)
+
+    def operand_shapes(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        return {
+            "forward": (self.input_shape(), self.kernel_shape()),
+            "transposed": (self.output_shape(), self.kernel_shape()),
+            "weight_grad": (self.input_shape(), self.output_shape()),
+            "input_grad": (self.output_shape(), self.kernel_shape()),
+        }[self.kind]
+
+    def flops(self) -> float:
+        """2 x the forward conv's multiply-adds: every kind here does exactly that work."""
+        macs = self.batch * math.prod(self.out_spatial()) * self.out_features * math.prod(self.kernel) * (self.in_features // self.groups)
+        return 2.0 * macs
+
+    def describe(self) -> str:
+        size = "x".join(str(d) for d in self.input_shape())
+        kernel = "x".join(str(k) for k in self.kernel)
+        extras = [f"s{self.stride}"] if self.stride > 1 else []
+        extras += [f"d{self.dilation}"] if self.dilation > 1 else []
+        extras += [f"G{self.groups}"] if self.groups > 1 else []
+        return f"{self.kind} {kernel} {size}->{self.out_features} {' '.join(extras)}".strip()
+
+    def shrunk(self) -> ConvSpec:
+        """The --quick version: batch 1, about a quarter of the spatial size and of the
+        features per group (depthwise stays depthwise, over a quarter of the channels)."""
+        depthwise = self.groups == self.in_features
+        groups = max(1, self.groups // 4) if depthwise else self.groups
+
+        def features(count: int) -> int:
+            return groups if depthwise else max(1, count // (4 * groups)) * groups
+
+        spatial = tuple(max(k * self.dilation + 2, size // 4) for size, k in zip(self.spatial, self.kernel))
+        return replace(self, batch=1, spatial=spatial, groups=groups, in_features=features(self.in_features),
+                       out_features=features(self.out_features))
+
+
+def _cases() -> list[ConvSpec]:
+    """The issue's table of shapes (f32, channels-last)."""
+    hw56, hw28 = (56, 56), (28, 28)
+    return [
+        ConvSpec("dense3x3", "forward", 8, hw56, 64, 64, (3, 3)),
+        ConvSpec("dense3x3_s2", "forward", 8, hw56, 64, 128, (3, 3), stride=2),
+        ConvSpec("dilated3x3", "forward", 8, hw56, 64, 64, (3, 3), dilation=2),
+        ConvSpec("conv1x1", "forward", 8, hw56, 256, 64, (1, 1)),
+        ConvSpec("depthwise3x3", "forward", 8, hw56, 128, 128, (3, 3), groups=128),
+        ConvSpec("grouped3x3_g32", "forward", 8, hw28, 256, 256, (3, 3), groups=32),
+        ConvSpec("transposed3x3_s2", "transposed", 8, hw56, 64, 64, (3, 3), stride=2, output_padding=1),
+        ConvSpec("transposed4x4_s2", "transposed", 8, hw56, 64, 64, (4, 4), stride=2, pads=((1, 1), (1, 1))),
+        ConvSpec("weight_grad_dense", "weight_grad", 8, hw56, 64, 64, (3, 3)),
+        ConvSpec("weight_grad_depthwise", "weight_grad", 8, hw56, 128, 128, (3, 3), groups=128),
+        ConvSpec("weight_grad_g32", "weight_grad", 8, hw28, 256, 256, (3, 3), groups=32),
+        ConvSpec("input_grad_s2", "input_grad", 8, hw56, 64, 128, (3, 3), stride=2),
+        ConvSpec("wavenet1d_d8", "forward", 4, (8192,), 128, 128, (2,), dilation=8, pads=((8, 0),)),
+        ConvSpec("conv3d_3x3x3", "forward", 2, (16, 32, 32), 32, 32, (3, 3, 3)),
+    ]
+
+
+# --- the three implementations of a case ----------------------------------------------
+
+
+def convc_graph(spec: ConvSpec) -> Any:
+    """The case as a convc model, written with the op a user would use for it."""
+    import convc
+
+    b = convc.Builder(spec.name)
+    a_shape, b_shape = spec.operand_shapes()
+    a, w = b.input("a", a_shape), b.input("b", b_shape)
+    common = dict(window_strides=(spec.stride,) * spec.rank, padding=spec.explicit_pads(),
+                  rhs_dilation=(spec.dilation,) * spec.rank, dimension_numbers=spec.layouts(),
+                  feature_group_count=spec.groups)
+    if spec.kind == "forward":
+        result = b.conv(a, w, **common)
+    elif spec.kind == "weight_grad":
+        result = b.conv_backprop_filter(a, w, spec.kernel_shape(), **common)
+    elif spec.kind == "input_grad":
+        result = b.conv_backprop_input(a, w, input_shape=spec.input_shape(), **common)
+    else:
+        result = b.conv_backprop_input(a, w, output_padding=(spec.output_padding,) * spec.rank, **common)
+    b.output(result)
+    return b.build()
+
+
+def jax_function(spec: ConvSpec) -> Callable[..., Any]:
+    """The case as JAX writes it: lax.conv_general_dilated, its vjp, or lax.conv_transpose."""
+    import jax
+    import jax.numpy as jnp
+    from jax import lax
+
+    n = spec.rank
+
+    def conv(x: Any, w: Any) -> Any:
+        return lax.conv_general_dilated(x, w, (spec.stride,) * n, spec.explicit_pads(), rhs_dilation=(spec.dilation,) * n,
+                                        dimension_numbers=spec.layouts(), feature_group_count=spec.groups)
+
+    if spec.kind == "forward":
+        return conv
+    if spec.kind == "weight_grad":
+        zeros = jnp.zeros(spec.kernel_shape(), jnp.float32)
+        return lambda x, dy: jax.vjp(lambda w: conv(x, w), zeros)[1](dy)[0]
+    if spec.kind == "input_grad":
+        zeros = jnp.zeros(spec.input_shape(), jnp.float32)
+        return lambda dy, w: jax.vjp(lambda x: conv(x, w), zeros)[1](dy)[0]
+    # PyTorch's ConvTranspose pads as lax.conv_transpose with ((k-1)d - p, (k-1)d - p + output_padding)
+    pads = [((k - 1) * spec.dilation - lo, (k - 1) * spec.dilation - hi + spec.output_padding)
+            for k, (lo, hi) in zip(spec.kernel, spec.explicit_pads())]
+    return lambda x, w: lax.conv_transpose(x, w, (spec.stride,) * n, pads, rhs_dilation=(spec.dilation,) * n,
+                                           dimension_numbers=spec.layouts(), transpose_kernel=True)
+
+
+def torch_function(spec: ConvSpec, arrays: Sequence[np.ndarray]) -> Callable[[], Any] | None:
+    """A thunk running the case in PyTorch eager on channels-last tensors (None without torch),
+    and the layout change of its result back to channels-last numpy (for the numeric check)."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    n = spec.rank
+    memory_format = {2: torch.channels_last, 3: torch.channels_last_3d}.get(n, torch.contiguous_format)
+    to_channels_first = (0, n + 1, *range(1, n + 1))
+    kernel_to_torch = (n + 1, n, *range(n))  # HWIO -> OIHW
+
+    def activation(array: np.ndarray) -> Any:
+        return torch.from_numpy(array).permute(*to_channels_first).contiguous(memory_format=memory_format)
+
+    def kernel(array: np.ndarray) -> Any:
+        return torch.from_numpy(array).permute(*kernel_to_torch).contiguous(memory_format=memory_format)
+
+    stride, dilation, groups = (spec.stride,) * n, (spec.dilation,) * n, spec.groups
+    pads = spec.explicit_pads()
+    symmetric = all(lo == hi for lo, hi in pads)
+    padding = tuple(lo for lo, _ in pads) if symmetric else (0,) * n
+    conv = {1: torch.nn.functional.conv1d, 2: torch.nn.functional.conv2d, 3: torch.nn.functional.conv3d}[n]
+    a, b = arrays
+    if spec.kind == "forward":
+        x, w = activation(a), kernel(b)
+        flat_pads = [p for lo_hi in reversed(pads) for p in lo_hi]  # F.pad: last dim first
+
+        def run() -> Any:
+            with torch.no_grad():
+                padded = x if symmetric else torch.nn.functional.pad(x, flat_pads)
+                return conv(padded, w, None, stride, padding, dilation, groups)
+        return run
+    if spec.kind == "transposed":
+        transposed = {1: torch.nn.functional.conv_transpose1d, 2: torch.nn.functional.conv_transpose2d,
+                      3: torch.nn.functional.conv_transpose3d}[n]
+        x, w = activation(a), kernel(b)
+
+        def run_transposed() -> Any:
+            with torch.no_grad():
+                return transposed(x, w, None, stride, padding, (spec.output_padding,) * n, groups, dilation)
+        return run_transposed
+    assert symmetric, "PyTorch gradient cases need symmetric padding"
+    weight = torch.zeros(spec.kernel_shape(), dtype=torch.float32).permute(*kernel_to_torch).contiguous(memory_format=memory_format)
+    if spec.kind == "weight_grad":
+        x, dy = activation(a), activation(b)
+        mask, pick = (False, True, False), 1
+    else:
+        x = torch.zeros(spec.input_shape(), dtype=torch.float32).permute(*to_channels_first).contiguous(memory_format=memory_format)
+        dy, weight = activation(a), kernel(b)
+        mask, pick = (True, False, False), 0
+
+    def run_backward() -> Any:
+        with torch.no_grad():
+            return torch.ops.aten.convolution_backward(dy, x, weight, None, stride, padding, dilation, False, (0,) * n,
+                                                       groups, mask)[pick]
+    return run_backward
+
+
+def torch_result_to_channels_last(spec: ConvSpec, result: Any) -> np.ndarray:
+    n = spec.rank
+    array = result.detach().numpy()
+    if spec.kind == "weight_grad":  # OIHW -> HWIO
+        return np.ascontiguousarray(array.transpose(*range(2, n + 2), 1, 0))
+    return np.ascontiguousarray(array.transpose(0, *range(2, n + 2), 1))
+
+
+# --- timing ----------------------------------------------------------------------------
+
+
+@dataclass
+class Timer:
+    """Interleaved rounds until every median is stable or the budget is spent."""
+
+    budget_s: float
+    min_rounds: int = 7
+    max_rounds: int = 60
+    warmup: int = 2
+    samples: dict[str, list[float]] = field(default_factory=dict)
+
+    def run(self, thunks: dict[str, Callable[[], None]]) -> dict[str, list[float]]:
+        for thunk in thunks.values():
+            for _ in range(self.warmup):
+                thunk()
+        names = list(thunks)
+        self.samples = {name: [] for name in names}
+        start = time.perf_counter()
+        for round_index in range(self.max_rounds):
+            order = names[round_index % len(names):] + names[:round_index % len(names)]
+            for name in order:
+                begin = time.perf_counter()
+                thunks[name]()
+                self.samples[name].append(time.perf_counter() - begin)
+            rounds, elapsed = round_index + 1, time.perf_counter() - start
+            if rounds >= self.min_rounds and (self.stable() or elapsed > self.budget_s):
+                break
+            if rounds >= 3 and elapsed > 3 * self.budget_s:  # very slow cases: three rounds are enough
+                break
+        return self.samples
+
+    def stable(self) -> bool:
+        """Every implementation's interquartile range within 10% of its median."""
+        for times in self.samples.values():
+            q1, median, q3 = np.percentile(times, (25, 50, 75))
+            if (q3 - q1) > 0.1 * median:
+                return False
+        return True
+
+
+def _block(value: Any) -> None:
+    if isinstance(value, list | tuple):
+        for item in value:
+            _block(item)
+    elif hasattr(value, "block_until_ready"):
+        value.block_until_ready()
+
+
+# --- one case, the suite -----------------------------------------------------------------
+
+
+@dataclass
+class CaseResult:
+    name: str
+    shape: str
+    gflop: float
+    ms: dict[str, float]
+    iqr_ms: dict[str, float]
+    rounds: int
+    gflops: dict[str, float]
+    ratio_vs_jax: float
+    ratio_vs_torch: float | None
+    max_error_vs_jax: float
+    torch_error_vs_jax: float | None
+    percent_of_sgemm_peak: float | None = None
+
+
+def run_case(spec: ConvSpec, target: str, budget_s: float, use_torch: bool, seed: int = 0) -> CaseResult:
+    import convc
+    import jax
+    from convc.runtime import compile_stablehlo
+
+    rng = np.random.default_rng(seed)
+    arrays = [rng.standard_normal(shape).astype(np.float32) for shape in spec.operand_shapes()]
+    executable = compile_stablehlo(convc.compile_graph(convc_graph(spec), target=target))
+    convc_buffers = [jax.device_put(a, executable.device) for a in arrays]
+    jax_fn = jax.jit(jax_function(spec))
+    jax_buffers = [jax.device_put(a) for a in arrays]
+
+    def convc_run() -> Any:
+        return executable.run_on_device(convc_buffers)
+
+    def jax_run() -> Any:
+        return jax_fn(*jax_buffers)
+
+    convc_out = np.asarray(convc_run()[0])
+    jax_out = np.asarray(jax_run())
+    scale = 1.0 + float(np.abs(jax_out).max(initial=0.0))
+    error = float(np.abs(convc_out - jax_out).max(initial=0.0)) / scale if convc_out.shape == jax_out.shape else math.inf
+    thunks: dict[str, Callable[[], None]] = {"convc": lambda: _block(convc_run()), "jax": lambda: _block(jax_run())}
+    torch_error = None
+    torch_run = torch_function(spec, arrays) if use_torch else None
+    if torch_run is not None:
+        torch_out = torch_result_to_channels_last(spec, torch_run())
+        torch_error = float(np.abs(torch_out - jax_out).max(initial=0.0)) / scale if torch_out.shape == jax_out.shape else math.inf
+        thunks["torch"] = torch_run
+    samples = Timer(budget_s).run(thunks)
+    medians = {name: statistics.median(times) * 1e3 for name, times in samples.items()}
+    iqr = {name: float(np.subtract(*np.percentile(times, (75, 25)))) * 1e3 for name, times in samples.items()}
+    gflop = spec.flops() / 1e9
+    return CaseResult(
+        spec.name, spec.describe(), gflop, medians, iqr, len(samples["convc"]),
+        {name: gflop / (ms / 1e3) for name, ms in medians.items()},
+        medians["convc"] / medians["jax"],
+        medians["convc"] / medians["torch"] if "torch" in medians else None,
+        error, torch_error)
+
+
+def sgemm_peak_gflops(size: int = 2048, repeats: int = 5) -> float:
+    """The machine's f32 GEMM rate through XLA (the ceiling a conv lowered to GEMMs can reach)."""
+    import jax
+    import jax.numpy as jnp
+
+    a = jax.device_put(np.random.default_rng(0).standard_normal((size, size)).astype(np.float32))
+    matmul = jax.jit(jnp.matmul)
+    matmul(a, a).block_until_ready()
+    best = math.inf
+    for _ in range(repeats):
+        start = time.perf_counter()
+        matmul(a, a).block_until_ready()
+        best = min(best, time.perf_counter() - start)
+    return 2 * size**3 / best / 1e9
+
+
+def machine() -> dict[str, Any]:
+    import jax
+    import jaxlib
+
+    info: dict[str, Any] = {
+        "cpu": _cpu_model(), "cores": os.cpu_count(), "python": platform.python_version(),
+        "jax": jax.__version__, "jaxlib": jaxlib.__version__, "platform": jax.default_backend(),
+        "load_average": list(os.getloadavg()),
+    }
+    try:
+        import torch
+
+        info["torch"], info["torch_threads"] = torch.__version__, torch.get_num_threads()
+    except ImportError:
+        info["torch"] = None
+    return info
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def geomean(values: Sequence[float]) -> float | None:
+    return math.exp(statistics.fmean(math.log(v) for v in values)) if values else None
+
+
+# --- report --------------------------------------------------------------------------------
+
+
+def format_table(results: Sequence[CaseResult]) -> str:
+    head = (f"{'case':<24} {'shape':<42} {'convc ms':>9} {'jax ms':>9} {'torch ms':>9} "
+            f"{'GFLOP/s':>8} {'%peak':>6} {'c/jax':>7} {'c/torch':>8} {'err':>8}")
+    lines = [head, "-" * len(head)]
+    for r in results:
+        torch_ms = f"{r.ms['torch']:9.2f}" if "torch" in r.ms else f"{'-':>9}"
+        vs_torch = f"{r.ratio_vs_torch:8.2f}" if r.ratio_vs_torch is not None else f"{'-':>8}"
+        peak = f"{r.percent_of_sgemm_peak:6.1f}" if r.percent_of_sgemm_peak is not None else f"{'-':>6}"
+        lines.append(f"{r.name:<24} {r.shape:<42} {r.ms['convc']:9.2f} {r.ms['jax']:9.2f} {torch_ms} "
+                     f"{r.gflops['convc']:8.1f} {peak} {r.ratio_vs_jax:7.3f} {vs_torch} {r.max_error_vs_jax:8.1e}")
+    vs_jax = geomean([r.ratio_vs_jax for r in results])
+    vs_torch = geomean([r.ratio_vs_torch for r in results if r.ratio_vs_torch is not None])
+    lines.append("-" * len(head))
+    lines.append(f"geometric mean convc/jax: {vs_jax:.3f}" + (f"   convc/torch: {vs_torch:.3f}" if vs_torch else ""))
+    return "\n".join(lines)
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m convc.tools.bench", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="small shapes (smoke testing), short budgets")
+    parser.add_argument("--cases", help="comma-separated substrings of case names to run (default: all)")
+    parser.add_argument("--target", choices=("generic", "cpu", "gpu"), help="convc's lowering target (default: the PJRT platform)")
+    parser.add_argument("--json", help="write the results (and the machine) to this JSON file")
+    parser.add_argument("--budget", type=float, help="seconds of timing per case (default 8, --quick 1)")
+    parser.add_argument("--no-torch", action="store_true", help="skip PyTorch even when it is installed")
+    parser.add_argument("--no-peak", action="store_true", help="skip measuring the sgemm peak")
+    parser.add_argument("--list", action="store_true", help="list the cases and exit")
+    return parser.parse_args(argv)
+
+
+def selected_cases(args: argparse.Namespace) -> list[ConvSpec]:
+    cases = _cases()
+    if args.cases:
+        wanted = [w.strip() for w in args.cases.split(",") if w.strip()]
+        cases = [c for c in cases if any(w in c.name for w in wanted)]
+    return [c.shrunk() for c in cases] if args.quick else cases
+
+
+def run_suite(args: argparse.Namespace, log: Callable[[str], None] = print) -> dict[str, Any]:
+    from convc.driver import Compiler
+
+    target = Compiler(target=args.target).resolved_target()
+    budget = args.budget if args.budget is not None else (1.0 if args.quick else 8.0)
+    _limit_torch_threads()
+    info = machine()
+    peak = None if args.no_peak else sgemm_peak_gflops(512 if args.quick else 2048)
+    log(f"machine: {info['cpu']}, {info['cores']} cores, jax {info['jax']}, torch {info['torch']}; "
+        f"target {target}; load {info['load_average'][0]:.2f}" + (f"; sgemm peak {peak:.0f} GFLOP/s" if peak else ""))
+    results = []
+    for spec in selected_cases(args):
+        result = run_case(spec, target, budget, use_torch=not args.no_torch)
+        if peak:
+            result.percent_of_sgemm_peak = 100 * result.gflops["convc"] / peak
+        log(f"  {spec.name}: convc {result.ms['convc']:.2f} ms, jax {result.ms['jax']:.2f} ms"
+            + (f", torch {result.ms['torch']:.2f} ms" if "torch" in result.ms else "") + f" ({result.rounds} rounds)")
+        results.append(result)
+    info["load_average_after"] = list(os.getloadavg())
+    return {
+        "machine": info, "target": target, "quick": args.quick, "budget_s": budget, "sgemm_peak_gflops": peak,
+        "cases": [asdict(r) for r in results],
+        "geomean_convc_over_jax": geomean([r.ratio_vs_jax for r in results]),
+        "geomean_convc_over_torch": geomean([r.ratio_vs_torch for r in results if r.ratio_vs_torch is not None]),
+        "table": format_table(results) if results else "",
+    }
+
+
+def _limit_torch_threads() -> None:
+    try:
+        import torch
+    except ImportError:
+        return
+    torch.set_num_threads(os.cpu_count() or 1)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.list:
+        for spec in selected_cases(args):
+            print(f"{spec.name:<24} {spec.describe()}  {spec.flops() / 1e9:.2f} GFLOP")
+        return 0
+    report = run_suite(args)
+    print(report["table"])
+    if args.json:
+        Path(args.json).write_text(json.dumps(report, indent=2) + "\n")
+    mismatched = [c["name"] for c in report["cases"] if not c["max_error_vs_jax"] <= TOLERANCE]
+    if mismatched:
+        print(f"convc's result differs from JAX's on: {', '.join(mismatched)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
