@@ -428,10 +428,10 @@ def format_table(results: Sequence[CaseResult]) -> str:
         peak = f"{r.percent_of_sgemm_peak:6.1f}" if r.percent_of_sgemm_peak is not None else f"{'-':>6}"
         lines.append(f"{r.name:<24} {r.shape:<42} {r.ms['convc']:9.2f} {r.ms['jax']:9.2f} {torch_ms} "
                      f"{r.gflops['convc']:8.1f} {peak} {r.ratio_vs_jax:7.3f} {vs_torch} {r.max_error_vs_jax:8.1e}")
-    vs_jax = geomean([r.ratio_vs_jax for r in results])
-    vs_torch = geomean([r.ratio_vs_torch for r in results if r.ratio_vs_torch is not None])
+    mean_vs_jax = geomean([r.ratio_vs_jax for r in results])
+    mean_vs_torch = geomean([r.ratio_vs_torch for r in results if r.ratio_vs_torch is not None])
     lines.append("-" * len(head))
-    lines.append(f"geometric mean convc/jax: {vs_jax:.3f}" + (f"   convc/torch: {vs_torch:.3f}" if vs_torch else ""))
+    lines.append(f"geometric mean convc/jax: {mean_vs_jax:.3f}" + (f"   convc/torch: {mean_vs_torch:.3f}" if mean_vs_torch else ""))
     return "\n".join(lines)
 
 
