@@ -1,8 +1,8 @@
 """lit configuration for convc's FileCheck tests.
 
 The tools (`convc`, `convc-opt`, `filecheck`) are whatever the environment running
-lit has installed: found on PATH or beside the Python interpreter running lit, so an
-activated virtualenv, a plain `pip install`, and `python -m lit` all work.
+lit has installed: found beside the Python interpreter running lit (a virtualenv's
+bin/, activated or not), else on PATH. Nothing is hard-coded.
 """
 # ruff: noqa: F821 - lit injects `config` and `lit_config` into this file's globals
 
@@ -23,9 +23,10 @@ TOOLS = ("convc", "convc-opt", "filecheck")
 
 
 def _search_path() -> str:
-    """PATH, then the scripts folder of the interpreter running lit (a venv's bin/)."""
+    """The scripts folder of the interpreter running lit first (tools installed with this
+    lit, and real executables rather than e.g. pyenv shims), then PATH."""
     scripts = sysconfig.get_path("scripts")
-    return os.pathsep.join(p for p in (os.environ.get("PATH", ""), scripts, os.path.dirname(sys.executable)) if p)
+    return os.pathsep.join(p for p in (scripts, os.path.dirname(sys.executable), os.environ.get("PATH", "")) if p)
 
 
 def _find_tools(path: str) -> list[str]:
@@ -42,10 +43,8 @@ def _find_tools(path: str) -> list[str]:
 
 _path = _search_path()
 config.environment["PATH"] = os.pathsep.join(_find_tools(_path) + [_path])
-for _name in ("HOME", "TMPDIR", "XDG_CACHE_HOME"):
-    if _name in os.environ:
-        config.environment[_name] = os.environ[_name]
-config.environment["NO_COLOR"] = "1"  # filecheck's failure dumps stay plain text in lit's log
+if "HOME" in os.environ:  # lit passes a minimal environment; jax looks for caches under HOME
+    config.environment["HOME"] = os.environ["HOME"]
 
 # `%exit-status CMD ...` runs CMD, passes its stdout and stderr through (merged), then
 # prints `exit status: N, output lines: K`, so a test can check the exact exit code and
