@@ -65,8 +65,29 @@ class ConvFacts:
         return self.out.num_elements() == 0 or self.lhs.num_elements() == 0 or self.rhs.num_elements() == 0
 
 
+# Every cpu-* pass asks for the facts of every conv; they depend only on the conv's
+# types and attributes, which a network's convs share, so they are memoized.
+_FACTS: dict[tuple[object, ...], ConvFacts | None] = {}
+_FACTS_LIMIT = 1 << 14
+
+
 def conv_facts(op: Op) -> ConvFacts | None:
     """The facts of a conv in canonical form (explicit dimension numbers and pads), else None."""
+    if op.kind != "conv":
+        return None
+    try:
+        key = (tuple(v.type for v in op.operands), op.result.type, tuple(op.attrs.items()))
+        if key in _FACTS:
+            return _FACTS[key]
+    except TypeError:  # an unhashable attribute value: no memo
+        return _conv_facts(op)
+    if len(_FACTS) >= _FACTS_LIMIT:
+        _FACTS.clear()
+    _FACTS[key] = facts = _conv_facts(op)
+    return facts
+
+
+def _conv_facts(op: Op) -> ConvFacts | None:
     dn, padding = op.attrs.get("dimension_numbers"), op.attrs.get("padding", "VALID")
     if op.kind != "conv" or not isinstance(dn, ConvDimensionNumbers) or isinstance(padding, str) and padding != "VALID":
         return None

@@ -6,7 +6,9 @@ numbers and pads); anything else is an internal error, not a user error.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -159,23 +161,34 @@ def _window(values: object, n: int) -> str:
 def _conv(op: Op, ctx: EmitContext, result: str) -> None:
     lhs, rhs = op.operands
     dn, padding = op.attrs.get("dimension_numbers"), op.attrs.get("padding", "VALID")
-    n = lhs.type.rank - 2
     if not isinstance(dn, ConvDimensionNumbers) or isinstance(padding, str) and padding != "VALID":
         # reachable from the command line (`convc-opt --emit=stablehlo`, `convc -p ...`): a user error
         raise ConvcError("StableHLO needs explicit dimension numbers and padding; "
                          "run -p canonicalize-dimension-numbers,resolve-padding first", op.loc)
-    pads = ((0, 0),) * n if padding == "VALID" else padding
-    window = (f"stride = {_window(op.attrs.get('window_strides'), n)}, "
-              f"pad = [{', '.join(int_list(p) for p in pads)}], "
-              f"lhs_dilate = {_window(op.attrs.get('lhs_dilation'), n)}, "
-              f"rhs_dilate = {_window(op.attrs.get('rhs_dilation'), n)}")
-    attrs = (f"batch_group_count = {op.attrs.get('batch_group_count', 1)} : i64, "
-             f"feature_group_count = {op.attrs.get('feature_group_count', 1)} : i64, "
-             f"precision_config = {_precision_config(op.attrs.get('precision'))}")
-    ctx.emit(result, f"stablehlo.convolution({ctx.use(lhs)}, {ctx.use(rhs)}) "
-                     f"dim_numbers = {format_dimension_numbers(dn)}, window = {{{window}}} {{{attrs}}} : "
-                     f"({lhs.type}, {rhs.type}) -> {op.result.type}")
+    try:
+        tail = _conv_tail(lhs.type, rhs.type, op.result.type, tuple(sorted(op.attrs.items())))
+    except TypeError:  # an unhashable attribute value: spell it without the cache
+        tail = _conv_tail.__wrapped__(lhs.type, rhs.type, op.result.type, tuple(sorted(op.attrs.items())))
+    ctx.emit(result, f"stablehlo.convolution({ctx.use(lhs)}, {ctx.use(rhs)}) {tail}")
 
+
+@functools.lru_cache(maxsize=1024)
+def _conv_tail(lhs: TensorType, rhs: TensorType, out: TensorType, items: tuple[tuple[str, object], ...]) -> str:
+    """Everything after the operands; cached, as a network's convs share a few signatures."""
+    attrs: dict[str, Any] = dict(items)
+    n = lhs.rank - 2
+    padding = attrs.get("padding", "VALID")
+    pads = ((0, 0),) * n if padding == "VALID" else padding
+    window = (f"stride = {_window(attrs.get('window_strides'), n)}, "
+              f"pad = [{', '.join(int_list(p) for p in pads)}], "
+              f"lhs_dilate = {_window(attrs.get('lhs_dilation'), n)}, "
+              f"rhs_dilate = {_window(attrs.get('rhs_dilation'), n)}")
+    flags = (f"batch_group_count = {attrs.get('batch_group_count', 1)} : i64, "
+             f"feature_group_count = {attrs.get('feature_group_count', 1)} : i64, "
+             f"precision_config = {_precision_config(attrs.get('precision'))}")
+    dn = attrs["dimension_numbers"]
+    return (f"dim_numbers = {format_dimension_numbers(dn)}, window = {{{window}}} {{{flags}}} : "
+            f"({lhs}, {rhs}) -> {out}")
 
 
 @rule("dot_general")

@@ -8,6 +8,7 @@ gradient conv ops.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 from ..diagnostics import VerifyError
@@ -69,6 +70,19 @@ def check_dimension_numbers(dn: ConvDimensionNumbers, rank: int, attr: str = "di
 
 def resolve_dimension_numbers(value: object, rank: int, attr: str = "dimension_numbers") -> ConvDimensionNumbers:
     """Any accepted spelling (None, layout strings, explicit) -> checked explicit numbers."""
+    try:
+        return _resolved_dimension_numbers(value, rank, attr)
+    except TypeError:  # an unhashable spelling (a list): resolve without the cache
+        return _resolve_dimension_numbers(value, rank, attr)
+
+
+@functools.lru_cache(maxsize=1024)
+def _resolved_dimension_numbers(value: object, rank: int, attr: str) -> ConvDimensionNumbers:
+    """Cached: every conv of a network spells its layouts the same way, and every pass asks."""
+    return _resolve_dimension_numbers(value, rank, attr)
+
+
+def _resolve_dimension_numbers(value: object, rank: int, attr: str) -> ConvDimensionNumbers:
     if value is None:
         value = default_layouts(rank)
     if isinstance(value, ConvDimensionNumbers):
@@ -242,6 +256,8 @@ def infer_conv(v: OpView) -> TensorType:
         raise VerifyError(f"rhs output feature dimension {out_features} is not divisible by feature_group_count {fgc}", "C16", attr="feature_group_count")
 
     in_spatial, kernel_spatial = spatial(lhs.shape, dn.lhs_spec), spatial(rhs.shape, dn.rhs_spec)
+    if 0 in kernel_spatial:  # MLIR's verifier: "expects window to have positive value"
+        raise VerifyError(f"rhs spatial dimensions {list(kernel_spatial)} must be positive: a conv window cannot be empty", "M1", operand=1)
     pads = explicit_padding(v.attr("padding"), in_spatial, kernel_spatial, strides, rhs_dilation)
     out_spatial = conv_output_spatial(in_spatial, kernel_spatial, strides, pads, lhs_dilation, rhs_dilation)
     dtype = v.attr("preferred_element_type") or lhs.dtype
