@@ -2,12 +2,12 @@
 // RUN: %exit-status convc-opt %s --split-input-file | filecheck %s --check-prefix=STATUS
 
 // One case per conv diagnostic. Each breaks one rule and is reported as one line,
-// located at the op, naming the StableHLO `convolution` constraint (C..) or lax rule
-// (L..) it breaks. The whole file exits 1, prints nothing but those lines, and no
+// located at the op, naming the StableHLO `convolution` constraint (C..), lax rule
+// (L..) or MLIR verifier rule (M..) it breaks. The whole file exits 1, prints nothing but those lines, and no
 // traceback.
 // STATUS-NOT: Traceback
-// STATUS-COUNT-43: {{^}}{{.*}}verify-conv.mlir:{{[0-9]+}}:{{[0-9]+}}: error: 'c' (conv): {{.*}}
-// STATUS-NEXT: {{^}}exit status: 1, output lines: 43{{$}}
+// STATUS-COUNT-44: {{^}}{{.*}}verify-conv.mlir:{{[0-9]+}}:{{[0-9]+}}: error: 'c' (conv): {{.*}}
+// STATUS-NEXT: {{^}}exit status: 1, output lines: 44{{$}}
 //
 // Constraints with no case here, and why:
 // - C9 (size(window_reversal) = N - 2): convc's conv has no window_reversal
@@ -16,7 +16,7 @@
 //   non-permutation; a repeated or missing label is a parse error (verify-ir.mlir).
 // - C28..C34 are about quantized types, which convc does not have.
 
-// ===== StableHLO convolution constraints and lax rules =====
+// ===== StableHLO convolution constraints, lax and MLIR verifier rules =====
 
 // C1: lhs and rhs must have the same rank.
 // CHECK: {{^}}{{.*}}verify-conv.mlir:[[# @LINE + 3]]:5: error: 'c' (conv): lhs rank 4 and rhs rank 3 differ [C1]{{$}}
@@ -387,6 +387,17 @@ module @l2_padding_not_negative {
   func.func @main(%x: tensor<2x4x8x8xf32>, %w: tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32> {
     %c = "convc.conv"(%x, %w) {padding = dense<[[-5, -5], [0, 0]]> : tensor<2x2xi64>} : (tensor<2x4x8x8xf32>, tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32>
     func.return %c : tensor<2x6x6x6xf32>
+  }
+}
+
+// -----
+
+// M1 (MLIR's verifier): kernel spatial sizes are positive; an empty window is refused.
+// CHECK: {{^}}{{.*}}verify-conv.mlir:[[# @LINE + 3]]:5: error: 'c' (conv): rhs spatial dimensions [0, 3] must be positive: a conv window cannot be empty [M1]{{$}}
+module @m1_window_not_empty {
+  func.func @main(%x: tensor<2x4x8x8xf32>, %w: tensor<6x4x0x3xf32>) -> tensor<2x6x9x6xf32> {
+    %c = "convc.conv"(%x, %w) : (tensor<2x4x8x8xf32>, tensor<6x4x0x3xf32>) -> tensor<2x6x9x6xf32>
+    func.return %c : tensor<2x6x9x6xf32>
   }
 }
 
