@@ -15,6 +15,7 @@ This is a benchmark, not a test: nothing here asserts a time.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import os
@@ -265,7 +266,7 @@ class Timer:
     """Interleaved rounds until every median is stable or the budget is spent."""
 
     budget_s: float
-    min_rounds: int = 7
+    min_rounds: int = 12  # two cycles of the 6 orders of 3 implementations
     max_rounds: int = 60
     warmup: int = 2
     samples: dict[str, list[float]] = field(default_factory=dict)
@@ -274,12 +275,13 @@ class Timer:
         for thunk in thunks.values():
             for _ in range(self.warmup):
                 thunk()
-        names = list(thunks)
-        self.samples = {name: [] for name in names}
+        # every order in turn, so each implementation follows each other one equally often
+        # (PyTorch's OpenMP threads keep spinning a while after a call, slowing what comes next)
+        orders = list(itertools.permutations(thunks))
+        self.samples = {name: [] for name in thunks}
         start = time.perf_counter()
         for round_index in range(self.max_rounds):
-            order = names[round_index % len(names):] + names[:round_index % len(names)]
-            for name in order:
+            for name in orders[round_index % len(orders)]:
                 begin = time.perf_counter()
                 thunks[name]()
                 self.samples[name].append(time.perf_counter() - begin)
@@ -315,7 +317,8 @@ class CaseResult:
     name: str
     shape: str
     gflop: float
-    ms: dict[str, float]
+    ms: dict[str, float]  # medians
+    best_ms: dict[str, float]
     iqr_ms: dict[str, float]
     rounds: int
     gflops: dict[str, float]
@@ -357,10 +360,11 @@ def run_case(spec: ConvSpec, target: str, budget_s: float, use_torch: bool, seed
         thunks["torch"] = torch_run
     samples = Timer(budget_s).run(thunks)
     medians = {name: statistics.median(times) * 1e3 for name, times in samples.items()}
+    best = {name: min(times) * 1e3 for name, times in samples.items()}
     iqr = {name: float(np.subtract(*np.percentile(times, (75, 25)))) * 1e3 for name, times in samples.items()}
     gflop = spec.flops() / 1e9
     return CaseResult(
-        spec.name, spec.describe(), gflop, medians, iqr, len(samples["convc"]),
+        spec.name, spec.describe(), gflop, medians, best, iqr, len(samples["convc"]),
         {name: gflop / (ms / 1e3) for name, ms in medians.items()},
         medians["convc"] / medians["jax"],
         medians["convc"] / medians["torch"] if "torch" in medians else None,
