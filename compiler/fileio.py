@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -20,6 +21,7 @@ def write_atomic(path: str | os.PathLike[str], data: bytes | str) -> None:
         raise ConvcError(f"cannot write output: {err.strerror}", Location(file=str(path))) from None
     try:
         with os.fdopen(fd, "wb") as handle:
+            os.fchmod(handle.fileno(), _mode_for(target))
             handle.write(payload)
             handle.flush()
             os.fsync(handle.fileno())
@@ -30,3 +32,14 @@ def write_atomic(path: str | os.PathLike[str], data: bytes | str) -> None:
         if isinstance(err, OSError):
             raise ConvcError(f"cannot write output: {err.strerror or err}", Location(file=str(path))) from None
         raise
+
+
+def _mode_for(target: Path) -> int:
+    """The replaced file's permissions, or for a new file what `open` would give it
+    (0666 less the umask): mkstemp's 0600 would hide the output from everyone else."""
+    try:
+        return stat.S_IMODE(target.stat().st_mode)
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask

@@ -64,17 +64,17 @@ def _lax_string_pads(lhs_shape: Sequence[int], rhs_shape: Sequence[int], op: Op,
 
 
 def _apply_negative_padding(lhs: Any, rhs: Any, dims: Any, padding: Sequence[Sequence[int]], lhs_dilation: Sequence[int]) -> Any:
-    """(input, padding) with the lhs dilation and every negative pad applied by lax.pad, and
-    only the non-negative pads left for the conv: XLA:CPU's conv misreads negative pads
-    (openxla/xla#48713), and the oracle must not share that bug."""
+    """(input, padding): the lhs dilation and every pad applied by lax.pad, none left for the
+    conv. XLA:CPU's conv misreads negative pads (openxla/xla#48713); the oracle must not
+    share that bug, and lax.pad crops exactly."""
     from jax import lax
 
     lhs_perm, _, _ = lax.conv_dimension_numbers(lhs.shape, rhs.shape, dims)
     config = [(0, 0, 0)] * lhs.ndim
     for dim, (lo, hi), d in zip(lhs_perm[2:], padding, lhs_dilation):
-        config[dim] = (min(lo, 0), min(hi, 0), d - 1)
-    cropped = lax.pad(lhs, lax.convert_element_type(0, lhs.dtype), config)
-    return cropped, [(max(lo, 0), max(hi, 0)) for lo, hi in padding]
+        config[dim] = (lo, hi, d - 1)
+    padded = lax.pad(lhs, lax.convert_element_type(0, lhs.dtype), config)
+    return padded, [(0, 0)] * len(padding)
 
 
 @lax_rule("conv")

@@ -75,9 +75,26 @@ def _infer_type(kind: str, operand_types: Sequence[TensorType], attrs: dict[str,
         names = ", ".join(opdef.operands) or "none"
         raise ConvcError(f"'{kind}' takes {expected} inputs ({names}), got {len(operand_types)}", loc.child("inputs"))
     try:
-        return opdef.infer(OpView(opdef, operand_types, attrs))
+        result = opdef.infer(OpView(opdef, operand_types, attrs))
     except VerifyError as err:
         raise locate(err, loc) from None
+    _check_result_size(result, loc)
+    return result
+
+
+MAX_RESULT_DIM = 2**31 - 1  # as the JSON loader's input dimensions
+
+
+def _check_result_size(result: TensorType, loc: Location) -> None:
+    """Huge pads, dilations or sizes can make a shape MLIR, numpy and XLA cannot hold."""
+    for index, size in enumerate(result.shape):
+        if size > MAX_RESULT_DIM:
+            raise ConvcError(f"result shape {list(result.shape)} is too large: dimension {index} is over {MAX_RESULT_DIM}", loc)
+    count = 1
+    for size in result.shape:
+        count *= max(size, 1)
+    if count >= 2**63:
+        raise ConvcError(f"result shape {list(result.shape)} is too large: its non-zero dimensions multiply to 2^63 or more", loc)
 
 
 def verify_op(op: Op) -> None:

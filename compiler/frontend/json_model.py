@@ -219,6 +219,7 @@ class _ModelReader:
             name = self._define(_required(entry, "name", loc), loc)
             if name in producer:
                 raise ConvcError(f"name '{name}' is defined twice (also /nodes/{producer[name]})", loc.child("name"))
+            loc = self.loc(f"/nodes/{index}", name)
             kind = _expect(_required(entry, "op", loc), str, "an op name", loc.child("op"))
             if kind not in OPS:
                 raise ConvcError(f"unknown op '{kind}'{suggest(kind, OPS)}", Location(self.file, loc.child("op").pointer, node=name))
@@ -319,13 +320,22 @@ def _shape(value: Any, loc: Location) -> tuple[int, ...]:
     dims = []
     for index, dim in enumerate(value):
         if isinstance(dim, bool) or not isinstance(dim, int):
-            raise ConvcError(f"dimension {index} must be an integer, got {json.dumps(dim)}", loc.child(index))
+            raise ConvcError(f"dimension {index} must be an integer, got {_brief(dim)}", loc.child(index))
         if not 0 <= dim <= MAX_DIM:
             raise ConvcError(f"dimension {index} must be in [0, {MAX_DIM}], got {dim}", loc.child(index))
         dims.append(dim)
-    if int(np.prod(dims, dtype=object)) >= 2**63:
-        raise ConvcError(f"shape {dims} has more than 2^63 elements", loc)
+    if int(np.prod([max(d, 1) for d in dims], dtype=object)) >= 2**63:  # numpy and XLA size even empty arrays so
+        raise ConvcError(f"shape {dims} is too large: its non-zero dimensions multiply to 2^63 or more", loc)
     return tuple(dims)
+
+
+def _brief(value: Any) -> str:
+    """A JSON value for a message: short, and safe for any nesting depth."""
+    try:
+        text = json.dumps(value)
+    except (ValueError, RecursionError):
+        return _type_name(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _dtype(value: Any, loc: Location) -> str:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+import reprlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -75,10 +76,22 @@ class OpView:
 
 # --- attribute coercion: raw (JSON, builder or parsed) value -> typed value ---
 
+def _short_repr() -> reprlib.Repr:
+    limits = reprlib.Repr()
+    limits.maxlevel, limits.maxlist, limits.maxtuple, limits.maxdict = 3, 6, 6, 4
+    limits.maxstring, limits.maxlong, limits.maxother = 40, 24, 40
+    return limits
+
+
+# How a bad value appears in a message: short, whatever its size or nesting depth.
+shown = _short_repr().repr
+
 
 def _int(value: Any, attr: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) and not _is_integral(value):
-        raise VerifyError(f"{attr} must be an integer, got {value!r}", attr=attr)
+        raise VerifyError(f"{attr} must be an integer, got {shown(value)}", attr=attr)
+    if not -(2**63) <= int(value) < 2**63:  # StableHLO attributes are i64
+        raise VerifyError(f"{attr} must fit in 64 bits, got {shown(value)}", attr=attr)
     return int(value)
 
 
@@ -88,7 +101,7 @@ def _is_integral(value: Any) -> bool:
 
 def _ints(value: Any, attr: str) -> tuple[int, ...]:
     if isinstance(value, str | bytes) or not isinstance(value, Sequence) and not hasattr(value, "tolist"):
-        raise VerifyError(f"{attr} must be a list of integers, got {value!r}", attr=attr)
+        raise VerifyError(f"{attr} must be a list of integers, got {shown(value)}", attr=attr)
     if hasattr(value, "tolist"):
         value = value.tolist()
     return tuple(_int(v, attr) for v in value)
@@ -98,7 +111,7 @@ def _rows(value: Any, attr: str, width: int) -> tuple[tuple[int, ...], ...]:
     if hasattr(value, "tolist"):
         value = value.tolist()
     if isinstance(value, str | bytes) or not isinstance(value, Sequence):
-        raise VerifyError(f"{attr} must be a list of [{_row_names(width)}] rows, got {value!r}", attr=attr)
+        raise VerifyError(f"{attr} must be a list of [{_row_names(width)}] rows, got {shown(value)}", attr=attr)
     rows = []
     for row in value:
         items = _ints(row, attr)
@@ -115,7 +128,7 @@ def _row_names(width: int) -> str:
 def _padding(value: Any, attr: str) -> str | tuple[tuple[int, ...], ...]:
     if isinstance(value, str):
         if value.upper() not in PADDING_MODES:
-            raise VerifyError(f"{attr} must be one of {', '.join(PADDING_MODES)} or [[lo, hi], ...], got {value!r}", attr=attr)
+            raise VerifyError(f"{attr} must be one of {', '.join(PADDING_MODES)} or [[lo, hi], ...], got {shown(value)}", attr=attr)
         return value.upper()
     try:
         return _rows(value, attr, 2)
@@ -127,44 +140,44 @@ def _dims(value: Any, attr: str) -> tuple[str, str, str] | ConvDimensionNumbers:
     if isinstance(value, ConvDimensionNumbers):
         return value
     if isinstance(value, str | bytes) or not isinstance(value, Sequence) or len(value) != 3:
-        raise VerifyError(f"{attr} must be three layout strings [lhs, rhs, out], got {value!r}", attr=attr)
+        raise VerifyError(f"{attr} must be three layout strings [lhs, rhs, out], got {shown(value)}", attr=attr)
     if not all(isinstance(spec, str) for spec in value):
-        raise VerifyError(f"{attr} must be three layout strings [lhs, rhs, out], got {value!r}", attr=attr)
+        raise VerifyError(f"{attr} must be three layout strings [lhs, rhs, out], got {shown(value)}", attr=attr)
     return (value[0], value[1], value[2])
 
 
 def _precision(value: Any, attr: str) -> str | tuple[str, str]:
     def one(item: Any) -> str:
         if not isinstance(item, str) or item.upper() not in PRECISIONS:
-            raise VerifyError(f"{attr} must be one of {', '.join(PRECISIONS)} or a pair of them, got {value!r}", attr=attr)
+            raise VerifyError(f"{attr} must be one of {', '.join(PRECISIONS)} or a pair of them, got {shown(value)}", attr=attr)
         return item.upper()
 
     if isinstance(value, str):
         return one(value)
     if not isinstance(value, Sequence) or len(value) != 2:
-        raise VerifyError(f"{attr} must be a precision or a pair of them, got {value!r}", "C24", attr=attr)
+        raise VerifyError(f"{attr} must be a precision or a pair of them, got {shown(value)}", "C24", attr=attr)
     return (one(value[0]), one(value[1]))
 
 
 def _dtype(value: Any, attr: str) -> str:
     name = canonical_dtype(value) if isinstance(value, str) else None
     if name is None:
-        raise VerifyError(f"{attr} must be a dtype (f32, f16, bf16, f64, i8, i32), got {value!r}", attr=attr)
+        raise VerifyError(f"{attr} must be a dtype (f32, f16, bf16, f64, i8, i32), got {shown(value)}", attr=attr)
     return name
 
 
 def _float(value: Any, attr: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) and not hasattr(value, "__float__"):
-        raise VerifyError(f"{attr} must be a number, got {value!r}", attr=attr)
+        raise VerifyError(f"{attr} must be a number, got {shown(value)}", attr=attr)
     result = float(value)
     if math.isnan(result) and not isinstance(value, float):
-        raise VerifyError(f"{attr} must be a number, got {value!r}", attr=attr)
+        raise VerifyError(f"{attr} must be a number, got {shown(value)}", attr=attr)
     return result
 
 
 def _bool(value: Any, attr: str) -> bool:
     if not isinstance(value, bool):
-        raise VerifyError(f"{attr} must be true or false, got {value!r}", attr=attr)
+        raise VerifyError(f"{attr} must be true or false, got {shown(value)}", attr=attr)
     return value
 
 

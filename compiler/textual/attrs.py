@@ -76,6 +76,8 @@ def dense_literal(array: np.ndarray) -> str:
     dtype = from_numpy(array.dtype)
     assert dtype is not None
     type_text = TensorType(tuple(array.shape), dtype).mlir()
+    if array.size == 0:  # `dense<[]>` would claim shape [0]
+        return f"dense<> : {type_text}"
     finite = array.dtype.kind != "f" or bool(np.isfinite(array.astype(np.float64)).all())
     if finite and array.size > 1 and bool((array == array.flat[0]).all()):
         return f"dense<{_scalar(array.flat[0], dtype)}> : {type_text}"

@@ -1,0 +1,537 @@
+"""The front end against everything a user or a generator can throw at it.
+
+Hypothesis mutates valid models (from `strategies.conv_models`) at the JSON-tree level
+(wrong types anywhere, missing and extra keys, bad dimensions, windows, layouts, group
+counts, names, cycles) and at the byte level (truncation, non-UTF-8 bytes, NaN/Infinity
+literals, deep nesting), mutates printed convc IR text, and corrupts the .npy/.npz files
+constants and `--inputs` name. Every input must end in exit 0 or in exit 1 with ONE
+located line (`file:/json/pointer: error: ...`, naming the node when there is one) -
+never a traceback or exit 3, and never a hang (each input runs under an alarm). A model
+convc accepts must be one jax.lax accepts too, with the same result types: no invalid
+model reaches the emitter.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import convc
+import numpy as np
+import pytest
+from hypothesis import assume, event, given
+from hypothesis import strategies as st
+from hypothesis.control import currently_in_test_context
+from strategies import REGRESSIONS, CliResult, budget, conv_models, dump_regression, run_cli
+
+SECONDS_PER_INPUT = 60  # generous: the machine is shared; a hang is minutes, not seconds
+Draw = Callable[[st.SearchStrategy[Any]], Any]
+
+# --- junk values -----------------------------------------------------------------------
+
+HUGE_INTS = st.sampled_from([-1, 0, 2**31 - 1, 2**31, 2**32, 2**62, 2**63 - 1, 2**63, 2**64, -(2**63) - 1, 10**30, 10**300])
+JUNK_SCALARS = st.one_of(
+    st.none(), st.booleans(), st.integers(-5, 5), HUGE_INTS,
+    st.floats(allow_nan=True, allow_infinity=True), st.sampled_from([0.5, -1.5, 1e308, 1e-320]),
+    st.text(max_size=6), st.sampled_from(["", "SAME", "NCHW", "f32", "conv", "x0", "\n", "\u2028"]),
+)
+JUNK = st.recursive(JUNK_SCALARS, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+                    max_leaves=6)
+
+
+def pick(draw: Draw, items: list[Any]) -> Any:
+    """One of `items`; an empty list discards the example (the mutation does not apply)."""
+    assume(items)
+    return draw(st.sampled_from(items))
+
+
+def paths(doc: Any, prefix: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
+    """Every position in a JSON tree, as a tuple of keys and indices (the root is ())."""
+    yield prefix
+    if isinstance(doc, dict):
+        for key, value in doc.items():
+            yield from paths(value, (*prefix, key))
+    elif isinstance(doc, list):
+        for index, value in enumerate(doc):
+            yield from paths(value, (*prefix, index))
+
+
+def get(doc: Any, path: tuple[Any, ...]) -> Any:
+    for key in path:
+        doc = doc[key]
+    return doc
+
+
+def put(doc: Any, path: tuple[Any, ...], value: Any) -> Any:
+    if not path:
+        return value
+    get(doc, path[:-1])[path[-1]] = value
+    return doc
+
+
+# --- tree mutations: each takes (draw, doc) and returns the mutated doc -------------------
+
+
+def replace_anywhere(draw: Draw, doc: Any) -> Any:
+    return put(doc, pick(draw, list(paths(doc))), draw(JUNK))
+
+
+def delete_key(draw: Draw, doc: Any) -> Any:
+    objects = [p for p in paths(doc) if isinstance(get(doc, p), dict) and get(doc, p)]
+    assume(objects)
+    obj = get(doc, pick(draw, objects))
+    del obj[pick(draw, sorted(obj))]
+    return doc
+
+
+def add_key(draw: Draw, doc: Any) -> Any:
+    objects = [p for p in paths(doc) if isinstance(get(doc, p), dict)]
+    key = draw(st.sampled_from(["nodes", "node", "input", "shapes", "window_stride", "padding", "strides", "value", "file", "key"])
+               | st.text(max_size=8))
+    get(doc, pick(draw, objects))[key] = draw(JUNK)
+    return doc
+
+
+def _int_lists(doc: Any) -> list[tuple[Any, ...]]:
+    return [p for p in paths(doc) if isinstance(get(doc, p), list) and get(doc, p) and all(
+        isinstance(v, int) and not isinstance(v, bool) for v in get(doc, p))]
+
+
+def bad_dimension(draw: Draw, doc: Any) -> Any:
+    """One entry of a shape or integer-list attribute becomes negative, zero, huge or not an integer."""
+    lists = _int_lists(doc)
+    assume(lists)
+    target = get(doc, pick(draw, lists))
+    target[draw(st.integers(0, len(target) - 1))] = draw(HUGE_INTS | st.sampled_from([1.5, 2.0, "3", None, True, [2], -7]))
+    return doc
+
+
+def overflowing_shape(draw: Draw, doc: Any) -> Any:
+    """A shape whose element count overflows int64 (each dim alone is fine)."""
+    entries = doc["inputs"] + doc.get("constants", [])
+    entry = pick(draw, entries)
+    entry["shape"] = draw(st.sampled_from([[2**31 - 1] * 3, [2**21] * 3 + [4], [2**31 - 1, 2**31 - 1, 2, 2], [0, 2**31 - 1, 2**31 - 1, 2**31 - 1]]))
+    return doc
+
+
+def _nodes(doc: Any, op: str | None = None) -> list[dict[str, Any]]:
+    return [n for n in doc["nodes"] if op is None or n["op"].startswith(op)]
+
+
+WINDOW_JUNK = st.sampled_from([[0], [-1], [1.5], [], [[1]], "2", 3, [10**20], [2**63], [True], [None], [1, 1, 1, 1, 1, 1]])
+LAYOUT_JUNK = st.sampled_from([
+    "", ["", "", ""], ["NNHW", "OIHW", "NCHW"], ["NCH", "OIW", "NCH"], ["nch", "oih", "nch"], ["NC", "OI", "NC"],
+    ["NCHW", "OIHW"], ["NCH", "OIH", "NCH", "NCH"], [1, 2, 3], ["NCHH", "OIHH", "NCHH"], ["NOH", "NIH", "NOH"],
+    "NCHW,OIHW,NCHW", [["N", "C", "H"], "OIH", "NCH"], ["NC\u00e9", "OI\u00e9", "NC\u00e9"]])
+
+
+def bad_conv_attribute(draw: Draw, doc: Any) -> Any:
+    convs = _nodes(doc, "conv")
+    assume(convs)
+    node = pick(draw, convs)
+    name = draw(st.sampled_from(["window_strides", "strides", "lhs_dilation", "rhs_dilation", "padding", "dimension_numbers",
+                                 "feature_group_count", "batch_group_count", "precision", "preferred_element_type",
+                                 "output_padding", "input_shape", "kernel_shape", "transpose_kernel"]))
+    if name == "dimension_numbers":
+        node[name] = draw(LAYOUT_JUNK)
+    elif name.endswith("group_count"):
+        node[name] = draw(st.integers(-2, 13) | HUGE_INTS | st.sampled_from([1.0, "2", None]))
+    elif name == "padding":
+        node[name] = draw(st.sampled_from(["same", "FULL", [], [[1]], [[1, 2, 3]], [[-10**6, 0]], [[10**19, 0]], [["1", 0]], [[0.5, 0]]])
+                          | WINDOW_JUNK)
+    else:
+        node[name] = draw(WINDOW_JUNK | JUNK)
+    return doc
+
+
+def broken_graph(draw: Draw, doc: Any) -> Any:
+    """Undefined names, duplicates, self-loops, cycles, empty and bad outputs."""
+    nodes = doc["nodes"]
+    kind = draw(st.sampled_from(["undefined", "duplicate", "self_loop", "cycle", "outputs", "empty_name", "no_inputs"]))
+    node = pick(draw, nodes)
+    if kind == "undefined":
+        node["inputs"][draw(st.integers(0, len(node["inputs"]) - 1))] = draw(st.sampled_from(["nope", "", "X0", node["name"] + " "]))
+    elif kind == "duplicate":
+        others = [e["name"] for e in doc["inputs"] + doc.get("constants", []) + nodes if e is not node]
+        node["name"] = pick(draw, others)
+    elif kind == "self_loop":
+        node["inputs"][0] = node["name"]
+    elif kind == "cycle":
+        later = nodes[nodes.index(node):]
+        node["inputs"][0] = pick(draw, later)["name"]
+    elif kind == "outputs":
+        doc["outputs"] = draw(st.sampled_from([[], ["nope"], [1], "x0", None, [None], [[]]]))
+    elif kind == "empty_name":
+        node["name"] = ""
+    else:
+        node["inputs"] = draw(st.sampled_from([[], None, "x0", [[]]]))
+    return doc
+
+
+TREE_MUTATIONS = [replace_anywhere, delete_key, add_key, bad_dimension, overflowing_shape, bad_conv_attribute, broken_graph]
+
+
+# --- byte mutations: of the serialised document ----------------------------------------------
+
+NON_UTF8 = st.sampled_from([b"\xff", b"\xc3\x28", b"\xed\xa0\x80", b"\xf8\x88\x80\x80\x80", b"\x80", b"\xfe\xff", b"\x00"])
+
+
+def byte_mutation(draw: Draw, data: bytes) -> bytes:
+    kind = draw(st.sampled_from(["truncate", "non_utf8", "non_finite", "deep", "bom", "surrogate", "long_number", "empty"]))
+    if kind == "truncate":
+        return data[: draw(st.integers(0, len(data) - 1))]
+    if kind == "non_utf8":
+        at = draw(st.integers(0, len(data)))
+        return data[:at] + draw(NON_UTF8) + data[at:]
+    if kind == "non_finite":
+        numbers = [m.span() for m in re.finditer(rb"-?\d+(\.\d+)?", data)]
+        assume(numbers)
+        start, end = pick(draw, numbers)
+        return data[:start] + draw(st.sampled_from([b"NaN", b"Infinity", b"-Infinity", b"1e999", b"-1e999"])) + data[end:]
+    if kind == "deep":
+        depth = draw(st.sampled_from([500, 990, 5000, 100_000]))
+        junk = b"[" * depth + b"]" * depth
+        values = [m.span() for m in re.finditer(rb"\[[^\[\]]*\]", data)]
+        start, end = pick(draw, values) if values and draw(st.booleans()) else (0, len(data))
+        return data[:start] + junk + data[end:]
+    if kind == "bom":
+        return b"\xef\xbb\xbf" + data
+    if kind == "surrogate":  # a valid JSON escape that is no Unicode character
+        names = [m.span(1) for m in re.finditer(rb'"name": "([^"]*)"', data)]
+        start, end = pick(draw, names)
+        return data[:start] + draw(st.sampled_from([b"\\ud800", b"x\\udfff", b"\\u0000"])) + data[end:]
+    if kind == "long_number":
+        numbers = [m.span() for m in re.finditer(rb"\d+", data)]
+        start, end = pick(draw, numbers)
+        return data[:start] + b"9" * draw(st.sampled_from([20, 400, 5000])) + data[end:]
+    return b""
+
+
+@st.composite
+def malformed_models(draw: Draw) -> bytes:
+    """A valid model, mutated one to three times at the tree level, then maybe at the byte level."""
+    doc = draw(conv_models(max_convs=2, max_plain_ops=1, odd_names=False))
+    for _ in range(draw(st.integers(1, 3))):
+        mutation = draw(st.sampled_from(TREE_MUTATIONS))
+        with contextlib.suppress(KeyError, IndexError, TypeError, AttributeError, ValueError):
+            doc = mutation(draw, doc)  # fails when an earlier mutation removed what this one edits
+    data = json.dumps(doc, allow_nan=True).encode()
+    if draw(st.integers(0, 3)) == 0:
+        data = byte_mutation(draw, data)
+    return data
+
+
+def record(what: str) -> None:
+    """A hypothesis statistics event (`--hypothesis-show-statistics`), when inside a property test."""
+    if currently_in_test_context():
+        event(what)
+
+
+# --- running one input ------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def time_limit(seconds: int) -> Iterator[None]:
+    """Raise TimeoutError in the main thread after `seconds` (a hang becomes a failure)."""
+    def expire(signum: int, frame: Any) -> None:
+        raise TimeoutError(f"no answer within {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+LOCATED = re.compile(r"(?P<where>:/.*?|:\d+:\d+)?: error: (?P<message>\S.*)")  # a JSON pointer may hold any character
+
+
+def assert_one_located_line(stderr: str, file: str, data: bytes | None = None) -> None:
+    """`file:/pointer: error: ...` (or `file:line:col:` for text), one line, no traceback;
+    JSON input must be located in the document; an error at a node names the node."""
+    assert "Traceback" not in stderr, stderr
+    lines = stderr.splitlines()
+    assert len(lines) == 1 and stderr.endswith("\n"), f"expected one line, got {len(lines)}: {stderr!r}"
+    assert lines[0].startswith(file), lines[0]
+    match = LOCATED.fullmatch(lines[0][len(file):])
+    assert match, f"not a located diagnostic: {lines[0]!r}"
+    if data is not None and data.lstrip()[:1] in (b"{", b"[") and _utf8(data):
+        assert match.group("where"), f"a JSON input's error names no position: {lines[0]!r}"
+        _assert_names_node(match.group("where"), match.group("message"), data)
+
+
+def _utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _assert_names_node(where: str, message: str, data: bytes) -> None:
+    """An error under /nodes/<i> of a node with a name of its own mentions that name."""
+    pointer = re.match(r":/nodes/(\d+)(/|$)", where)
+    if pointer is None:
+        return
+    try:
+        doc = json.loads(data)
+        node = doc["nodes"][int(pointer.group(1))]
+        name = node["name"]
+    except (ValueError, KeyError, IndexError, TypeError, RecursionError):
+        return
+    names = [n.get("name") for n in doc["nodes"] if isinstance(n, dict)]
+    if isinstance(name, str) and name and names.count(name) == 1 and where != f":/nodes/{pointer.group(1)}/name":
+        assert f"'{name}'" in message, f"the error at node '{name}' does not name it: {message!r}"
+
+
+def compile_bytes(data: bytes, *extra: str, name: str = "model.json") -> tuple[CliResult, Path]:
+    """Write `data` to a fresh folder and run `convc` on it (stdout to -o), under the time limit."""
+    root = Path(tempfile.mkdtemp(prefix="convc-fuzz-"))
+    path = root / name
+    path.write_bytes(data)
+    with time_limit(SECONDS_PER_INPUT):
+        result = run_cli([str(path), "-o", str(root / "out.mlir"), *extra])
+    return result, root
+
+
+def check_front_end(data: bytes, *extra: str) -> None:
+    """The contract for one input (see the module docstring)."""
+    result, root = compile_bytes(data, *extra)
+    path = str(root / "model.json")
+    try:
+        assert result.code in (0, 1), f"exit {result.code}: {result.stderr}"
+        tag = re.search(r"\[(\w+)\]$", result.stderr.strip())
+        record("accepted" if result.code == 0 else f"refused [{tag.group(1) if tag else '-'}]")
+        if result.code == 1:
+            assert_one_located_line(result.stderr, path, data)
+            assert not (root / "out.mlir").exists(), "a failed compile wrote its output"
+        else:
+            assert_accepted_model_is_valid(Path(path))
+    finally:
+        for child in root.iterdir():
+            child.unlink()
+        root.rmdir()
+
+
+def assert_accepted_model_is_valid(path: Path) -> None:
+    """No invalid model reaches the emitter: jax.lax accepts what convc accepted, and infers
+    the same result types (jax.eval_shape: tracing only, nothing allocated or run)."""
+    import jax
+    from convc.dtypes import numpy_dtype
+    from convc.reference import lax_function
+
+    graph = convc.load_model(path)
+    args = [jax.ShapeDtypeStruct(v.type.shape, numpy_dtype(v.type.dtype)) for v in graph.inputs]
+    shapes = jax.eval_shape(lax_function(graph), *args)
+    for value, shape in zip(graph.outputs, shapes):
+        assert tuple(shape.shape) == value.type.shape and shape.dtype == numpy_dtype(value.type.dtype), (
+            f"convc says '{value.name}' is {value.type}, jax.lax says {shape}")
+
+
+@contextlib.contextmanager
+def saved_on_failure(data: bytes) -> Iterator[None]:
+    try:
+        yield
+    except BaseException:
+        path = dump_regression(None, "frontend", data=data)
+        if path is not None:
+            print(f"failing input saved to {path}")
+        raise
+
+
+# --- the properties ----------------------------------------------------------------------------
+
+
+@budget(ci=400, soak=20000)
+@given(data=malformed_models())
+def test_malformed_models_get_one_located_line(data: bytes) -> None:
+    with saved_on_failure(data):
+        check_front_end(data)
+
+
+@st.composite
+def mutated_ir_text(draw: Draw) -> bytes:
+    """convc's own printed IR of a valid model, with characters, tokens or lines damaged."""
+    doc = draw(conv_models(max_convs=2, max_plain_ops=1))
+    text = convc.print_graph(convc.load_model_text(json.dumps(doc)))
+    assume(text)
+    kind = draw(st.sampled_from(["truncate", "delete", "insert", "duplicate_line", "swap_lines"]))
+    at = draw(st.integers(0, len(text) - 1))
+    if kind == "truncate":
+        text = text[:at]
+    elif kind == "delete":
+        text = text[:at] + text[at + draw(st.integers(1, 12)):]
+    elif kind == "insert":
+        text = text[:at] + draw(st.sampled_from(["%", "}", "{", "(", '"', "x", "-1", "9" * 30, "tensor<", ",", ":", "\x00", "\u2028"])) + text[at:]
+    else:
+        lines = text.splitlines(keepends=True)
+        i, j = draw(st.integers(0, len(lines) - 1)), draw(st.integers(0, len(lines) - 1))
+        if kind == "duplicate_line":
+            lines.insert(j, lines[i])
+        else:
+            lines[i], lines[j] = lines[j], lines[i]
+        text = "".join(lines)
+    return text.encode("utf-8", "surrogatepass")
+
+
+@budget(ci=150, soak=10000)
+@given(data=mutated_ir_text())
+def test_mutated_ir_text_gets_one_located_line(data: bytes) -> None:
+    with saved_on_failure(data):
+        result, root = compile_bytes(data, name="model.convc")
+        assert result.code in (0, 1), f"exit {result.code}: {result.stderr}"
+        if result.code == 1:
+            assert_one_located_line(result.stderr, str(root / "model.convc"))
+
+
+# --- corrupted array files: constants and --inputs -----------------------------------------------
+
+
+def npy_bytes(array: np.ndarray) -> bytes:
+    buffer = io.BytesIO()
+    np.save(buffer, array, allow_pickle=True)
+    return buffer.getvalue()
+
+
+def npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    return buffer.getvalue()
+
+
+@st.composite
+def corrupted_array_files(draw: Draw) -> bytes:
+    """A small .npy/.npz, then damaged: truncated, bytes flipped, header shape or dtype
+    rewritten (huge, negative, object arrays that only a pickle could load)."""
+    array = np.arange(6, dtype=np.float32).reshape(2, 3)
+    data = npz_bytes({"w": array}) if draw(st.booleans()) else npy_bytes(array)
+    kind = draw(st.sampled_from(["truncate", "flip", "shape", "dtype", "pickle", "intact"]))
+    if kind == "truncate":
+        return data[: draw(st.integers(0, len(data) - 1))]
+    if kind == "flip":
+        at = draw(st.integers(0, len(data) - 1))
+        return data[:at] + bytes([data[at] ^ draw(st.integers(1, 255))]) + data[at + 1:]
+    if kind == "pickle":
+        return npy_bytes(np.array([{"a": 1}, None], dtype=object))
+    if kind == "intact":
+        return data
+    if data.startswith(b"PK"):
+        return data  # header rewriting is for plain .npy; the zip is covered by truncate/flip
+    old = b"'shape': (2, 3)" if kind == "shape" else b"'descr': '<f4'"
+    new = draw(st.sampled_from([b"'shape': (1000000000, 1000000000)", b"'shape': (-1, 3)", b"'shape': (2, 3, 4)", b"'shape': ()"])
+               if kind == "shape" else st.sampled_from([b"'descr': '|O'", b"'descr': '<f8'", b"'descr': 'xyz'", b"'descr': '|V7'"]))
+    return data.replace(old, new.ljust(len(old)) if len(new) < len(old) else new)
+
+
+@budget(ci=60, soak=5000)
+@given(blob=corrupted_array_files(), as_npz=st.booleans())
+def test_corrupted_constant_files_are_refused_cleanly(blob: bytes, as_npz: bool) -> None:
+    """A constant's `file` may hold anything: exit 0 or one located line, never a pickle
+    loaded, never an allocation over --max-bytes (1M here)."""
+    model = {"inputs": [{"name": "x", "shape": [1, 3, 4]}],
+             "constants": [{"name": "w", "file": "w.npz" if as_npz else "w.npy", "key": "w"}],
+             "nodes": [{"name": "c", "op": "conv", "inputs": ["x", "w"]}], "outputs": ["c"]}
+    if not as_npz:
+        del model["constants"][0]["key"]
+    root = Path(tempfile.mkdtemp(prefix="convc-fuzz-"))
+    try:
+        (root / ("w.npz" if as_npz else "w.npy")).write_bytes(blob)
+        (root / "model.json").write_text(json.dumps(model))
+        with time_limit(SECONDS_PER_INPUT):
+            result = run_cli([str(root / "model.json"), "-o", str(root / "out.mlir"), "--max-bytes", "1M"])
+        assert result.code in (0, 1), f"exit {result.code}: {result.stderr}"
+        if result.code == 1:
+            assert_one_located_line(result.stderr, str(root / "model.json"))
+    finally:
+        for child in root.iterdir():
+            child.unlink()
+        root.rmdir()
+
+
+@budget(ci=40, soak=5000)
+@given(blob=corrupted_array_files())
+def test_corrupted_inputs_archives_are_refused_cleanly(blob: bytes) -> None:
+    """`--run --inputs` with a damaged archive: exit 0 or one located line."""
+    model = {"inputs": [{"name": "w", "shape": [2, 3]}], "nodes": [{"name": "r", "op": "relu", "inputs": ["w"]}], "outputs": ["r"]}
+    root = Path(tempfile.mkdtemp(prefix="convc-fuzz-"))
+    try:
+        (root / "in.npz").write_bytes(blob)
+        (root / "model.json").write_text(json.dumps(model))
+        with time_limit(SECONDS_PER_INPUT):
+            result = run_cli([str(root / "model.json"), "--run", "--platform", "cpu", "--inputs", str(root / "in.npz"), "--max-bytes", "1M"])
+        assert result.code in (0, 1), f"exit {result.code}: {result.stderr}"
+        if result.code == 1:
+            assert_one_located_line(result.stderr, str(root / "in.npz"))
+    finally:
+        for child in root.iterdir():
+            child.unlink()
+        root.rmdir()
+
+
+# --- named nasty inputs, through the real console script ------------------------------------------
+
+NASTY_INPUTS = {
+    "empty": b"",
+    "whitespace": b"  \n\t ",
+    "deep-lists": b"[" * 100_000 + b"]" * 100_000,
+    "deep-objects": b'{"a":' * 100_000 + b"1" + b"}" * 100_000,
+    "deep-in-attribute": (b'{"inputs": [{"name": "x", "shape": [1, 1, 1]}], "nodes": [{"name": "c", "op": "relu", "inputs": ["x"], '
+                          b'"axis": ' + b"[" * 900 + b"]" * 900 + b'}], "outputs": ["c"]}'),
+    "nan": b'{"inputs": [{"name": "x", "shape": [NaN]}], "outputs": ["x"]}',
+    "infinity-constant": b'{"inputs": [], "constants": [{"name": "k", "value": -Infinity}], "outputs": ["k"]}',
+    "non-utf8": b'{"inputs": [{"name": "\xff\xfe", "shape": [1]}], "outputs": ["x"]}',
+    "utf16": '{"inputs": [], "outputs": []}'.encode("utf-16"),
+    "truncated": b'{"inputs": [{"name": "x", "shape": [1, 2',
+    "top-level-list": b"[1, 2, 3]",
+    "huge-int": b'{"inputs": [{"name": "x", "shape": [' + b"9" * 5000 + b"]}], \"outputs\": [\"x\"]}",
+    "overflow": b'{"inputs": [{"name": "x", "shape": [2147483647, 2147483647, 2147483647]}], "outputs": ["x"]}',
+    "self-loop": b'{"inputs": [], "nodes": [{"name": "a", "op": "relu", "inputs": ["a"]}], "outputs": ["a"]}',
+    "cycle": (b'{"inputs": [], "nodes": [{"name": "a", "op": "relu", "inputs": ["b"]}, {"name": "b", "op": "relu", "inputs": ["a"]}],'
+              b' "outputs": ["a"]}'),
+    "binary": bytes(range(256)),
+    "ir-junk": b"module @m { func.func @main( -> }",
+}
+
+
+@pytest.mark.parametrize("name", sorted(NASTY_INPUTS))
+def test_nasty_inputs_through_the_console_script(name: str, tmp_path: Path) -> None:
+    """The real `convc` process, file and stdin: exit 1, one line, no traceback, in bounded time."""
+    path = tmp_path / "model.json"
+    path.write_bytes(NASTY_INPUTS[name])
+    command = [sys.executable, "-c", "import sys; from convc.driver import main; sys.exit(main())"]
+    for argv, stdin, file in (([str(path)], None, str(path)), (["-"], NASTY_INPUTS[name], "<stdin>")):
+        proc = subprocess.run([*command, *argv, "-o", str(tmp_path / "out.mlir")], input=stdin, capture_output=True, timeout=120)
+        stderr = proc.stderr.decode("utf-8", "backslashreplace")
+        assert proc.returncode == 1, f"exit {proc.returncode}: {stderr}"
+        assert_one_located_line(stderr, file)
+        assert not (tmp_path / "out.mlir").exists()
+
+
+def test_names_with_nul_are_refused() -> None:
+    """Regression: a NUL in a name passed the loader, then `--inputs`/`--outputs` lost the
+    array (.npz member names end at NUL). Now the name itself is the located error."""
+    result, root = compile_bytes((REGRESSIONS / "frontend" / "name-with-nul.json").read_bytes())
+    assert result.code == 1
+    assert_one_located_line(result.stderr, str(root / "model.json"))
+    assert ":/inputs/1/name: error:" in result.stderr and "NUL" in result.stderr
+
+
+def _malformed_regressions() -> list[Path]:
+    return sorted(p for p in (REGRESSIONS / "frontend").glob("*") if p.is_file())
+
+
+@pytest.mark.parametrize("path", _malformed_regressions(), ids=lambda p: p.stem)
+def test_malformed_regression_replays(path: Path) -> None:
+    """Every malformed input that once broke the front end stays handled."""
+    check_front_end(path.read_bytes())
