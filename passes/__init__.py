@@ -10,6 +10,7 @@ from .cpu_batch_group_to_feature_group import CpuBatchGroupToFeatureGroup
 from .cpu_conv_1x1_to_dot import CpuConv1x1ToDot
 from .cpu_crop_negative_padding import CpuCropNegativePadding
 from .cpu_depthwise_tap_sum import CpuDepthwiseTapSum
+from .cpu_transposed_conv_phases import CpuTransposedConvPhases
 from .dce import DeadCodeElimination
 from .infer_shapes import InferShapes
 from .lower_conv_backprop_filter import LowerConvBackpropFilter
@@ -29,6 +30,7 @@ ALL_PASSES: tuple[type[Pass], ...] = (
     CpuDepthwiseTapSum,
     CpuBatchGroupTapReduce,
     CpuBatchGroupToFeatureGroup,
+    CpuTransposedConvPhases,
     CpuCropNegativePadding,
 )
 
@@ -43,7 +45,8 @@ _CANONICAL = (
 
 # After the canonical pipeline, so they see only plain convs with explicit dimension
 # numbers and pads, whichever lowering produced them.
-_CPU = ("cpu-crop-negative-padding", "cpu-batch-group-tap-reduce", "cpu-batch-group-to-feature-group", "cpu-conv-1x1-to-dot", "cpu-depthwise-tap-sum", "dce")
+_CPU = ("cpu-crop-negative-padding", "cpu-batch-group-tap-reduce", "cpu-batch-group-to-feature-group", "cpu-transposed-conv-phases",
+        "cpu-conv-1x1-to-dot", "cpu-depthwise-tap-sum", "dce")
 
 
 def default_pipeline(target: str = "generic") -> str:

@@ -121,12 +121,26 @@ def depthwise_weight_grad_like(rng: np.random.Generator) -> Conv:
                        lhs_dilation=_ints(rng, n, 1, 2), rhs_dilation=_ints(rng, n, 1, 2), batch_groups=groups)
 
 
+def lhs_dilated_conv(rng: np.random.Generator) -> Conv:
+    """A transposed conv as lowered: stride 1, lhs dilation 1-3 per dim, any kernel and pads."""
+    n = int(rng.integers(1, 3))
+    groups = int(rng.choice([1, 1, 2]))
+    return random_conv(rng, batch=int(rng.integers(1, 3)), in_features=groups * int(rng.integers(1, 4)),
+                       out_features=groups * int(rng.integers(1, 3)), kernel=_ints(rng, n, 1, 4), strides=(1,) * n,
+                       pads=_pads(rng, n, 3), lhs_dilation=tuple(max(2, d) if i == 0 else d for i, d in enumerate(_ints(rng, n, 1, 3))),
+                       rhs_dilation=(1,) * n, groups=groups)
+
+
 def _convs(text: str) -> list[str]:
     return re.findall(r"stablehlo\.convolution.*", text)
 
 
 def no_conv_left(text: str) -> bool:
     return not _convs(text)
+
+
+def no_lhs_dilation_left(text: str) -> bool:
+    return bool(_convs(text)) and all(re.search(r"lhs_dilate = \[(1, )*1\]", line) for line in _convs(text))
 
 
 def no_batch_groups_left(text: str) -> bool:
@@ -145,6 +159,7 @@ REWRITES = (
     Rewrite("cpu-depthwise-tap-sum", grouped_conv, no_conv_left),
     Rewrite("cpu-batch-group-to-feature-group", batch_grouped_conv, no_batch_groups_left),
     Rewrite("cpu-batch-group-tap-reduce", depthwise_weight_grad_like, no_conv_left),
+    Rewrite("cpu-transposed-conv-phases", lhs_dilated_conv, no_lhs_dilation_left),
 )
 
 

@@ -1,0 +1,148 @@
+"""cpu-transposed-conv-phases: an lhs-dilated conv (a transposed conv, or the input
+gradient of a strided conv) becomes one stride-1 conv per output phase plus an
+interleave, so no multiply touches a zero inserted by the dilation (sub-pixel
+decomposition).
+
+Along a dim with lhs_dilation D, output position o = q*D + p (phase p) only meets the
+kernel taps k = k0(p) + m*D with k0(p) = (pad_lo - p) mod D, and they read input
+elements q + c(p) + m with c(p) = (p + k0(p) - pad_lo) / D. So phase p is a plain conv
+of the undilated input with kernel taps k0(p)::D and low padding -c(p). The D^n phase
+results are interleaved by stacking them on a new dim next to each spatial dim and
+merging the two. Matches stride-1 convs without rhs dilation (the forms transposed
+convs and input gradients lower to); negative pads become slices of the input.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import product
+
+import numpy as np
+from convc.dtypes import numpy_dtype
+from convc.ir import Graph, Op, Value
+from convc.pass_manager import Pass
+from convc.rewrite import RewritePattern, Rewriter, apply_patterns
+
+from .conv_facts import ConvFacts, conv_facts, reshape
+
+
+@dataclass(frozen=True)
+class Phase:
+    """One output phase along one spatial dim: which taps it uses and how it pads."""
+
+    first_tap: int
+    taps: int  # 0: the phase gets no tap (kernel shorter than the dilation)
+    pad_lo: int
+    pad_hi: int
+    length: int  # output positions in this phase
+
+
+def phases(in_size: int, out_size: int, kernel: int, dilation: int, pad_lo: int) -> list[Phase]:
+    result = []
+    for p in range(dilation):
+        first = (pad_lo - p) % dilation
+        taps = max(0, -(-(kernel - first) // dilation))
+        offset = (p + first - pad_lo) // dilation
+        length = max(0, -(-(out_size - p) // dilation))
+        result.append(Phase(first, taps, -offset, length + taps - 1 - in_size + offset, length))
+    return result
+
+
+def _matches(facts: ConvFacts | None) -> bool:
+    return (facts is not None and not facts.is_empty()
+            and any(d > 1 for d in facts.lhs_dilation)
+            and all(s == 1 for s in facts.strides) and all(d == 1 for d in facts.rhs_dilation))
+
+
+class TransposedConvPhases(RewritePattern):
+    kind = "conv"
+
+    def match_and_rewrite(self, op: Op, rewriter: Rewriter) -> None:
+        facts = conv_facts(op)
+        if facts is None or not _matches(facts):
+            return
+        in_spatial = [facts.lhs.shape[d] for d in facts.dn.lhs_spec[2:]]
+        per_dim = [phases(size, out, k, d, lo) for size, out, k, d, (lo, _) in
+                   zip(in_spatial, facts.out_spatial, facts.kernel_spatial, facts.lhs_dilation, facts.pads)]
+        longest = [max(p.length for p in dim_phases) for dim_phases in per_dim]
+        results = {}
+        for combo in product(*(range(len(dim_phases)) for dim_phases in per_dim)):
+            chosen = [dim_phases[p] for dim_phases, p in zip(per_dim, combo)]
+            results[combo] = self._padded_to(self._phase_conv(op, facts, chosen, rewriter), facts, chosen, longest, rewriter)
+        rewriter.replace_anchor(self._interleave(results, facts, rewriter))
+
+    @staticmethod
+    def _phase_conv(op: Op, facts: ConvFacts, chosen: Sequence[Phase], rewriter: Rewriter) -> Value:
+        """The stride-1, undilated conv computing one phase (zeros when a dim has no tap)."""
+        if any(p.taps == 0 or p.length == 0 for p in chosen):
+            shape = list(facts.out.shape)
+            for dim, p in zip(facts.dn.out_spec[2:], chosen):
+                shape[dim] = p.length
+            zero = rewriter.create("constant", suffix="zero", value=np.zeros((), numpy_dtype(facts.out.dtype)))
+            return rewriter.create("broadcast_in_dim", zero, suffix="empty_phase", shape=tuple(shape), broadcast_dimensions=())
+        lhs, rhs = op.operands
+        lhs = _crop(lhs, facts.dn.lhs_spec[2:], [(p.pad_lo, p.pad_hi) for p in chosen], rewriter)
+        start, limit, strides = [0] * facts.rhs.rank, list(facts.rhs.shape), [1] * facts.rhs.rank
+        for dim, p, dilation in zip(facts.dn.rhs_spec[2:], chosen, facts.lhs_dilation):
+            start[dim], limit[dim], strides[dim] = p.first_tap, p.first_tap + (p.taps - 1) * dilation + 1, dilation
+        taps = rewriter.create("slice", rhs, suffix="phase_taps", start_indices=tuple(start), limit_indices=tuple(limit),
+                               strides=tuple(strides))
+        attrs = facts.with_attrs(op, lhs_dilation=None, padding=tuple((max(p.pad_lo, 0), max(p.pad_hi, 0)) for p in chosen))
+        return rewriter.create("conv", lhs, taps, suffix="phase", **attrs)
+
+    @staticmethod
+    def _padded_to(value: Value, facts: ConvFacts, chosen: Sequence[Phase], longest: Sequence[int], rewriter: Rewriter) -> Value:
+        """Shorter phases get zeros at the end, so all interleave to the same length."""
+        config = [(0, 0, 0)] * facts.out.rank
+        for dim, p, size in zip(facts.dn.out_spec[2:], chosen, longest):
+            config[dim] = (0, size - p.length, 0)
+        if all(row == (0, 0, 0) for row in config):
+            return value
+        return rewriter.create("pad", value, suffix="phase_padded", padding_config=tuple(config))
+
+    @staticmethod
+    def _interleave(results: dict[tuple[int, ...], Value], facts: ConvFacts, rewriter: Rewriter) -> Value:
+        """Merge the phases dim by dim, last spatial dim first: out[q*D + p] = phase p's [q]."""
+        spatial_dims = facts.dn.out_spec[2:]
+        for axis in reversed(range(len(spatial_dims))):
+            merged = {}
+            for key in results:
+                if key[axis] == 0:
+                    parts = [results[key[:axis] + (p,)] for p in range(facts.lhs_dilation[axis])]
+                    merged[key[:axis]] = _stack_after(parts, spatial_dims[axis], rewriter)
+            results = merged
+        (value,) = results.values()
+        if value.type.shape == facts.out.shape:
+            return value
+        return rewriter.create("slice", value, suffix="trimmed", start_indices=(0,) * facts.out.rank,
+                               limit_indices=facts.out.shape)
+
+
+def _stack_after(parts: Sequence[Value], dim: int, rewriter: Rewriter) -> Value:
+    """[.., L, ..] x D -> [.., L*D, ..], element q*D + p taken from parts[p][q]."""
+    if len(parts) == 1:
+        return parts[0]
+    shape = parts[0].type.shape
+    widened = [reshape(rewriter, v, shape[:dim + 1] + (1,) + shape[dim + 1:], "phase_axis") for v in parts]
+    stacked = rewriter.create("concatenate", *widened, suffix="phases", dimension=dim + 1)
+    return reshape(rewriter, stacked, shape[:dim] + (shape[dim] * len(parts),) + shape[dim + 1:], "interleaved")
+
+
+def _crop(value: Value, dims: Sequence[int], pads: Sequence[tuple[int, int]], rewriter: Rewriter) -> Value:
+    """Apply the negative parts of `pads` as a slice (XLA CPU misreads negative conv pads)."""
+    if all(lo >= 0 and hi >= 0 for lo, hi in pads):
+        return value
+    start, limit = [0] * value.type.rank, list(value.type.shape)
+    for dim, (lo, hi) in zip(dims, pads):
+        start[dim], limit[dim] = max(0, -lo), limit[dim] - max(0, -hi)
+    return rewriter.create("slice", value, suffix="cropped", start_indices=tuple(start), limit_indices=tuple(limit))
+
+
+@dataclass(frozen=True)
+class CpuTransposedConvPhases(Pass):
+    name = "cpu-transposed-conv-phases"
+    summary = "lhs-dilated (transposed) convs become one stride-1 conv per output phase plus an interleave"
+
+    def run(self, graph: Graph) -> bool:
+        return apply_patterns(graph, [TransposedConvPhases()])
