@@ -57,11 +57,11 @@ def chain_model(convs: int, block: bool) -> dict:
             "constants": constants, "nodes": nodes, "outputs": [previous]}
 
 
-def convc_compile(path: Path) -> str:
-    """Exactly the CLI's path for `convc model.json -o out.mlir`, minus the file write."""
+def convc_compile(path: Path, target: str | None = None) -> str:
+    """Exactly the CLI's path for `convc model.json -o out.mlir [--target T]`, minus the file write."""
     from convc.driver import Compiler
 
-    compiler = Compiler()
+    compiler = Compiler(target=target)
     graph = compiler.load(str(path))
     compiler.run_passes(graph)
     return compiler.emit(graph, "stablehlo").decode()
@@ -101,23 +101,23 @@ def timed(fn: Callable[[], object]) -> float:
     return time.perf_counter() - start
 
 
-def measure(convs: int, repeat: int, block: bool, workdir: Path) -> tuple[float, float]:
+def measure(convs: int, repeat: int, block: bool, workdir: Path, target: str | None = None) -> tuple[float, float]:
     """Median seconds (convc, jax) over `repeat` interleaved runs, after one warm-up each."""
     path = workdir / f"chain{convs}.json"
     path.write_text(json.dumps(chain_model(convs, block)))
     weights = jax_weights(convs)
-    check_same_network(path, weights, block)
+    check_same_network(path, weights, block, target)
     convc_times, jax_times = [], []
     for _ in range(repeat):
-        convc_times.append(timed(lambda: convc_compile(path)))
+        convc_times.append(timed(lambda: convc_compile(path, target)))
         jax_times.append(timed(lambda: jax_lower(weights, block)))
     return statistics.median(convc_times), statistics.median(jax_times)
 
 
-def check_same_network(path: Path, weights: Sequence[np.ndarray], block: bool) -> None:
+def check_same_network(path: Path, weights: Sequence[np.ndarray], block: bool, target: str | None = None) -> None:
     """Warm both paths up and make sure they lowered the same number of convolutions."""
     convs = len(weights)
-    ours, theirs = convc_compile(path), jax_lower(weights, block)
+    ours, theirs = convc_compile(path, target), jax_lower(weights, block)
     counts = ours.count("stablehlo.convolution"), theirs.count("stablehlo.convolution")
     if counts != (convs, convs):
         raise SystemExit(f"networks differ: convc has {counts[0]} convolutions, JAX {counts[1]}, expected {convs}")
@@ -144,15 +144,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--sizes", type=int, nargs="+", default=[100, 1000, 10000], help="conv nodes per chain")
     parser.add_argument("--repeat", type=int, default=5, help="interleaved repetitions per size (median is reported)")
     parser.add_argument("--block", action="store_true", help="follow every conv with bias_add + relu (nodes still counts convs)")
+    parser.add_argument("--target", choices=("generic", "cpu", "gpu"), help="convc's --target (default: as the CLI, the platform's)")
     args = parser.parse_args(argv)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for convs in args.sizes:
-            ours, theirs = measure(convs, args.repeat, args.block, Path(tmp))
+            ours, theirs = measure(convs, args.repeat, args.block, Path(tmp), args.target)
             rows.append((convs, ours, theirs))
             print(f"  {convs} nodes: convc {ours * 1e3:.1f} ms, JAX {theirs * 1e3:.1f} ms", file=sys.stderr, flush=True)
     pattern = "conv 3x3 SAME + bias_add + relu" if args.block else "conv 3x3 SAME"
-    print(f"JSON -> verified StableHLO, chains of {pattern}, NHWC {list(SHAPE)}; median of {args.repeat}; {machine()}")
+    target = args.target or "the platform's (as the CLI)"
+    print(f"JSON -> verified StableHLO, chains of {pattern}, NHWC {list(SHAPE)}, convc target {target}; "
+          f"median of {args.repeat}; {machine()}")
     print(table(rows))
     return 0
 
