@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 from pathlib import Path
 from typing import Any
@@ -103,7 +104,7 @@ class _ModelReader:
     # --- entries ---------------------------------------------------------------
 
     def _define(self, name: Any, loc: Location) -> str:
-        _expect(name, str, "a non-empty string", loc.child("name"))
+        _expect(name, str, "a non-empty string", loc, "name")
         if not name:
             raise ConvcError("names must be non-empty", loc.child("name"))
         if "\0" in name:  # .npz archives (--inputs, --outputs) cannot hold such a name
@@ -139,7 +140,7 @@ class _ModelReader:
         dtype = _dtype(entry.get("dtype", "f32"), loc.child("dtype"))
         shape = _shape(entry["shape"], loc.child("shape")) if "shape" in entry else None
         if shape is not None:
-            self._check_size(int(np.prod(shape, dtype=object)) * numpy_dtype(dtype).itemsize, loc)
+            self._check_size(math.prod(shape) * numpy_dtype(dtype).itemsize, loc)
         try:
             array = np.array(entry["value"], dtype=numpy_dtype(dtype))
         except (ValueError, TypeError, OverflowError) as err:
@@ -147,10 +148,10 @@ class _ModelReader:
         if shape is None:
             self._check_size(array.nbytes, loc)
         else:
-            if array.size == 1 and int(np.prod(shape, dtype=object)) != 1:
+            if array.size == 1 and math.prod(shape) != 1:
                 array = np.full(shape, array.reshape(()), dtype=array.dtype)
-            elif array.size != int(np.prod(shape, dtype=object)):
-                raise ConvcError(f"value has {array.size} elements but shape {list(shape)} needs {int(np.prod(shape))}", loc.child("value"))
+            elif array.size != math.prod(shape):
+                raise ConvcError(f"value has {array.size} elements but shape {list(shape)} needs {math.prod(shape)}", loc.child("value"))
             array = array.reshape(shape)
         return array
 
@@ -220,7 +221,7 @@ class _ModelReader:
             if name in producer:
                 raise ConvcError(f"name '{name}' is defined twice (also /nodes/{producer[name]})", loc.child("name"))
             loc = self.loc(f"/nodes/{index}", name)
-            kind = _expect(_required(entry, "op", loc), str, "an op name", loc.child("op"))
+            kind = _expect(_required(entry, "op", loc), str, "an op name", loc, "op")
             if kind not in OPS:
                 raise ConvcError(f"unknown op '{kind}'{suggest(kind, OPS)}", Location(self.file, loc.child("op").pointer, node=name))
             producer[name] = index
@@ -228,16 +229,16 @@ class _ModelReader:
         consumers: dict[int, list[int]] = {i: [] for i in range(len(nodes))}
         for index, entry in enumerate(nodes):
             loc = self.loc(f"/nodes/{index}", entry["name"], entry["op"])
-            refs = _expect(_required(entry, "inputs", loc), list, "a list of value names", loc.child("inputs"))
+            refs = _expect(_required(entry, "inputs", loc), list, "a list of value names", loc, "inputs")
+            inputs_loc = loc.child("inputs")
             for pos, ref in enumerate(refs):
-                ref_loc = loc.child("inputs").child(pos)
-                _expect(ref, str, "a value name", ref_loc)
+                _expect(ref, str, "a value name", inputs_loc, pos)
                 if ref in producer:
                     pending[index] += 1
                     consumers[producer[ref]].append(index)
                 elif ref not in self.values:
                     known = list(self.values) + list(producer)
-                    raise ConvcError(f"input '{ref}' is not defined{suggest(ref, known)}", ref_loc)
+                    raise ConvcError(f"input '{ref}' is not defined{suggest(ref, known)}", inputs_loc.child(pos))
         ready = [i for i in range(len(nodes)) if pending[i] == 0]
         order: list[int] = []
         while ready:
@@ -289,9 +290,10 @@ def _type_name(value: Any) -> str:
         type(value), "a number")
 
 
-def _expect(value: Any, kind: type, what: str, loc: Location) -> Any:
+def _expect(value: Any, kind: type, what: str, loc: Location, key: str | int | None = None) -> Any:
+    """`value` if it is a `kind`, else an error at `loc` (or its member `key`: located only on failure)."""
     if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
-        raise ConvcError(f"expected {what}, got {_type_name(value)}", loc)
+        raise ConvcError(f"expected {what}, got {_type_name(value)}", loc if key is None else loc.child(key))
     return value
 
 
@@ -324,7 +326,7 @@ def _shape(value: Any, loc: Location) -> tuple[int, ...]:
         if not 0 <= dim <= MAX_DIM:
             raise ConvcError(f"dimension {index} must be in [0, {MAX_DIM}], got {dim}", loc.child(index))
         dims.append(dim)
-    if int(np.prod([max(d, 1) for d in dims], dtype=object)) >= 2**63:  # numpy and XLA size even empty arrays so
+    if math.prod(max(d, 1) for d in dims) >= 2**63:  # numpy and XLA size even empty arrays so
         raise ConvcError(f"shape {dims} is too large: its non-zero dimensions multiply to 2^63 or more", loc)
     return tuple(dims)
 
