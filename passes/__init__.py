@@ -7,6 +7,7 @@ from convc.pass_manager import Pass
 from .canonicalize_dimension_numbers import CanonicalizeDimensionNumbers
 from .cpu_batch_group_tap_reduce import CpuBatchGroupTapReduce
 from .cpu_batch_group_to_feature_group import CpuBatchGroupToFeatureGroup
+from .cpu_conv3d_as_conv2d_sum import CpuConv3dAsConv2dSum
 from .cpu_conv_1x1_to_dot import CpuConv1x1ToDot
 from .cpu_crop_negative_padding import CpuCropNegativePadding
 from .cpu_depthwise_tap_sum import CpuDepthwiseTapSum
@@ -31,6 +32,7 @@ ALL_PASSES: tuple[type[Pass], ...] = (
     CpuBatchGroupTapReduce,
     CpuBatchGroupToFeatureGroup,
     CpuTransposedConvPhases,
+    CpuConv3dAsConv2dSum,
     CpuCropNegativePadding,
 )
 
@@ -46,7 +48,7 @@ _CANONICAL = (
 # After the canonical pipeline, so they see only plain convs with explicit dimension
 # numbers and pads, whichever lowering produced them.
 _CPU = ("cpu-crop-negative-padding", "cpu-batch-group-tap-reduce", "cpu-batch-group-to-feature-group", "cpu-transposed-conv-phases",
-        "cpu-conv-1x1-to-dot", "cpu-depthwise-tap-sum", "dce")
+        "cpu-conv3d-as-conv2d-sum", "cpu-conv-1x1-to-dot", "cpu-depthwise-tap-sum", "dce")
 
 
 def default_pipeline(target: str = "generic") -> str:

@@ -21,7 +21,7 @@ from convc.reference import evaluate
 
 CASES_PER_PASS = 10
 RunStablehlo = Callable[[str, Sequence[np.ndarray]], list[np.ndarray]]
-SPATIAL_LETTERS = "HWD"
+SPATIAL_LETTERS = "HWDT"
 
 
 @dataclass(frozen=True)
@@ -131,6 +131,15 @@ def lhs_dilated_conv(rng: np.random.Generator) -> Conv:
                        rhs_dilation=(1,) * n, groups=groups)
 
 
+def volumetric_conv(rng: np.random.Generator) -> Conv:
+    """3 or 4 spatial dims, any strides, dilations and (feature) groups."""
+    n = int(rng.choice([3, 3, 4]))
+    groups = int(rng.choice([1, 1, 2]))
+    return random_conv(rng, batch=int(rng.integers(1, 3)), in_features=groups * int(rng.integers(1, 3)),
+                       out_features=groups * int(rng.integers(1, 3)), kernel=_ints(rng, n, 1, 3), strides=_ints(rng, n, 1, 2),
+                       pads=_pads(rng, n, 1), lhs_dilation=(1,) * n, rhs_dilation=_ints(rng, n, 1, 2), groups=groups)
+
+
 def _convs(text: str) -> list[str]:
     return re.findall(r"stablehlo\.convolution.*", text)
 
@@ -141,6 +150,11 @@ def no_conv_left(text: str) -> bool:
 
 def no_lhs_dilation_left(text: str) -> bool:
     return bool(_convs(text)) and all(re.search(r"lhs_dilate = \[(1, )*1\]", line) for line in _convs(text))
+
+
+def only_2d_convs_left(text: str) -> bool:
+    strides = [re.findall(r"stride = \[([^\]]*)\]", line)[0] for line in _convs(text)]
+    return bool(strides) and all(s.count(",") == 1 for s in strides)
 
 
 def no_batch_groups_left(text: str) -> bool:
@@ -160,6 +174,7 @@ REWRITES = (
     Rewrite("cpu-batch-group-to-feature-group", batch_grouped_conv, no_batch_groups_left),
     Rewrite("cpu-batch-group-tap-reduce", depthwise_weight_grad_like, no_conv_left),
     Rewrite("cpu-transposed-conv-phases", lhs_dilated_conv, no_lhs_dilation_left),
+    Rewrite("cpu-conv3d-as-conv2d-sum", volumetric_conv, only_2d_convs_left),
 )
 
 

@@ -1,0 +1,130 @@
+"""cpu-conv3d-as-conv2d-sum: a conv with 3 or more spatial dims becomes a sum over the
+kernel taps of one spatial dim (the "peeled" dim) of convs with one spatial dim fewer,
+the peeled dim folded into the batch.
+
+XLA CPU's 3-D convolution runs far from its 2-D library path (a 3x3x3 conv over
+2x16x32x32x32 took 70-120 ms, PyTorch 25 ms); three 2-D convs over a batch of N*D
+slices take 10-13 ms. For tap t of the peeled dim:
+
+    x_t = slice(pad(x), t * rhs_dilation, stride)    # [N, D_out, ...] in the lhs layout
+    y_t = conv(merge(N, D_out) of x_t, w[t])          # one spatial dim fewer
+    out = split(sum_t y_t) back to [N, D_out, ...]
+
+The peeled dim is the spatial dim right after the lhs batch dim when there is one (no
+transpose), else the first; convs with more than 3 spatial dims are peeled repeatedly.
+Matches convs without batch groups and without lhs dilation along the peeled dim.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from convc.ir import Graph, Op, Value
+from convc.ops import ConvDimensionNumbers
+from convc.pass_manager import Pass
+from convc.rewrite import RewritePattern, Rewriter, apply_patterns
+
+from .conv_facts import ConvFacts, conv_facts, pad, permutation_between, reshape, sum_values, transpose
+
+
+def peeled_axis(facts: ConvFacts) -> int:
+    """Which spatial dim (index into the spatial attributes) to fold into the batch."""
+    batch = facts.dn.lhs_spec[0]
+    for axis, dim in enumerate(facts.dn.lhs_spec[2:]):
+        if dim == batch + 1:
+            return axis
+    return 0
+
+
+def _matches(facts: ConvFacts | None) -> bool:
+    if facts is None or facts.is_empty() or len(facts.kernel_spatial) < 3 or facts.batch_groups != 1:
+        return False
+    return facts.lhs_dilation[peeled_axis(facts)] == 1
+
+
+def without(spec: Sequence[int], dim: int) -> tuple[int, ...]:
+    """A dimension-number spec with `dim` dropped and the dims after it renumbered."""
+    return tuple(d - (d > dim) for d in spec if d != dim)
+
+
+def _after_batch(rank: int, batch: int, dim: int) -> list[int]:
+    """The dim order with `dim` moved right after `batch`, the others keeping their order."""
+    order = [d for d in range(rank) if d != dim]
+    order.insert(order.index(batch) + 1, dim)
+    return order
+
+
+class Conv3dAsConv2dSum(RewritePattern):
+    kind = "conv"
+
+    def match_and_rewrite(self, op: Op, rewriter: Rewriter) -> None:
+        facts = conv_facts(op)
+        if facts is None or not _matches(facts):
+            return
+        axis = peeled_axis(facts)
+        dn = facts.dn
+        lhs_dim, rhs_dim, out_dim = dn.lhs_spec[2 + axis], dn.rhs_spec[2 + axis], dn.out_spec[2 + axis]
+        reduced = ConvDimensionNumbers(without(dn.lhs_spec[:2 + axis] + dn.lhs_spec[3 + axis:], lhs_dim),
+                                       without(dn.rhs_spec[:2 + axis] + dn.rhs_spec[3 + axis:], rhs_dim),
+                                       without(dn.out_spec[:2 + axis] + dn.out_spec[3 + axis:], out_dim))
+        attrs = facts.with_attrs(
+            op, dimension_numbers=reduced,
+            window_strides=_drop(facts.strides, axis), padding=_drop(facts.pads, axis),
+            lhs_dilation=_drop(facts.lhs_dilation, axis), rhs_dilation=_drop(facts.rhs_dilation, axis))
+        lo, hi = facts.pads[axis]
+        config = [(0, 0, 0)] * facts.lhs.rank
+        config[lhs_dim] = (lo, hi, 0)
+        padded = pad(rewriter, op.operands[0], config, "padded")
+        terms = [rewriter.create("conv", self._input_slab(padded, facts, axis, tap, rewriter),
+                                 self._kernel_slab(op.operands[1], rhs_dim, tap, rewriter), suffix="slab", **attrs)
+                 for tap in range(facts.kernel_spatial[axis])]
+        rewriter.replace_anchor(self._unfold(sum_values(rewriter, terms, "sum"), facts, out_dim, rewriter))
+
+    @staticmethod
+    def _input_slab(x: Value, facts: ConvFacts, axis: int, tap: int, rewriter: Rewriter) -> Value:
+        """The input rows tap `tap` reads, for every output row, merged into the batch."""
+        dim, batch = facts.dn.lhs_spec[2 + axis], facts.dn.lhs_spec[0]
+        out_size, stride, dilation = facts.out_spatial[axis], facts.strides[axis], facts.rhs_dilation[axis]
+        start, limit, strides = [0] * x.type.rank, list(x.type.shape), [1] * x.type.rank
+        start[dim], limit[dim], strides[dim] = tap * dilation, tap * dilation + (out_size - 1) * stride + 1, stride
+        rows = rewriter.create("slice", x, suffix="rows", start_indices=tuple(start), limit_indices=tuple(limit),
+                               strides=tuple(strides))
+        order = _after_batch(x.type.rank, batch, dim)
+        moved = transpose(rewriter, rows, order, "rows_after_batch")
+        shape = [moved.type.shape[d] for d in range(x.type.rank)]
+        at = order.index(batch)
+        return reshape(rewriter, moved, shape[:at] + [shape[at] * shape[at + 1]] + shape[at + 2:], "folded")
+
+    @staticmethod
+    def _kernel_slab(w: Value, dim: int, tap: int, rewriter: Rewriter) -> Value:
+        start, limit = [0] * w.type.rank, list(w.type.shape)
+        start[dim], limit[dim] = tap, tap + 1
+        taps = rewriter.create("slice", w, suffix="tap", start_indices=tuple(start), limit_indices=tuple(limit))
+        return reshape(rewriter, taps, [s for d, s in enumerate(w.type.shape) if d != dim], "kernel_slab")
+
+    @staticmethod
+    def _unfold(total: Value, facts: ConvFacts, out_dim: int, rewriter: Rewriter) -> Value:
+        """[N*D_out, ...] in the reduced out layout -> the conv's result in its own layout."""
+        batch = without(facts.dn.out_spec, out_dim)[0]
+        shape = list(total.type.shape)
+        split = shape[:batch] + [facts.out.shape[facts.dn.out_spec[0]], facts.out.shape[out_dim]] + shape[batch + 1:]
+        unfolded = reshape(rewriter, total, split, "unfolded")
+        order = _after_batch(facts.out.rank, facts.dn.out_spec[0], out_dim)  # the dims `unfolded` holds, in order
+        return transpose(rewriter, unfolded, permutation_between(order, range(facts.out.rank)), "layout")
+
+
+def _drop(values: Sequence[object], axis: int) -> tuple[object, ...]:
+    return tuple(v for i, v in enumerate(values) if i != axis)
+
+
+@dataclass(frozen=True)
+class CpuConv3dAsConv2dSum(Pass):
+    name = "cpu-conv3d-as-conv2d-sum"
+    summary = "convs with 3+ spatial dims become sums of convs with one spatial dim fewer (peeled dim in the batch)"
+
+    def run(self, graph: Graph) -> bool:
+        changed = False
+        while apply_patterns(graph, [Conv3dAsConv2dSum()]):  # 4-D and up: peel again
+            changed = True
+        return changed
