@@ -67,6 +67,36 @@ def convc_compile(path: Path, target: str | None = None) -> str:
     return compiler.emit(graph, "stablehlo").decode()
 
 
+STAGES = ("read JSON + verify", "passes", "re-verify", "emit", "MLIR parse + verify")
+
+
+def stage_times(path: Path, target: str | None = None) -> list[float]:
+    """convc_compile's seconds split by stage (the pass manager's timings separate the passes
+    from the re-verification after them)."""
+    from convc import mlir
+    from convc.driver import Compiler
+
+    compiler = Compiler(target=target, verify=False)
+    start = time.perf_counter()
+    graph = compiler.load(str(path))
+    loaded = time.perf_counter()
+    compiler.run_passes(graph)
+    ran = time.perf_counter()
+    text = compiler.emit(graph, "stablehlo").decode()
+    emitted = time.perf_counter()
+    mlir.verify_stablehlo(text)
+    verified = time.perf_counter()
+    passes = sum(seconds for _, seconds in compiler.timings)
+    return [loaded - start, passes, ran - loaded - passes, emitted - ran, verified - emitted]
+
+
+def stage_table(rows: Sequence[tuple[int, list[float]]]) -> str:
+    lines = ["| nodes | " + " | ".join(f"{stage} µs/node" for stage in STAGES) + " |", "|---:" * (len(STAGES) + 1) + "|"]
+    for nodes, seconds in rows:
+        lines.append(f"| {nodes:,} | " + " | ".join(f"{s / nodes * 1e6:.1f}" for s in seconds) + " |")
+    return "\n".join(lines)
+
+
 def jax_weights(convs: int) -> list[np.ndarray]:
     """Made once per size, outside the timed region (JAX is not charged for numpy)."""
     return [np.full(KERNEL, weight_value(i), np.float32) for i in range(convs)]
@@ -145,18 +175,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=5, help="interleaved repetitions per size (median is reported)")
     parser.add_argument("--block", action="store_true", help="follow every conv with bias_add + relu (nodes still counts convs)")
     parser.add_argument("--target", choices=("generic", "cpu", "gpu"), help="convc's --target (default: as the CLI, the platform's)")
+    parser.add_argument("--stages", action="store_true", help="also print convc's time per node by stage (median)")
     args = parser.parse_args(argv)
-    rows = []
+    rows, stages = [], []
     with tempfile.TemporaryDirectory() as tmp:
         for convs in args.sizes:
             ours, theirs = measure(convs, args.repeat, args.block, Path(tmp), args.target)
             rows.append((convs, ours, theirs))
             print(f"  {convs} nodes: convc {ours * 1e3:.1f} ms, JAX {theirs * 1e3:.1f} ms", file=sys.stderr, flush=True)
+            if args.stages:
+                runs = [stage_times(Path(tmp) / f"chain{convs}.json", args.target) for _ in range(args.repeat)]
+                stages.append((convs, [statistics.median(run[i] for run in runs) for i in range(len(STAGES))]))
     pattern = "conv 3x3 SAME + bias_add + relu" if args.block else "conv 3x3 SAME"
     target = args.target or "the platform's (as the CLI)"
     print(f"JSON -> verified StableHLO, chains of {pattern}, NHWC {list(SHAPE)}, convc target {target}; "
           f"median of {args.repeat}; {machine()}")
     print(table(rows))
+    if stages:
+        print()
+        print(stage_table(stages))
     return 0
 
 
