@@ -15,7 +15,6 @@ import zipfile
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import IO
 
 import numpy as np
@@ -28,6 +27,14 @@ _READ_ERRORS = (OSError, ValueError, TypeError, EOFError, KeyError, RuntimeError
 
 class ArrayFileError(Exception):
     """Why an array file cannot be used (one line)."""
+
+
+class ArrayTooLarge(ArrayFileError):
+    """The array's header declares more bytes than the caller allows; nothing was read."""
+
+    def __init__(self, nbytes: int, limit: int, what: str):
+        super().__init__(f"its array {what} needs {nbytes} bytes, over the limit of {limit} (--max-bytes)")
+        self.nbytes = nbytes
 
 
 class ArrayFile:
@@ -83,7 +90,7 @@ def _check_header(stream: IO[bytes], max_bytes: int) -> None:
         raise ArrayFileError("it holds Python objects, and convc never unpickles")
     nbytes = int(np.prod(shape, dtype=object)) * dtype.itemsize
     if nbytes > max_bytes:
-        raise ArrayFileError(f"its array {list(shape)} {dtype} needs {nbytes} bytes, over the limit of {max_bytes} (--max-bytes)")
+        raise ArrayTooLarge(nbytes, max_bytes, f"{list(shape)} {dtype}")
 
 
 def _reason(err: BaseException) -> str:
@@ -119,10 +126,3 @@ def as_dtype(array: np.ndarray, dtype: np.dtype) -> np.ndarray:
     if array.dtype.kind == "V" and array.dtype.names is None and array.dtype.itemsize == dtype.itemsize:
         return array.view(dtype)
     return array.astype(dtype)
-
-
-def is_regular_file(path: Path) -> bool:
-    try:
-        return stat.S_ISREG(path.stat().st_mode)
-    except OSError:
-        return False

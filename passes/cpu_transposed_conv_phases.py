@@ -14,6 +14,7 @@ convs and input gradients lower to); negative pads become slices of the input.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import product
@@ -49,9 +50,14 @@ def phases(in_size: int, out_size: int, kernel: int, dilation: int, pad_lo: int)
     return result
 
 
+# One conv per phase: past this many, the rewrite would flood the graph (and an lhs dilation
+# of 2^28, which a model may legally give, would never finish).
+MAX_PHASES = 64
+
+
 def _matches(facts: ConvFacts | None) -> bool:
     return (facts is not None and not facts.is_empty()
-            and any(d > 1 for d in facts.lhs_dilation)
+            and any(d > 1 for d in facts.lhs_dilation) and math.prod(facts.lhs_dilation) <= MAX_PHASES
             and all(s == 1 for s in facts.strides) and all(d == 1 for d in facts.rhs_dilation))
 
 

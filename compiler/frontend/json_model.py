@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ..arrayfile import ArrayFileError, as_dtype, open_array_file
+from ..arrayfile import ArrayFileError, ArrayTooLarge, as_dtype, open_array_file
 from ..diagnostics import ConvcError, Location
 from ..dtypes import canonical_dtype, from_numpy, numpy_dtype
 from ..ir import Graph, Op, TensorType, Value
@@ -176,6 +176,9 @@ class _ModelReader:
                     if key not in arrays.names:
                         raise ConvcError(f"'{ref}' has no array '{key}'{suggest(key, arrays.names)}", loc.child("key"))
                 array = arrays.read(key, remaining)
+        except ArrayTooLarge as err:  # the header alone says so: report the total, as for inline values
+            self._check_size(err.nbytes, loc)
+            raise
         except ArrayFileError as err:
             raise ConvcError(f"cannot load '{ref}': {err}", loc.child("file")) from None
         if dtype is not None:

@@ -262,7 +262,9 @@ def draw_forward_conv(draw: Callable[..., Any], lhs: Tensor, padding_kinds: Sequ
     if bgc > 1:
         attrs["batch_group_count"] = bgc
     if draw(st.integers(0, 3)) == 0:
-        attrs["precision"] = draw(st.sampled_from(["DEFAULT", "HIGHEST", ["HIGH", "HIGHEST"]]))
+        attrs["precision"] = draw(st.sampled_from(["DEFAULT", "HIGHEST", ("HIGH", "HIGHEST")]))
+        if isinstance(attrs["precision"], tuple):  # a fresh list per model: fuzzers edit models in place
+            attrs["precision"] = list(attrs["precision"])
     return ForwardConv(attrs, tuple(kernel_sizes[c] for c in rhs_layout), tuple(out_sizes[c] for c in out_layout),
                        dims, lhs_layout, rhs_layout, out_layout, padding_kind)
 

@@ -14,8 +14,10 @@ model reaches the emitter.
 from __future__ import annotations
 
 import contextlib
+import copy
 import io
 import json
+import os
 import re
 import signal
 import subprocess
@@ -72,6 +74,9 @@ def get(doc: Any, path: tuple[Any, ...]) -> Any:
 
 
 def put(doc: Any, path: tuple[Any, ...], value: Any) -> Any:
+    """Set the value at `path` to a copy of `value` (drawn junk may be a shared constant that
+    a later mutation would otherwise edit for every example after)."""
+    value = copy.deepcopy(value)
     if not path:
         return value
     get(doc, path[:-1])[path[-1]] = value
@@ -97,7 +102,7 @@ def add_key(draw: Draw, doc: Any) -> Any:
     objects = [p for p in paths(doc) if isinstance(get(doc, p), dict)]
     key = draw(st.sampled_from(["nodes", "node", "input", "shapes", "window_stride", "padding", "strides", "value", "file", "key"])
                | st.text(max_size=8))
-    get(doc, pick(draw, objects))[key] = draw(JUNK)
+    get(doc, pick(draw, objects))[key] = copy.deepcopy(draw(JUNK))
     return doc
 
 
@@ -111,7 +116,7 @@ def bad_dimension(draw: Draw, doc: Any) -> Any:
     lists = _int_lists(doc)
     assume(lists)
     target = get(doc, pick(draw, lists))
-    target[draw(st.integers(0, len(target) - 1))] = draw(HUGE_INTS | st.sampled_from([1.5, 2.0, "3", None, True, [2], -7]))
+    target[draw(st.integers(0, len(target) - 1))] = copy.deepcopy(draw(HUGE_INTS | st.sampled_from([1.5, 2.0, "3", None, True, [2], -7])))
     return doc
 
 
@@ -119,7 +124,7 @@ def overflowing_shape(draw: Draw, doc: Any) -> Any:
     """A shape whose element count overflows int64 (each dim alone is fine)."""
     entries = doc["inputs"] + doc.get("constants", [])
     entry = pick(draw, entries)
-    entry["shape"] = draw(st.sampled_from([[2**31 - 1] * 3, [2**21] * 3 + [4], [2**31 - 1, 2**31 - 1, 2, 2], [0, 2**31 - 1, 2**31 - 1, 2**31 - 1]]))
+    entry["shape"] = copy.deepcopy(draw(st.sampled_from([[2**31 - 1] * 3, [2**21] * 3 + [4], [2**31 - 1, 2**31 - 1, 2, 2], [0, 2**31 - 1, 2**31 - 1, 2**31 - 1]])))
     return doc
 
 
@@ -142,14 +147,14 @@ def bad_conv_attribute(draw: Draw, doc: Any) -> Any:
                                  "feature_group_count", "batch_group_count", "precision", "preferred_element_type",
                                  "output_padding", "input_shape", "kernel_shape", "transpose_kernel"]))
     if name == "dimension_numbers":
-        node[name] = draw(LAYOUT_JUNK)
+        node[name] = copy.deepcopy(draw(LAYOUT_JUNK))
     elif name.endswith("group_count"):
-        node[name] = draw(st.integers(-2, 13) | HUGE_INTS | st.sampled_from([1.0, "2", None]))
+        node[name] = copy.deepcopy(draw(st.integers(-2, 13) | HUGE_INTS | st.sampled_from([1.0, "2", None])))
     elif name == "padding":
-        node[name] = draw(st.sampled_from(["same", "FULL", [], [[1]], [[1, 2, 3]], [[-10**6, 0]], [[10**19, 0]], [["1", 0]], [[0.5, 0]]])
+        node[name] = copy.deepcopy(draw(st.sampled_from(["same", "FULL", [], [[1]], [[1, 2, 3]], [[-10**6, 0]], [[10**19, 0]], [["1", 0]], [[0.5, 0]]]))
                           | WINDOW_JUNK)
     else:
-        node[name] = draw(WINDOW_JUNK | JUNK)
+        node[name] = copy.deepcopy(draw(WINDOW_JUNK | JUNK))
     return doc
 
 
@@ -159,7 +164,7 @@ def broken_graph(draw: Draw, doc: Any) -> Any:
     kind = draw(st.sampled_from(["undefined", "duplicate", "self_loop", "cycle", "outputs", "empty_name", "no_inputs"]))
     node = pick(draw, nodes)
     if kind == "undefined":
-        node["inputs"][draw(st.integers(0, len(node["inputs"]) - 1))] = draw(st.sampled_from(["nope", "", "X0", node["name"] + " "]))
+        node["inputs"][draw(st.integers(0, len(node["inputs"]) - 1))] = copy.deepcopy(draw(st.sampled_from(["nope", "", "X0", node["name"] + " "])))
     elif kind == "duplicate":
         others = [e["name"] for e in doc["inputs"] + doc.get("constants", []) + nodes if e is not node]
         node["name"] = pick(draw, others)
@@ -169,11 +174,11 @@ def broken_graph(draw: Draw, doc: Any) -> Any:
         later = nodes[nodes.index(node):]
         node["inputs"][0] = pick(draw, later)["name"]
     elif kind == "outputs":
-        doc["outputs"] = draw(st.sampled_from([[], ["nope"], [1], "x0", None, [None], [[]]]))
+        doc["outputs"] = copy.deepcopy(draw(st.sampled_from([[], ["nope"], [1], "x0", None, [None], [[]]])))
     elif kind == "empty_name":
         node["name"] = ""
     else:
-        node["inputs"] = draw(st.sampled_from([[], None, "x0", [[]]]))
+        node["inputs"] = copy.deepcopy(draw(st.sampled_from([[], None, "x0", [[]]])))
     return doc
 
 
@@ -535,3 +540,167 @@ def _malformed_regressions() -> list[Path]:
 def test_malformed_regression_replays(path: Path) -> None:
     """Every malformed input that once broke the front end stays handled."""
     check_front_end(path.read_bytes())
+
+
+# --- constant files: the model's directory, symlinks, special files, pickles, sizes -----------------
+
+
+def kernel_model(ref: str, **entry: Any) -> dict[str, Any]:
+    return {"inputs": [{"name": "x", "shape": [1, 2, 4]}], "constants": [{"name": "w", "file": ref, **entry}],
+            "nodes": [{"name": "c", "op": "conv", "inputs": ["x", "w"]}], "outputs": ["c"]}
+
+
+@pytest.fixture
+def layout(tmp_path: Path) -> Path:
+    """tmp/model/ (the model's directory, with sub/) and tmp/outside/, each holding w.npy."""
+    kernel = np.ones((3, 2, 2), np.float32)
+    for folder in ("model", "model/sub", "outside"):
+        (tmp_path / folder).mkdir(parents=True, exist_ok=True)
+        np.save(tmp_path / folder / "w.npy", kernel)
+    return tmp_path
+
+
+def compile_with_constant(layout: Path, ref: str, *extra: str, **entry: Any) -> CliResult:
+    model = layout / "model" / "model.json"
+    model.write_text(json.dumps(kernel_model(ref, **entry)))
+    with time_limit(SECONDS_PER_INPUT):
+        return run_cli([str(model), "-o", str(layout / "model" / "out.mlir"), *extra])
+
+
+def assert_refused(result: CliResult, layout: Path, *words: str) -> None:
+    assert result.code == 1, result.stderr
+    assert_one_located_line(result.stderr, str(layout / "model" / "model.json"))
+    assert ":/constants/0" in result.stderr, result.stderr
+    for word in words:
+        assert word in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("ref", ["w.npy", "sub/w.npy", "sub/../w.npy", "./sub/./w.npy"])
+def test_constant_files_inside_the_model_directory_load(layout: Path, ref: str) -> None:
+    assert compile_with_constant(layout, ref).code == 0
+
+
+@pytest.mark.parametrize("ref", ["../outside/w.npy", "sub/../../outside/w.npy", "ABSOLUTE_OUTSIDE", "ABSOLUTE_INSIDE"])
+def test_constant_files_escaping_the_directory_need_permission(layout: Path, ref: str) -> None:
+    """`..` out of the directory, and absolute paths (even ones that point inside), are refused
+    unless --allow-external-data is given."""
+    ref = {"ABSOLUTE_OUTSIDE": str(layout / "outside" / "w.npy"), "ABSOLUTE_INSIDE": str(layout / "model" / "w.npy")}.get(ref, ref)
+    assert_refused(compile_with_constant(layout, ref), layout, "--allow-external-data")
+    assert compile_with_constant(layout, ref, "--allow-external-data").code == 0
+
+
+@pytest.mark.parametrize("link", ["file", "folder"])
+def test_symlinks_out_of_the_directory_need_permission(layout: Path, link: str) -> None:
+    """A symlink inside the model's directory that leads out of it is an escape too."""
+    if link == "file":
+        (layout / "model" / "link.npy").symlink_to(layout / "outside" / "w.npy")
+        ref = "link.npy"
+    else:
+        (layout / "model" / "linked").symlink_to(layout / "outside", target_is_directory=True)
+        ref = "linked/w.npy"
+    assert_refused(compile_with_constant(layout, ref), layout, "--allow-external-data")
+    assert compile_with_constant(layout, ref, "--allow-external-data").code == 0
+
+
+def test_symlinks_within_the_directory_load(layout: Path) -> None:
+    (layout / "model" / "link.npy").symlink_to(layout / "model" / "sub" / "w.npy")
+    assert compile_with_constant(layout, "link.npy").code == 0
+
+
+def test_a_symlinked_model_reads_constants_beside_its_real_file(layout: Path, tmp_path: Path) -> None:
+    """`model.json` reached through a symlink: constants resolve beside the file it points to."""
+    (layout / "model" / "model.json").write_text(json.dumps(kernel_model("w.npy")))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "model.json").symlink_to(layout / "model" / "model.json")
+    assert run_cli([str(elsewhere / "model.json"), "-o", str(elsewhere / "out.mlir")]).code == 0
+
+
+def test_symlink_loop_is_refused(layout: Path) -> None:
+    (layout / "model" / "a.npy").symlink_to(layout / "model" / "b.npy")
+    (layout / "model" / "b.npy").symlink_to(layout / "model" / "a.npy")
+    assert_refused(compile_with_constant(layout, "a.npy"), layout)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory", "device", "missing", "nul"])
+def test_special_files_are_refused_without_blocking(layout: Path, kind: str) -> None:
+    """A FIFO would block np.load forever and /dev/zero never ends: only regular files are read."""
+    ref = {"fifo": "pipe.npy", "directory": "sub", "device": "/dev/zero", "missing": "absent.npy", "nul": "w.npy\u0000x"}[kind]
+    if kind == "fifo":
+        os.mkfifo(layout / "model" / "pipe.npy")
+    result = compile_with_constant(layout, ref, "--allow-external-data")
+    assert_refused(result, layout)
+
+
+def test_pickles_are_never_loaded(layout: Path) -> None:
+    """An object array's pickle would run code on load; convc refuses the file unopened."""
+    marker = layout / "pwned"
+    payload = np.array([_Exploit(str(marker))], dtype=object)
+    np.save(layout / "model" / "evil.npy", payload, allow_pickle=True)
+    np.savez(layout / "model" / "evil.npz", w=payload)
+    assert_refused(compile_with_constant(layout, "evil.npy"), layout, "never unpickles")
+    assert_refused(compile_with_constant(layout, "evil.npz", key="w"), layout, "never unpickles")
+    assert not marker.exists()
+
+
+class _Exploit:
+    """Unpickling this creates a file: proof that a pickle ran."""
+
+    def __init__(self, path: str):
+        self.path = path
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Path.touch, (Path(self.path),))
+
+
+def _npy_header_only(shape: tuple[int, ...]) -> bytes:
+    """A .npy whose header declares `shape` (f32) but holds no data at all."""
+    buffer = io.BytesIO()
+    np.lib.format.write_array_header_1_0(buffer, {"descr": "<f4", "fortran_order": False, "shape": shape})
+    return buffer.getvalue()
+
+
+def test_size_limit_is_checked_before_reading(layout: Path) -> None:
+    """A header that claims 4 TB is refused from the header alone, under any --max-bytes."""
+    (layout / "model" / "big.npy").write_bytes(_npy_header_only((1 << 20, 1 << 20)))
+    assert_refused(compile_with_constant(layout, "big.npy"), layout, "over the limit", "--max-bytes")
+
+
+def test_size_limit_counts_all_constants(layout: Path) -> None:
+    """Two 48-byte kernels pass --max-bytes 64 one at a time, not together."""
+    model = kernel_model("w.npy")
+    model["constants"].append({"name": "v", "file": "sub/w.npy"})
+    (layout / "model" / "model.json").write_text(json.dumps(model))
+    result = run_cli([str(layout / "model" / "model.json"), "-o", str(layout / "model" / "out.mlir"), "--max-bytes", "64"])
+    assert result.code == 1 and ":/constants/1" in result.stderr and "over the limit of 64" in result.stderr, result.stderr
+    assert run_cli([str(layout / "model" / "model.json"), "-o", str(layout / "model" / "out.mlir"), "--max-bytes", "96"]).code == 0
+
+
+def test_inline_splat_is_sized_before_allocating(tmp_path: Path) -> None:
+    """`"value": 1.0` over a shape of 2^40 elements: refused at the default limit, nothing allocated."""
+    model = {"inputs": [], "constants": [{"name": "k", "shape": [1 << 20, 1 << 20], "value": 1.0}], "outputs": ["k"]}
+    result, root = compile_bytes(json.dumps(model).encode())
+    assert result.code == 1 and ":/constants/0: error: 'k' (constant): constants would need" in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("what", ["random", "intermediate"])
+def test_run_sizes_are_checked_before_allocating(tmp_path: Path, what: str) -> None:
+    """--run refuses models whose inputs or any intermediate tensor exceed --max-bytes."""
+    if what == "random":
+        model = {"inputs": [{"name": "x", "shape": [1 << 16, 1 << 16]}], "nodes": [{"name": "r", "op": "relu", "inputs": ["x"]}], "outputs": ["r"]}
+        expected = "the inputs of --run would need"
+    else:
+        model = {"inputs": [{"name": "x", "shape": [1, 1, 4]}], "constants": [{"name": "w", "shape": [1, 1, 1], "value": 1.0}],
+                 "nodes": [{"name": "c", "op": "conv", "inputs": ["x", "w"], "lhs_dilation": [1 << 28]}], "outputs": ["c"]}
+        expected = "'c' (conv): its result tensor<1x1x805306369xf32> would need"
+    result, root = compile_bytes(json.dumps(model).encode(), "--run", "--max-bytes", "1G")
+    assert result.code == 1 and expected in result.stderr, result.stderr
+    assert_one_located_line(result.stderr, str(root / "model.json"))
+
+
+def test_max_bytes_is_parsed_strictly(tmp_path: Path) -> None:
+    model = tmp_path / "m.json"
+    model.write_text(json.dumps({"inputs": [{"name": "x", "shape": [2]}], "outputs": ["x"]}))
+    for bad in ("-1", "1.5G", "lots", "", "1Q"):
+        assert run_cli([str(model), "--max-bytes", bad]).code == 2
+    assert run_cli([str(model), "-o", str(tmp_path / "o.mlir"), "--max-bytes", "2k"]).code == 0
