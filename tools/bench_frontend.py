@@ -26,6 +26,7 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -39,9 +40,10 @@ def weight_value(index: int) -> float:
     return round(0.01 + 0.001 * (index % 17), 6)
 
 
-def chain_model(convs: int, block: bool) -> dict:
+def chain_model(convs: int, block: bool) -> dict[str, Any]:
     """A JSON model: `convs` conv nodes in a chain, optionally each followed by bias_add + relu."""
-    constants, nodes = [], []
+    constants: list[dict[str, Any]] = []
+    nodes: list[dict[str, Any]] = []
     previous = "x"
     for i in range(convs):
         constants.append({"name": f"w{i}", "shape": list(KERNEL), "dtype": "f32", "value": weight_value(i)})
@@ -102,15 +104,15 @@ def jax_weights(convs: int) -> list[np.ndarray]:
     return [np.full(KERNEL, weight_value(i), np.float32) for i in range(convs)]
 
 
-def jax_network(weights: Sequence[np.ndarray], block: bool) -> Callable:
+def jax_network(weights: Sequence[np.ndarray], block: bool) -> Callable[[Any], Any]:
     """The same chain as a JAX function closing over numpy weights (a fresh closure per call)."""
     from jax import lax
 
     bias = np.full((KERNEL[-1],), 0.1, np.float32)
 
-    def network(x):
+    def network(x: Any) -> Any:
         for w in weights:
-            x = lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=LAYOUTS)
+            x = lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=LAYOUTS)  # type: ignore[arg-type]
             if block:
                 x = lax.max(x + lax.broadcast_in_dim(bias, x.shape, (3,)), lax.full_like(x, 0))
         return x
