@@ -263,11 +263,17 @@ def torch_result_to_channels_last(spec: ConvSpec, result: Any) -> np.ndarray:
 
 @dataclass
 class Timer:
-    """Interleaved rounds until every median is stable or the budget is spent."""
+    """Interleaved rounds until every median is stable or the budget is spent.
+
+    Each round runs every implementation in turn as a block: one untimed call first (XLA's
+    and PyTorch's thread pools spin a while after a call and slow whatever runs next in
+    the other runtime), then `block` timed calls. The order of the blocks cycles through
+    every permutation, so each implementation follows each other one equally often."""
 
     budget_s: float
-    min_rounds: int = 12  # two cycles of the 6 orders of 3 implementations
-    max_rounds: int = 60
+    min_rounds: int = 6  # one cycle of the 6 orders of 3 implementations
+    max_rounds: int = 36
+    block: int = 2
     warmup: int = 2
     samples: dict[str, list[float]] = field(default_factory=dict)
 
@@ -275,20 +281,20 @@ class Timer:
         for thunk in thunks.values():
             for _ in range(self.warmup):
                 thunk()
-        # every order in turn, so each implementation follows each other one equally often
-        # (PyTorch's OpenMP threads keep spinning a while after a call, slowing what comes next)
         orders = list(itertools.permutations(thunks))
         self.samples = {name: [] for name in thunks}
         start = time.perf_counter()
         for round_index in range(self.max_rounds):
             for name in orders[round_index % len(orders)]:
-                begin = time.perf_counter()
-                thunks[name]()
-                self.samples[name].append(time.perf_counter() - begin)
+                thunks[name]()  # the switch between runtimes: not timed
+                for _ in range(self.block):
+                    begin = time.perf_counter()
+                    thunks[name]()
+                    self.samples[name].append(time.perf_counter() - begin)
             rounds, elapsed = round_index + 1, time.perf_counter() - start
             if rounds >= self.min_rounds and (self.stable() or elapsed > self.budget_s):
                 break
-            if rounds >= 3 and elapsed > 3 * self.budget_s:  # very slow cases: three rounds are enough
+            if rounds >= 2 and elapsed > 3 * self.budget_s:  # very slow cases: fewer rounds
                 break
         return self.samples
 
@@ -448,6 +454,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--budget", type=float, help="seconds of timing per case (default 8, --quick 1)")
     parser.add_argument("--no-torch", action="store_true", help="skip PyTorch even when it is installed")
     parser.add_argument("--no-peak", action="store_true", help="skip measuring the sgemm peak")
+    parser.add_argument("--no-malloc-tuning", action="store_true", help="leave glibc's malloc thresholds alone")
     parser.add_argument("--list", action="store_true", help="list the cases and exit")
     return parser.parse_args(argv)
 
@@ -466,6 +473,8 @@ def run_suite(args: argparse.Namespace, log: Callable[[str], None] = print) -> d
     target = Compiler(target=args.target).resolved_target()
     budget = args.budget if args.budget is not None else (1.0 if args.quick else 8.0)
     _limit_torch_threads()
+    if not args.no_malloc_tuning:
+        keep_freed_memory()
     info = machine()
     peak = None if args.no_peak else sgemm_peak_gflops(512 if args.quick else 2048)
     log(f"machine: {info['cpu']}, {info['cores']} cores, jax {info['jax']}, torch {info['torch']}; "
@@ -486,6 +495,21 @@ def run_suite(args: argparse.Namespace, log: Callable[[str], None] = print) -> d
         "geomean_convc_over_torch": geomean([r.ratio_vs_torch for r in results if r.ratio_vs_torch is not None]),
         "table": format_table(results) if results else "",
     }
+
+
+def keep_freed_memory() -> None:
+    """Ask glibc to reuse freed memory rather than unmap it: every call of every implementation
+    allocates its result (megabytes), and on this VM the page faults of a fresh mapping
+    cost PyTorch and XLA several ms a call, noise that a long-running process does not see."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:
+        return
+    m_trim_threshold, m_mmap_threshold = -1, -3
+    libc.mallopt(m_mmap_threshold, 1 << 30)
+    libc.mallopt(m_trim_threshold, (1 << 31) - 1)
 
 
 def _limit_torch_threads() -> None:
