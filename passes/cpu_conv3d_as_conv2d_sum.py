@@ -37,10 +37,16 @@ def peeled_axis(facts: ConvFacts) -> int:
     return 0
 
 
+# One conv per tap of the peeled dim: past this many the graph would flood (a long kernel
+# along that dim is better left to XLA).
+MAX_SLABS = 64
+
+
 def _matches(facts: ConvFacts | None) -> bool:
     if facts is None or facts.is_empty() or len(facts.kernel_spatial) < 3 or facts.batch_groups != 1:
         return False
-    return facts.lhs_dilation[peeled_axis(facts)] == 1
+    axis = peeled_axis(facts)
+    return facts.lhs_dilation[axis] == 1 and facts.kernel_spatial[axis] <= MAX_SLABS
 
 
 def without(spec: Sequence[int], dim: int) -> tuple[int, ...]:
