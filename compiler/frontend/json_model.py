@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -55,13 +56,52 @@ def _parse_json(data: bytes | str, file: str) -> Any:
         except UnicodeDecodeError as err:
             raise ConvcError(f"model is not UTF-8 text (byte {err.start})", root) from None
     try:
-        return json.loads(data, parse_constant=_reject_constant)
+        doc = json.loads(data, parse_constant=_reject_constant)
     except json.JSONDecodeError as err:
         raise ConvcError(f"invalid JSON: {err.msg}", Location(file=file, line=err.lineno, col=err.colno)) from None
     except ValueError as err:
         raise ConvcError(f"invalid JSON: {err}", root) from None
     except RecursionError:
         raise ConvcError("invalid JSON: nested too deeply", root) from None
+    if _SURROGATE_ESCAPE.search(data):  # rare: only then look for a lone one
+        pointer = _lone_surrogate(doc)
+        if pointer is not None:
+            raise ConvcError("string is not Unicode text: it holds an unpaired surrogate escape (\\ud800-\\udfff)",
+                             Location(file=file, pointer=pointer))
+    return doc
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _lone_surrogate(doc: Any) -> str | None:
+    """The JSON pointer of the first string (or key), in document order, that no UTF-8 can
+    encode, else None. Iterative: the document may nest as deep as json.loads allows."""
+    stack: list[tuple[Any, str]] = [(_items(doc), "")]
+    while stack:
+        items, pointer = stack[-1]
+        for key, child in items:
+            child_pointer = f"{pointer}/{str(key).replace('~', '~0').replace('/', '~1')}"
+            if not _encodable(str(key)) or isinstance(child, str) and not _encodable(child):
+                return child_pointer
+            if isinstance(child, dict | list):
+                stack.append((_items(child), child_pointer))
+                break
+        else:
+            stack.pop()
+    return None
+
+
+def _items(value: Any) -> Any:
+    return iter(value.items()) if isinstance(value, dict) else iter(enumerate(value)) if isinstance(value, list) else iter(())
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 class _ModelReader:

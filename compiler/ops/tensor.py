@@ -101,7 +101,9 @@ def _pad(v: OpView) -> TensorType:
 
 def _slice(v: OpView) -> TensorType:
     x, start, limit = v.operand(0), v.attr("start_indices"), v.attr("limit_indices")
-    strides = v.attr("strides") or (1,) * x.rank
+    strides = v.attr("strides")
+    if strides is None:  # only an absent attribute defaults: `[]` is a wrong length, as lax.slice says
+        strides = (1,) * x.rank
     for name, values in (("start_indices", start), ("limit_indices", limit), ("strides", strides)):
         if len(values) != x.rank:
             raise VerifyError(f"{name} has {len(values)} entries, expected {x.rank}", attr=name)

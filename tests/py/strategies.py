@@ -7,7 +7,8 @@ arithmetic (jax.lax's shape rules, written out here), independent of convc's ver
 so a model it draws is valid by construction and convc must accept it.
 
 Budgets: `budget(ci, soak)` gives the example count; `CONVC_SOAK=1` switches every
-property test in these files to its soak count and to fresh random seeds.
+property test in these files to its soak count (or `CONVC_SOAK_EXAMPLES`) and to fresh
+random seeds (docs/testing.md).
 """
 
 from __future__ import annotations
@@ -37,9 +38,11 @@ PADDING_KINDS = ("VALID", "SAME", "SAME_LOWER", "explicit", "explicit", "negativ
 
 
 def budget(ci: int, soak: int, **overrides: Any) -> settings:
-    """Settings for one property test: a fixed seed and `ci` examples, or `soak` random ones."""
+    """Settings for one property test: a fixed seed and `ci` examples, or under CONVC_SOAK=1
+    `soak` random ones (CONVC_SOAK_EXAMPLES=N: N for every test instead)."""
+    examples = int(os.environ.get("CONVC_SOAK_EXAMPLES", soak)) if SOAK else ci
     return settings(
-        max_examples=soak if SOAK else ci,
+        max_examples=examples,
         derandomize=not SOAK,
         deadline=None,
         database=None,

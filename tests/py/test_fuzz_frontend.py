@@ -30,6 +30,7 @@ from typing import Any
 import convc
 import numpy as np
 import pytest
+from convc.diagnostics import one_line
 from hypothesis import assume, event, given
 from hypothesis import strategies as st
 from hypothesis.control import currently_in_test_context
@@ -297,7 +298,7 @@ def _assert_names_node(where: str, message: str, data: bytes) -> None:
         return
     names = [n.get("name") for n in doc["nodes"] if isinstance(n, dict)]
     if isinstance(name, str) and name and names.count(name) == 1 and where != f":/nodes/{pointer.group(1)}/name":
-        assert f"'{name}'" in message, f"the error at node '{name}' does not name it: {message!r}"
+        assert one_line(f"'{name}'") in message, f"the error at node '{name}' does not name it: {message!r}"
 
 
 def compile_bytes(data: bytes, *extra: str, name: str = "model.json") -> tuple[CliResult, Path]:
