@@ -17,11 +17,10 @@ import math
 from dataclasses import dataclass
 from itertools import product
 
+from convc.conv_facts import WIDE_FLOATS, ConvFacts, conv_facts, pad, permutation_between, reshape, transpose
 from convc.ir import Graph, Op, Value
 from convc.pass_manager import Pass
 from convc.rewrite import RewritePattern, Rewriter, apply_patterns
-
-from .conv_facts import WIDE_FLOATS, ConvFacts, conv_facts, pad, permutation_between, reshape, transpose
 
 
 def _matches(facts: ConvFacts | None, max_windows: int) -> bool:

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from convc.conv_facts import ConvFacts, conv_facts, permutation_between, reshape, split_dim, transpose
 from convc.ir import Graph, Op, Value
 from convc.pass_manager import Pass
 from convc.rewrite import RewritePattern, Rewriter, apply_patterns
-
-from .conv_facts import ConvFacts, conv_facts, permutation_between, reshape, split_dim, transpose
 
 
 def feature_grouped_lhs(lhs: Value, facts: ConvFacts, rewriter: Rewriter) -> Value:

@@ -20,12 +20,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from convc.conv_facts import ConvFacts, conv_facts, pad, permutation_between, reshape, sum_values, transpose
 from convc.ir import Graph, Op, Value
 from convc.ops import ConvDimensionNumbers
 from convc.pass_manager import Pass
 from convc.rewrite import RewritePattern, Rewriter, apply_patterns
-
-from .conv_facts import ConvFacts, conv_facts, pad, permutation_between, reshape, sum_values, transpose
 
 
 def peeled_axis(facts: ConvFacts) -> int:

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from convc.conv_facts import ConvFacts, conv_facts, permutation_between, reshape, transpose
 from convc.ir import Graph, Op
 from convc.pass_manager import Pass
 from convc.rewrite import RewritePattern, Rewriter, apply_patterns
-
-from .conv_facts import ConvFacts, conv_facts, permutation_between, reshape, transpose
 
 
 def _matches(facts: ConvFacts | None) -> bool:

@@ -12,12 +12,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from convc.conv_facts import conv_facts
 from convc.ir import Graph, Op
 from convc.ops.conv import spatial
 from convc.pass_manager import Pass
 from convc.rewrite import RewritePattern, Rewriter, apply_patterns
-
-from .conv_facts import conv_facts
 
 
 def crop(pad: int, dilation: int) -> tuple[int, int]:

@@ -19,11 +19,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from convc.conv_facts import WIDE_FLOATS, ConvFacts, conv_facts, pad, permutation_between, reshape, split_dim, sum_values, transpose
 from convc.ir import Graph, Op, Value
 from convc.pass_manager import Pass
 from convc.rewrite import RewritePattern, Rewriter, apply_patterns
-
-from .conv_facts import WIDE_FLOATS, ConvFacts, conv_facts, pad, permutation_between, reshape, split_dim, sum_values, transpose
 
 
 def terms(facts: ConvFacts) -> int:

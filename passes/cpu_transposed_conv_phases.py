@@ -20,12 +20,11 @@ from dataclasses import dataclass
 from itertools import product
 
 import numpy as np
+from convc.conv_facts import ConvFacts, conv_facts, reshape
 from convc.dtypes import numpy_dtype
 from convc.ir import Graph, Op, Value
 from convc.pass_manager import Pass
 from convc.rewrite import RewritePattern, Rewriter, apply_patterns
-
-from .conv_facts import ConvFacts, conv_facts, reshape
 
 
 @dataclass(frozen=True)

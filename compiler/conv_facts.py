@@ -1,6 +1,6 @@
 """What the target lowerings need to know about a canonical `conv`, every default filled
 in, plus the small value-building steps they share (reshape/transpose that vanish when
-they would do nothing). Not a pass: the `cpu-*` passes import it."""
+they would do nothing), shared by the `cpu-*` passes."""
 
 from __future__ import annotations
 
