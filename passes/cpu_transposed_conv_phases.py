@@ -9,7 +9,9 @@ elements q + c(p) + m with c(p) = (p + k0(p) - pad_lo) / D. So phase p is a plai
 of the undilated input with kernel taps k0(p)::D and low padding -c(p). The D^n phase
 results are interleaved by stacking them on a new dim next to each spatial dim and
 merging the two. Matches stride-1 convs without rhs dilation (the forms transposed
-convs and input gradients lower to); negative pads become slices of the input.
+convs and input gradients lower to); negative pads become slices of the input. By default
+only where it measured faster than XLA's own lhs-dilated kernel (`worth_it`);
+`unbalanced=true` rewrites every match.
 """
 
 from __future__ import annotations
@@ -60,12 +62,24 @@ def _matches(facts: ConvFacts | None) -> bool:
             and all(s == 1 for s in facts.strides) and all(d == 1 for d in facts.rhs_dilation))
 
 
+def worth_it(facts: ConvFacts) -> bool:
+    """XLA CPU has its own kernel for ungrouped stride-1 lhs-dilated convs: uncontended, it beat
+    the phases when they are unbalanced (3x3, stride 2: 1x1..2x2 phase kernels, 1.7-2.2 vs
+    2.2-2.3 ms best) and lost to them when every phase gets the same taps (4x4, stride 2:
+    4.5 vs 3.7 ms). Grouped convs miss that kernel, so their phases always pay."""
+    balanced = all(k % d == 0 for k, d in zip(facts.kernel_spatial, facts.lhs_dilation))
+    return balanced or facts.feature_groups > 1 or facts.batch_groups > 1
+
+
 class TransposedConvPhases(RewritePattern):
     kind = "conv"
 
+    def __init__(self, unbalanced: bool):
+        self.unbalanced = unbalanced
+
     def match_and_rewrite(self, op: Op, rewriter: Rewriter) -> None:
         facts = conv_facts(op)
-        if facts is None or not _matches(facts):
+        if facts is None or not _matches(facts) or not (self.unbalanced or worth_it(facts)):
             return
         in_spatial = [facts.lhs.shape[d] for d in facts.dn.lhs_spec[2:]]
         per_dim = [phases(size, out, k, d, lo) for size, out, k, d, (lo, _) in
@@ -148,6 +162,7 @@ def _crop(value: Value, dims: Sequence[int], pads: Sequence[tuple[int, int]], re
 class CpuTransposedConvPhases(Pass):
     name = "cpu-transposed-conv-phases"
     summary = "lhs-dilated (transposed) convs become one stride-1 conv per output phase plus an interleave"
+    unbalanced: bool = False  # also when XLA's own kernel applies and the phases get unequal taps
 
     def run(self, graph: Graph) -> bool:
-        return apply_patterns(graph, [TransposedConvPhases()])
+        return apply_patterns(graph, [TransposedConvPhases(self.unbalanced)])
