@@ -93,8 +93,8 @@ def _check_result_size(result: TensorType, loc: Location) -> None:
     count = 1
     for size in result.shape:
         count *= max(size, 1)
-    if count >= 2**63:
-        raise ConvcError(f"result shape {list(result.shape)} is too large: its non-zero dimensions multiply to 2^63 or more", loc)
+    if count >= 2**60:  # numpy and XLA size even empty arrays by their non-zero dims, in bytes, in int64
+        raise ConvcError(f"result shape {list(result.shape)} is too large: its non-zero dimensions multiply to 2^60 or more", loc)
 
 
 def verify_op(op: Op) -> None:

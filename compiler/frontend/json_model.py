@@ -23,6 +23,8 @@ INPUT_KEYS = ("name", "shape", "dtype")
 CONSTANT_KEYS = ("name", "shape", "dtype", "value", "file", "key")
 NODE_KEYS = ("name", "op", "inputs")
 MAX_DIM = 2**31 - 1
+# numpy and XLA size even an empty array by its non-zero dims: times 8 bytes it must fit in int64
+MAX_SPAN = 2**60
 DEFAULT_MAX_CONSTANT_BYTES = 1 << 31
 
 
@@ -369,8 +371,8 @@ def _shape(value: Any, loc: Location) -> tuple[int, ...]:
         if not 0 <= dim <= MAX_DIM:
             raise ConvcError(f"dimension {index} must be in [0, {MAX_DIM}], got {dim}", loc.child(index))
         dims.append(dim)
-    if math.prod(max(d, 1) for d in dims) >= 2**63:  # numpy and XLA size even empty arrays so
-        raise ConvcError(f"shape {dims} is too large: its non-zero dimensions multiply to 2^63 or more", loc)
+    if math.prod(max(d, 1) for d in dims) >= MAX_SPAN:
+        raise ConvcError(f"shape {dims} is too large: its non-zero dimensions multiply to 2^60 or more", loc)
     return tuple(dims)
 
 

@@ -388,7 +388,7 @@ def _transpose_dim(draw: Callable[..., Any], size: int, mode: str) -> tuple[int,
         return kernel, stride, rhs_dilation, (0, 0), size * stride
     if mode == "VALID":
         return kernel, stride, rhs_dilation, (0, 0), size * stride + max(window - stride, 0)
-    low = draw(st.integers(-1, 2))
+    low = draw(st.integers(-1, 2 if mode == "explicit" else min(2, window + base - 1)))
     if mode == "explicit":  # pads of the lowered conv itself; keep at least one window
         high = draw(st.integers(max(-1, window - base - low), max(2, window - base - low)))
         return kernel, stride, rhs_dilation, (low, high), low + base + high - window + 1

@@ -95,7 +95,7 @@ class Workdir:
         assert result.code == 0, f"--target {target}: exit {result.code}: {result.stderr}"
         with np.load(outputs_path) as archive:
             outputs = {name: archive[name] for name in archive.files}
-        return mlir_path.read_text(), outputs
+        return mlir_path.read_bytes().decode(), outputs  # no newline translation
 
 
 # stablehlo.convolution output dimension numbers, e.g. `->[0, f, b]`
