@@ -299,7 +299,10 @@ class _Parser:
             return _unquote(tok.text)
         if tok.kind == "array":
             body = tok.text[len("array<i64"):-1].lstrip(":")
-            return tuple(int(x) for x in body.split(",") if x.strip())
+            try:
+                return tuple(int(x) for x in body.split(",") if x.strip())
+            except ValueError:
+                raise self.error(f"malformed integer array '{tok.text}'", tok) from None
         if tok.kind == "dims":
             try:
                 return parse_dimension_numbers(tok.text[len("#convc.dims<"):-1])
