@@ -192,8 +192,8 @@ def jax_function(spec: ConvSpec) -> Callable[..., Any]:
 
 
 def torch_function(spec: ConvSpec, arrays: Sequence[np.ndarray]) -> Callable[[], Any] | None:
-    """A thunk running the case in PyTorch eager on channels-last tensors (None without torch),
-    and the layout change of its result back to channels-last numpy (for the numeric check)."""
+    """A thunk running the case in PyTorch eager on channels-last tensors (None without torch);
+    `torch_result_to_channels_last` turns its result back into the convc/JAX layout."""
     try:
         import torch
     except ImportError:
