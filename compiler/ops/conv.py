@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from ..diagnostics import VerifyError
 from ..ir import TensorType
@@ -230,15 +231,35 @@ def check_ranks(lhs: TensorType, rhs: TensorType) -> int:
     return lhs.rank
 
 
-def infer_conv(v: OpView) -> TensorType:
-    lhs, rhs = v.operand(0), v.operand(1)
-    rank = check_ranks(lhs, rhs)
+@dataclass(frozen=True)
+class Forward:
+    """The checked attributes of the forward conv whose gradient an op computes."""
+
+    dn: ConvDimensionNumbers
+    strides: tuple[int, ...]
+    lhs_dilation: tuple[int, ...]
+    rhs_dilation: tuple[int, ...]
+    feature_groups: int
+    batch_groups: int
+
+    def windows(self, kernel: Sequence[int]) -> tuple[int, ...]:
+        return tuple(dilate_dim(k, d) for k, d in zip(kernel, self.rhs_dilation))
+
+
+def read_forward(v: OpView, rank: int) -> Forward:
     n = rank - 2
     dn = resolve_dimension_numbers(v.attr("dimension_numbers"), rank)
     strides = window_attr(v, "window_strides", n, "C2", "C3")
     lhs_dilation = window_attr(v, "lhs_dilation", n, "C5", "C6")
     rhs_dilation = window_attr(v, "rhs_dilation", n, "C7", "C8")
-    fgc, bgc = check_group_counts(v)
+    feature_groups, batch_groups = check_group_counts(v)
+    return Forward(dn, strides, lhs_dilation, rhs_dilation, feature_groups, batch_groups)
+
+
+def infer_conv(v: OpView) -> TensorType:
+    lhs, rhs = v.operand(0), v.operand(1)
+    fwd = read_forward(v, check_ranks(lhs, rhs))
+    dn, fgc, bgc = fwd.dn, fwd.feature_groups, fwd.batch_groups
 
     batch, features = lhs.shape[dn.lhs_spec[0]], lhs.shape[dn.lhs_spec[1]]
     out_features, in_features = rhs.shape[dn.rhs_spec[0]], rhs.shape[dn.rhs_spec[1]]
@@ -258,8 +279,8 @@ def infer_conv(v: OpView) -> TensorType:
     in_spatial, kernel_spatial = spatial(lhs.shape, dn.lhs_spec), spatial(rhs.shape, dn.rhs_spec)
     if 0 in kernel_spatial:  # MLIR's verifier: "expects window to have positive value"
         raise VerifyError(f"rhs spatial dimensions {list(kernel_spatial)} must be positive: a conv window cannot be empty", "M1", operand=1)
-    pads = explicit_padding(v.attr("padding"), in_spatial, kernel_spatial, strides, rhs_dilation)
-    out_spatial = conv_output_spatial(in_spatial, kernel_spatial, strides, pads, lhs_dilation, rhs_dilation)
+    pads = explicit_padding(v.attr("padding"), in_spatial, kernel_spatial, fwd.strides, fwd.rhs_dilation)
+    out_spatial = conv_output_spatial(in_spatial, kernel_spatial, fwd.strides, pads, fwd.lhs_dilation, fwd.rhs_dilation)
     dtype = v.attr("preferred_element_type") or lhs.dtype
     return TensorType(assemble(dn.out_spec, batch // bgc, out_features, out_spatial), dtype)
 

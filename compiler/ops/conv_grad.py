@@ -27,12 +27,13 @@ from .base import BOOL, INTS, PADDING, Attr, ConvDimensionNumbers, OpDef, OpView
 from .conv import (
     CONV,
     CONV_ATTRS,
+    Forward,
     assemble,
-    check_group_counts,
     check_ranks,
     dilate_dim,
     explicit_padding,
     infer_conv,
+    read_forward,
     resolve_dimension_numbers,
     spatial,
     window_attr,
@@ -208,31 +209,6 @@ def infer_conv_transpose(v: OpView) -> TensorType:
 
 
 # --- the forward conv a gradient op describes ---------------------------------
-
-
-@dataclass(frozen=True)
-class Forward:
-    """The checked attributes of the forward conv whose gradient an op computes."""
-
-    dn: ConvDimensionNumbers
-    strides: tuple[int, ...]
-    lhs_dilation: tuple[int, ...]
-    rhs_dilation: tuple[int, ...]
-    feature_groups: int
-    batch_groups: int
-
-    def windows(self, kernel: Sequence[int]) -> tuple[int, ...]:
-        return tuple(dilate_dim(k, d) for k, d in zip(kernel, self.rhs_dilation))
-
-
-def read_forward(v: OpView, rank: int) -> Forward:
-    n = rank - 2
-    dn = resolve_dimension_numbers(v.attr("dimension_numbers"), rank)
-    strides = window_attr(v, "window_strides", n, "C2", "C3")
-    lhs_dilation = window_attr(v, "lhs_dilation", n, "C5", "C6")
-    rhs_dilation = window_attr(v, "rhs_dilation", n, "C7", "C8")
-    feature_groups, batch_groups = check_group_counts(v)
-    return Forward(dn, strides, lhs_dilation, rhs_dilation, feature_groups, batch_groups)
 
 
 def forward_type(v: OpView, lhs: TensorType, rhs: TensorType, operand_attr: dict[int, str]) -> TensorType:
