@@ -11,6 +11,7 @@ from __future__ import annotations
 import lzma
 import os
 import stat
+import tokenize
 import zipfile
 import zlib
 from collections.abc import Iterator
@@ -21,8 +22,9 @@ import numpy as np
 from numpy.lib import format as npy
 
 # Everything numpy/zipfile raise on a corrupt, truncated or hostile file.
-_READ_ERRORS = (OSError, ValueError, TypeError, EOFError, KeyError, RuntimeError, NotImplementedError,
-                RecursionError, zipfile.BadZipFile, zlib.error, lzma.LZMAError)
+# (numpy tokenizes version-1 headers: a damaged one can raise TokenError or SyntaxError.)
+_READ_ERRORS = (OSError, ValueError, TypeError, EOFError, KeyError, RuntimeError, NotImplementedError, OverflowError,
+                RecursionError, SyntaxError, tokenize.TokenError, zipfile.BadZipFile, zlib.error, lzma.LZMAError)
 
 
 class ArrayFileError(Exception):

@@ -4,16 +4,18 @@ XLA:CPU's Eigen convolution reads outside its input when a spatial dim has negat
 padding and positive high padding (openxla/xla#48713): those results are garbage. A crop
 is exact and costs a slice: dropping c elements off the start of the lhs-dilated input
 drops the first ceil(c / d) input elements and leaves ceil(c / d) * d - c zeros of low
-padding (d the lhs dilation); the high side likewise. Convs whose crop would remove the
-whole input stay as they are.
+padding (d the lhs dilation); the high side likewise. A conv whose crops leave a spatial
+dim no input element sees padding only: it becomes zeros.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 from convc.conv_facts import conv_facts
-from convc.ir import Graph, Op
+from convc.dtypes import numpy_dtype
+from convc.ir import Graph, Op, Value
 from convc.ops.conv import spatial
 from convc.pass_manager import Pass
 from convc.rewrite import RewritePattern, Rewriter, apply_patterns
@@ -27,6 +29,13 @@ def crop(pad: int, dilation: int) -> tuple[int, int]:
     return drop, drop * dilation + pad
 
 
+def zeros(rewriter: Rewriter, op: Op) -> Value:
+    """A tensor of zeros of `op`'s result type."""
+    out = op.result.type
+    zero = rewriter.create("constant", suffix="zero", value=np.zeros((), numpy_dtype(out.dtype)))
+    return rewriter.create("broadcast_in_dim", zero, suffix="zeros", shape=out.shape, broadcast_dimensions=())
+
+
 class CropNegativePadding(RewritePattern):
     kind = "conv"
 
@@ -38,7 +47,8 @@ class CropNegativePadding(RewritePattern):
         sizes = spatial(facts.lhs.shape, facts.dn.lhs_spec)
         for dim, size, (lo, hi), dilation in zip(facts.dn.lhs_spec[2:], sizes, facts.pads, facts.lhs_dilation):
             (drop_lo, lo), (drop_hi, hi) = crop(lo, dilation), crop(hi, dilation)
-            if drop_lo + drop_hi >= size:
+            if drop_lo + drop_hi >= size:  # every window sees padding only
+                rewriter.replace_anchor(zeros(rewriter, op))
                 return
             start[dim], limit[dim] = drop_lo, size - drop_hi
             pads.append((lo, hi))

@@ -52,11 +52,17 @@ module @crop_one_dim {
 
 // -----
 
-// Non-negative pads and a crop that would leave nothing are left alone.
+// Non-negative pads are left alone; a crop that leaves no input element (3 off a size-3
+// input) means every window sees padding only: zeros.
 // CHECK-LABEL: module @untouched
 // CHECK-NOT: convc.slice
-// CHECK: padding = dense<{{\[\[}}1, 2]]>
-// CHECK: padding = dense<{{\[\[}}-3, 2]]>
+// CHECK: %[[A:.*]] = "convc.conv"(%x, %w)
+// CHECK-SAME: padding = dense<{{\[\[}}1, 2]]>
+// CHECK-NOT: "convc.conv"
+// CHECK: %[[ZERO:.*]] = "convc.constant"() {value = dense<0.0> : tensor<f32>}
+// CHECK: %[[B:.*]] = "convc.broadcast_in_dim"(%[[ZERO]])
+// CHECK-SAME: -> tensor<1x1x1xf32>
+// CHECK: func.return %[[A]], %[[B]]
 module @untouched {
   func.func @main(%x: tensor<1x1x3xf32>, %w: tensor<1x1x2xf32>) -> (tensor<1x1x5xf32>, tensor<1x1x1xf32>) {
     %a = "convc.conv"(%x, %w) {dimension_numbers = #convc.dims<[b, f, 0]x[o, i, 0]->[b, f, 0]>, padding = dense<[[1, 2]]> : tensor<1x2xi64>} : (tensor<1x1x3xf32>, tensor<1x1x2xf32>) -> tensor<1x1x5xf32>

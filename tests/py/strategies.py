@@ -574,7 +574,7 @@ def random_inputs(model: dict[str, Any], seed: int = 0) -> dict[str, np.ndarray]
     from convc.dtypes import numpy_dtype
 
     rng = np.random.default_rng(seed)
-    return {e["name"]: rng.standard_normal(e["shape"]).astype(numpy_dtype(e["dtype"])) for e in model["inputs"]}
+    return {e["name"]: rng.standard_normal(e["shape"]).astype(numpy_dtype(e.get("dtype", "f32"))) for e in model["inputs"]}
 
 
 def model_dtypes(model: dict[str, Any]) -> set[str]:
@@ -621,7 +621,8 @@ def dump_regression(model: Any, kind: str, data: bytes | None = None) -> Path | 
     payload = data if data is not None else format_model(model).encode()
     folder = Path(os.environ.get("CONVC_REGRESSIONS_DIR", REGRESSIONS)) / kind
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"found-{hashlib.sha1(payload).hexdigest()[:10]}.json"
+    suffix = ".json" if data is None or data.lstrip()[:1] in (b"{", b"[") else ".bin"
+    path = folder / f"found-{hashlib.sha1(payload).hexdigest()[:10]}{suffix}"
     path.write_bytes(payload)
     return path
 

@@ -205,14 +205,14 @@ def check_model(model: dict[str, Any], seed: int = 0) -> None:
                         assert_close(expected[value.name], got, tol, f"jax.lax '{value.name}' vs StableHLO interpreter on --target {target}")
 
 
-@budget(ci=40, soak=3000)
+@budget(ci=100, soak=3000)
 @given(model=conv_models())
 def test_cli_matches_both_oracles(model: dict[str, Any]) -> None:
     with saved_on_failure(model):
         check_model(model)
 
 
-@budget(ci=25, soak=1500)
+@budget(ci=50, soak=1500)
 @given(model=conv_models(dtypes=("f32",), max_convs=2))
 def test_f32_models_match_the_stablehlo_interpreter(model: dict[str, Any]) -> None:
     """All-f32 models, so the interpreter oracle runs on every one of them."""
@@ -220,7 +220,7 @@ def test_f32_models_match_the_stablehlo_interpreter(model: dict[str, Any]) -> No
         check_model(model)
 
 
-@budget(ci=15, soak=1000)
+@budget(ci=30, soak=1000)
 @given(model=conv_models(dtypes=("f32",), max_convs=1, max_plain_ops=1, conv_ops=("conv",), padding_kinds=("negative",)))
 def test_negative_padding_is_computed_right_on_cpu(model: dict[str, Any]) -> None:
     """Convs that crop low and pad high (XLA:CPU misreads them, openxla/xla#48713): the `cpu`
@@ -229,7 +229,7 @@ def test_negative_padding_is_computed_right_on_cpu(model: dict[str, Any]) -> Non
         check_model(model)
 
 
-@budget(ci=25, soak=1500)
+@budget(ci=50, soak=1500)
 @given(model=conv_models(max_convs=2))
 def test_text_ir_round_trip_emits_the_same_module(model: dict[str, Any]) -> None:
     """`--emit convc`, read back by `convc-opt --emit stablehlo`, gives convc's StableHLO exactly;

@@ -57,6 +57,12 @@ def pick(draw: Draw, items: list[Any]) -> Any:
     return draw(st.sampled_from(items))
 
 
+def index(draw: Draw, items: Any) -> int:
+    """A valid index into `items`; an empty sequence discards the example."""
+    assume(len(items) > 0)
+    return draw(st.integers(0, len(items) - 1))
+
+
 def paths(doc: Any, prefix: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
     """Every position in a JSON tree, as a tuple of keys and indices (the root is ())."""
     yield prefix
@@ -117,7 +123,7 @@ def bad_dimension(draw: Draw, doc: Any) -> Any:
     lists = _int_lists(doc)
     assume(lists)
     target = get(doc, pick(draw, lists))
-    target[draw(st.integers(0, len(target) - 1))] = copy.deepcopy(draw(HUGE_INTS | st.sampled_from([1.5, 2.0, "3", None, True, [2], -7])))
+    target[index(draw, target)] = copy.deepcopy(draw(HUGE_INTS | st.sampled_from([1.5, 2.0, "3", None, True, [2], -7])))
     return doc
 
 
@@ -165,7 +171,7 @@ def broken_graph(draw: Draw, doc: Any) -> Any:
     kind = draw(st.sampled_from(["undefined", "duplicate", "self_loop", "cycle", "outputs", "empty_name", "no_inputs"]))
     node = pick(draw, nodes)
     if kind == "undefined":
-        node["inputs"][draw(st.integers(0, len(node["inputs"]) - 1))] = copy.deepcopy(draw(st.sampled_from(["nope", "", "X0", node["name"] + " "])))
+        node["inputs"][index(draw, node["inputs"])] = copy.deepcopy(draw(st.sampled_from(["nope", "", "X0", node["name"] + " "])))
     elif kind == "duplicate":
         others = [e["name"] for e in doc["inputs"] + doc.get("constants", []) + nodes if e is not node]
         node["name"] = pick(draw, others)
@@ -194,7 +200,7 @@ NON_UTF8 = st.sampled_from([b"\xff", b"\xc3\x28", b"\xed\xa0\x80", b"\xf8\x88\x8
 def byte_mutation(draw: Draw, data: bytes) -> bytes:
     kind = draw(st.sampled_from(["truncate", "non_utf8", "non_finite", "deep", "bom", "surrogate", "long_number", "empty"]))
     if kind == "truncate":
-        return data[: draw(st.integers(0, len(data) - 1))]
+        return data[: index(draw, data)]
     if kind == "non_utf8":
         at = draw(st.integers(0, len(data)))
         return data[:at] + draw(NON_UTF8) + data[at:]
@@ -346,11 +352,11 @@ def assert_accepted_model_is_valid(path: Path) -> None:
 
 
 @contextlib.contextmanager
-def saved_on_failure(data: bytes) -> Iterator[None]:
+def saved_on_failure(data: bytes, kind: str = "frontend") -> Iterator[None]:
     try:
         yield
     except BaseException:
-        path = dump_regression(None, "frontend", data=data)
+        path = dump_regression(None, kind, data=data)
         if path is not None:
             print(f"failing input saved to {path}")
         raise
@@ -359,7 +365,7 @@ def saved_on_failure(data: bytes) -> Iterator[None]:
 # --- the properties ----------------------------------------------------------------------------
 
 
-@budget(ci=400, soak=20000)
+@budget(ci=1500, soak=20000)
 @given(data=malformed_models())
 def test_malformed_models_get_one_located_line(data: bytes) -> None:
     with saved_on_failure(data):
@@ -373,7 +379,7 @@ def mutated_ir_text(draw: Draw) -> bytes:
     text = convc.print_graph(convc.load_model_text(json.dumps(doc)))
     assume(text)
     kind = draw(st.sampled_from(["truncate", "delete", "insert", "duplicate_line", "swap_lines"]))
-    at = draw(st.integers(0, len(text) - 1))
+    at = index(draw, text)
     if kind == "truncate":
         text = text[:at]
     elif kind == "delete":
@@ -382,7 +388,7 @@ def mutated_ir_text(draw: Draw) -> bytes:
         text = text[:at] + draw(st.sampled_from(["%", "}", "{", "(", '"', "x", "-1", "9" * 30, "tensor<", ",", ":", "\x00", "\u2028"])) + text[at:]
     else:
         lines = text.splitlines(keepends=True)
-        i, j = draw(st.integers(0, len(lines) - 1)), draw(st.integers(0, len(lines) - 1))
+        i, j = index(draw, lines), index(draw, lines)
         if kind == "duplicate_line":
             lines.insert(j, lines[i])
         else:
@@ -391,7 +397,7 @@ def mutated_ir_text(draw: Draw) -> bytes:
     return text.encode("utf-8", "surrogatepass")
 
 
-@budget(ci=150, soak=10000)
+@budget(ci=500, soak=10000)
 @given(data=mutated_ir_text())
 def test_mutated_ir_text_gets_one_located_line(data: bytes) -> None:
     with saved_on_failure(data):
@@ -424,9 +430,9 @@ def corrupted_array_files(draw: Draw) -> bytes:
     data = npz_bytes({"w": array}) if draw(st.booleans()) else npy_bytes(array)
     kind = draw(st.sampled_from(["truncate", "flip", "shape", "dtype", "pickle", "intact"]))
     if kind == "truncate":
-        return data[: draw(st.integers(0, len(data) - 1))]
+        return data[: index(draw, data)]
     if kind == "flip":
-        at = draw(st.integers(0, len(data) - 1))
+        at = index(draw, data)
         return data[:at] + bytes([data[at] ^ draw(st.integers(1, 255))]) + data[at + 1:]
     if kind == "pickle":
         return npy_bytes(np.array([{"a": 1}, None], dtype=object))
@@ -440,11 +446,9 @@ def corrupted_array_files(draw: Draw) -> bytes:
     return data.replace(old, new.ljust(len(old)) if len(new) < len(old) else new)
 
 
-@budget(ci=60, soak=5000)
-@given(blob=corrupted_array_files(), as_npz=st.booleans())
-def test_corrupted_constant_files_are_refused_cleanly(blob: bytes, as_npz: bool) -> None:
-    """A constant's `file` may hold anything: exit 0 or one located line, never a pickle
-    loaded, never an allocation over --max-bytes (1M here)."""
+def check_constant_file(blob: bytes, as_npz: bool) -> None:
+    """A constant's `file` holding `blob`: exit 0 or one located line, never a pickle loaded,
+    never an allocation over --max-bytes (1M here)."""
     model = {"inputs": [{"name": "x", "shape": [1, 3, 4]}],
              "constants": [{"name": "w", "file": "w.npz" if as_npz else "w.npy", "key": "w"}],
              "nodes": [{"name": "c", "op": "conv", "inputs": ["x", "w"]}], "outputs": ["c"]}
@@ -465,10 +469,8 @@ def test_corrupted_constant_files_are_refused_cleanly(blob: bytes, as_npz: bool)
         root.rmdir()
 
 
-@budget(ci=40, soak=5000)
-@given(blob=corrupted_array_files())
-def test_corrupted_inputs_archives_are_refused_cleanly(blob: bytes) -> None:
-    """`--run --inputs` with a damaged archive: exit 0 or one located line."""
+def check_inputs_archive(blob: bytes) -> None:
+    """`--run --inputs` with `blob` as the archive: exit 0 or one located line."""
     model = {"inputs": [{"name": "w", "shape": [2, 3]}], "nodes": [{"name": "r", "op": "relu", "inputs": ["w"]}], "outputs": ["r"]}
     root = Path(tempfile.mkdtemp(prefix="convc-fuzz-"))
     try:
@@ -483,6 +485,27 @@ def test_corrupted_inputs_archives_are_refused_cleanly(blob: bytes) -> None:
         for child in root.iterdir():
             child.unlink()
         root.rmdir()
+
+
+@budget(ci=150, soak=5000)
+@given(blob=corrupted_array_files(), as_npz=st.booleans())
+def test_corrupted_constant_files_are_refused_cleanly(blob: bytes, as_npz: bool) -> None:
+    with saved_on_failure(blob, "arrays"):
+        check_constant_file(blob, as_npz)
+
+
+@budget(ci=100, soak=5000)
+@given(blob=corrupted_array_files())
+def test_corrupted_inputs_archives_are_refused_cleanly(blob: bytes) -> None:
+    with saved_on_failure(blob, "arrays"):
+        check_inputs_archive(blob)
+
+
+@pytest.mark.parametrize("path", sorted((REGRESSIONS / "arrays").glob("*")), ids=lambda p: p.name)
+def test_array_file_regression_replays(path: Path) -> None:
+    """Every damaged .npy/.npz that once broke a loader, as a constant file and as --inputs."""
+    check_constant_file(path.read_bytes(), as_npz=path.read_bytes().startswith(b"PK"))
+    check_inputs_archive(path.read_bytes())
 
 
 # --- named nasty inputs, through the real console script ------------------------------------------
