@@ -88,7 +88,7 @@ class Draft:
         """A fresh value name; sometimes one MLIR cannot use as an SSA id (spaces, quotes, control
         characters, unicode). Never NUL: an .npz cannot hold it, so convc refuses it."""
         if self.odd_names and self.draw(st.booleans()):
-            candidate = self.draw(st.text(st.characters(codec="utf-8", exclude_categories=("Cs",), exclude_characters="\x00"), min_size=1, max_size=6))
+            candidate = self.draw(st.text(st.characters(codec="utf-8", exclude_categories=["Cs"], exclude_characters="\x00"), min_size=1, max_size=6))
         else:
             candidate = f"{base}{len(self.taken)}"
         while candidate in self.taken:

@@ -418,7 +418,7 @@ def npy_bytes(array: np.ndarray) -> bytes:
 
 def npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
     buffer = io.BytesIO()
-    np.savez(buffer, **arrays)
+    np.savez(buffer, **arrays)  # type: ignore[arg-type]  # numpy's stub reads **kwds as allow_pickle
     return buffer.getvalue()
 
 
@@ -449,9 +449,9 @@ def corrupted_array_files(draw: Draw) -> bytes:
 def check_constant_file(blob: bytes, as_npz: bool) -> None:
     """A constant's `file` holding `blob`: exit 0 or one located line, never a pickle loaded,
     never an allocation over --max-bytes (1M here)."""
-    model = {"inputs": [{"name": "x", "shape": [1, 3, 4]}],
-             "constants": [{"name": "w", "file": "w.npz" if as_npz else "w.npy", "key": "w"}],
-             "nodes": [{"name": "c", "op": "conv", "inputs": ["x", "w"]}], "outputs": ["c"]}
+    model: dict[str, Any] = {"inputs": [{"name": "x", "shape": [1, 3, 4]}],
+                             "constants": [{"name": "w", "file": "w.npz" if as_npz else "w.npy", "key": "w"}],
+                             "nodes": [{"name": "c", "op": "conv", "inputs": ["x", "w"]}], "outputs": ["c"]}
     if not as_npz:
         del model["constants"][0]["key"]
     root = Path(tempfile.mkdtemp(prefix="convc-fuzz-"))
