@@ -13,7 +13,7 @@ import numpy as np
 
 from ..arrayfile import ArrayFileError, ArrayTooLarge, as_dtype, open_array_file
 from ..diagnostics import ConvcError, Location
-from ..dtypes import canonical_dtype, from_numpy, numpy_dtype
+from ..dtypes import canonical_dtype, from_numpy, is_float, numpy_dtype
 from ..ir import Graph, Op, TensorType, Value
 from ..ops import OPS, suggest
 from ..verify import coerce_attrs, infer_type
@@ -184,9 +184,13 @@ class _ModelReader:
         if shape is not None:
             self._check_size(math.prod(shape) * numpy_dtype(dtype).itemsize, loc)
         try:
-            array = np.array(entry["value"], dtype=numpy_dtype(dtype))
+            with np.errstate(over="ignore", invalid="ignore"):
+                array = np.array(entry["value"], dtype=numpy_dtype(dtype))
         except (ValueError, TypeError, OverflowError) as err:
             raise ConvcError(f"value is not a numeric array: {err}", loc.child("value")) from None
+        if is_float(dtype) and not np.isfinite(array).all():
+            # JSON has no inf/NaN literals, so a non-finite element is a value too large for its type
+            raise ConvcError(f"value has elements that overflow {dtype}", loc.child("value"))
         if shape is None:
             self._check_size(array.nbytes, loc)
         else:

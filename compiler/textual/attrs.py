@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ..dtypes import from_numpy
+from ..dtypes import from_numpy, is_float
 from ..ir import TensorType
 from ..ops.base import (
     BOOL,
@@ -78,7 +78,7 @@ def dense_literal(array: np.ndarray) -> str:
     type_text = TensorType(tuple(array.shape), dtype).mlir()
     if array.size == 0:  # `dense<[]>` would claim shape [0]
         return f"dense<> : {type_text}"
-    finite = array.dtype.kind != "f" or bool(np.isfinite(array.astype(np.float64)).all())
+    finite = not is_float(dtype) or bool(np.isfinite(array.astype(np.float64)).all())
     if finite and array.size > 1 and bool((array == array.flat[0]).all()):
         return f"dense<{_scalar(array.flat[0], dtype)}> : {type_text}"
     if array.size <= INLINE_ELEMENTS and finite:
