@@ -142,3 +142,10 @@ def test_every_registered_pass_has_its_own_file() -> None:
     assert sorted(cls.name.replace("-", "_") for cls in ALL_PASSES) == pass_modules()
     for cls in ALL_PASSES:
         assert cls.__module__ == f"convc.passes.{cls.name.replace('-', '_')}"
+
+
+@pytest.mark.parametrize("name", list(PASSES))
+def test_every_registered_pass_has_a_lit_test_named_after_it(name: str) -> None:
+    lit_file = REPO_ROOT / "tests" / "lit" / f"{name}.mlir"
+    assert lit_file.is_file(), f"pass '{name}' has no lit test tests/lit/{name}.mlir"
+    assert f"-p {name}" in lit_file.read_text() or f"-p \"{name}" in lit_file.read_text(), f"tests/lit/{name}.mlir never runs -p {name}"
