@@ -283,11 +283,15 @@ SPLIT_MARKER = "// -----"
 
 
 def opt_parser() -> argparse.ArgumentParser:
+    from convc.passes import TARGETS
+
     parser = argparse.ArgumentParser(prog="convc-opt", description="Run named passes on convc IR or a JSON model and print the IR.")
     parser.add_argument("input", help="convc IR text or JSON model; '-' reads stdin")
     parser.add_argument("-o", "--output", help="output file (default: stdout)")
     parser.add_argument("--emit", choices=("convc", "stablehlo"), default="convc", help="print convc IR (default) or StableHLO")
     parser.add_argument("--split-input-file", action="store_true", help="treat '// -----' separated chunks as separate inputs")
+    parser.add_argument("--default-pipeline", metavar="TARGET", choices=TARGETS,
+                        help="run the pipeline `convc --target TARGET` runs (instead of -p)")
     _common_arguments(parser)
     return parser
 
@@ -299,7 +303,10 @@ def _opt_one(compiler: Compiler, data: bytes, file: str, base_dir: Path | None, 
 
 
 def _opt_main(args: argparse.Namespace) -> int:
-    compiler = Compiler(pipeline=args.pipeline or "", target="generic", print_ir_after_all=args.print_ir_after_all,
+    if args.default_pipeline and args.pipeline:
+        raise PipelineError("--default-pipeline and -p are exclusive")
+    pipeline = None if args.default_pipeline else args.pipeline or ""
+    compiler = Compiler(pipeline=pipeline, target=args.default_pipeline or "generic", print_ir_after_all=args.print_ir_after_all,
                         allow_external_data=args.allow_external_data, max_bytes=args.max_bytes)
     compiler.passes()  # a bad pipeline is a usage error before anything is read
     if args.input == "-":
