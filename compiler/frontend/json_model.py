@@ -69,7 +69,7 @@ def _parse_json(data: bytes | str, file: str) -> Any:
         pointer = _lone_surrogate(doc)
         if pointer is not None:
             raise ConvcError("string is not Unicode text: it holds an unpaired surrogate escape (\\ud800-\\udfff)",
-                             Location(file=file, pointer=pointer))
+                             Location(file=file, pointer=pointer, node=_node_at(doc, pointer)))
     return doc
 
 
@@ -96,6 +96,16 @@ def _lone_surrogate(doc: Any) -> str | None:
 
 def _items(value: Any) -> Any:
     return iter(value.items()) if isinstance(value, dict) else iter(enumerate(value)) if isinstance(value, list) else iter(())
+
+
+def _node_at(doc: Any, pointer: str) -> str | None:
+    """The name of the node `pointer` lies in, when it has a usable one."""
+    match = re.match(r"/nodes/(\d+)/", pointer)
+    try:
+        name = doc["nodes"][int(match.group(1))]["name"] if match else None
+    except (KeyError, IndexError, TypeError):
+        return None
+    return name if isinstance(name, str) and name and _encodable(name) else None
 
 
 def _encodable(text: str) -> bool:
