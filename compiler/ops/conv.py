@@ -133,6 +133,11 @@ def parse_dimension_numbers(text: str) -> ConvDimensionNumbers:
 # --- window attributes and padding ------------------------------------------
 
 
+# Strides, dilations and pads past the largest dimension mean nothing, and MLIR's and lax's
+# shape arithmetic (int64, float) overflows on them where convc's Python ints would not.
+MAX_WINDOW = 2**31 - 1
+
+
 def window_attr(v: OpView, name: str, spatial_rank: int, size_id: str, positive_id: str) -> tuple[int, ...]:
     """A per-spatial-dim attribute (strides, dilations), defaulting to ones."""
     value = v.attr(name)
@@ -142,6 +147,8 @@ def window_attr(v: OpView, name: str, spatial_rank: int, size_id: str, positive_
         raise VerifyError(f"{name} has {len(value)} entries, expected {spatial_rank} (one per spatial dimension)", size_id, attr=name)
     if any(x <= 0 for x in value):
         raise VerifyError(f"{name} must be positive, got {list(value)}", positive_id, attr=name)
+    if any(x > MAX_WINDOW for x in value):
+        raise VerifyError(f"{name} must be at most {MAX_WINDOW}, got {list(value)}", attr=name)
     return tuple(value)
 
 
@@ -174,6 +181,8 @@ def explicit_padding(
     assert isinstance(padding, tuple)
     if len(padding) != len(in_spatial):
         raise VerifyError(f"padding has {len(padding)} [lo, hi] pairs, expected {len(in_spatial)} (one per spatial dimension)", "C4", attr="padding")
+    if any(abs(p) > MAX_WINDOW for row in padding for p in row):
+        raise VerifyError(f"padding values must lie in [-{MAX_WINDOW}, {MAX_WINDOW}], got {[list(row) for row in padding]}", attr="padding")
     return tuple((int(lo), int(hi)) for lo, hi in padding)
 
 

@@ -22,7 +22,7 @@ from ..verify import coerce_attrs, infer_type
 _TOKEN = re.compile(
     r"""
     (?P<ws>\s+|//[^\n]*)
-  | (?P<type>tensor<(?:\d+x)*[a-wyz][a-z]*\d*>)
+  | (?P<type>tensor<(?:\d+x)*[a-wyz]+\d*>)
   | (?P<array>array<i64(?::[^>]*)?>)
   | (?P<dense>dense<[^>]*>)
   | (?P<dims>\#convc\.dims<[^>]*->[^>]*>)

@@ -76,6 +76,11 @@ def assert_close(got: np.ndarray, want: np.ndarray, tol: float, what: str) -> No
     assert error <= tol * scale, f"{what}: max abs error {error:.3g} > {tol:.1g} * {scale:.3g}"
 
 
+def as_saved(array: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """An array read back from an .npz: np.savez keeps bfloat16 as raw 2-byte voids."""
+    return array.view(dtype) if array.dtype.kind == "V" else array
+
+
 class Workdir:
     """A model, its inputs and convc's outputs, in one temporary folder."""
 
@@ -186,8 +191,7 @@ def check_model(model: dict[str, Any], seed: int = 0) -> None:
             assert trusted or target != "cpu", "the cpu target emitted a conv XLA:CPU misreads (openxla/xla#48713)"
             record(f"XLA results trusted: reference {reference_trusted}, --target {target} {trusted}")
             for name in names:
-                if outputs[name].dtype.kind == "V":  # np.savez keeps bfloat16 as raw 2-byte voids
-                    outputs[name] = outputs[name].view(expected[name].dtype)
+                outputs[name] = as_saved(outputs[name], expected[name].dtype)
                 assert outputs[name].dtype == expected[name].dtype, f"{name}: dtype {outputs[name].dtype} != {expected[name].dtype}"
                 assert outputs[name].shape == expected[name].shape, f"{name}: shape {outputs[name].shape} != {expected[name].shape}"
                 if trusted and reference_trusted:
@@ -270,7 +274,7 @@ def test_console_script_runs_and_checks(model: dict[str, Any]) -> None:
         expected = evaluate(source, [work.inputs[v.name] for v in source.inputs])
         with np.load(outputs_path) as archive:
             for value, want in zip(source.outputs, expected):
-                assert_close(archive[value.name], want, tolerance(model), f"'{value.name}'")
+                assert_close(as_saved(archive[value.name], want.dtype), want, tolerance(model), f"'{value.name}'")
 
 
 def _regression_files(kind: str) -> list[Path]:
