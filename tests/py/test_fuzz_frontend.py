@@ -454,8 +454,8 @@ def check_constant_file(blob: bytes, as_npz: bool) -> None:
                              "nodes": [{"name": "c", "op": "conv", "inputs": ["x", "w"]}], "outputs": ["c"]}
     if not as_npz:
         del model["constants"][0]["key"]
-    root = Path(tempfile.mkdtemp(prefix="convc-fuzz-"))
-    try:
+    with tempfile.TemporaryDirectory(prefix="convc-fuzz-") as folder:
+        root = Path(folder)
         (root / ("w.npz" if as_npz else "w.npy")).write_bytes(blob)
         (root / "model.json").write_text(json.dumps(model))
         with time_limit(SECONDS_PER_INPUT):
@@ -463,17 +463,13 @@ def check_constant_file(blob: bytes, as_npz: bool) -> None:
         assert result.code in (0, 1), f"exit {result.code}: {result.stderr}"
         if result.code == 1:
             assert_one_located_line(result.stderr, str(root / "model.json"))
-    finally:
-        for child in root.iterdir():
-            child.unlink()
-        root.rmdir()
 
 
 def check_inputs_archive(blob: bytes) -> None:
     """`--run --inputs` with `blob` as the archive: exit 0 or one located line."""
     model = {"inputs": [{"name": "w", "shape": [2, 3]}], "nodes": [{"name": "r", "op": "relu", "inputs": ["w"]}], "outputs": ["r"]}
-    root = Path(tempfile.mkdtemp(prefix="convc-fuzz-"))
-    try:
+    with tempfile.TemporaryDirectory(prefix="convc-fuzz-") as folder:
+        root = Path(folder)
         (root / "in.npz").write_bytes(blob)
         (root / "model.json").write_text(json.dumps(model))
         with time_limit(SECONDS_PER_INPUT):
@@ -481,10 +477,6 @@ def check_inputs_archive(blob: bytes) -> None:
         assert result.code in (0, 1), f"exit {result.code}: {result.stderr}"
         if result.code == 1:
             assert_one_located_line(result.stderr, str(root / "in.npz"))
-    finally:
-        for child in root.iterdir():
-            child.unlink()
-        root.rmdir()
 
 
 @budget(ci=150, soak=5000)
