@@ -315,6 +315,14 @@ def _reduce_sum(op: Op, args: Sequence[Any]) -> Any:
 
     return lax.reduce_sum(args[0], op.attrs["axes"])
 
+@lax_rule("stacked_reduce_sum")
+def _stacked_reduce_sum(op: Op, args: Sequence[Any]) -> Any:
+    import jax.numpy as jnp
+    from jax import lax
+
+    return jnp.stack([lax.reduce_sum(x, op.attrs["axes"]) for x in args])
+
+
 def lax_function(graph: Graph) -> Callable[..., list[Any]]:
     """The graph as a Python function of its inputs, built from jax.lax calls."""
 

@@ -218,6 +218,37 @@ def _reduce_sum(op: Op, ctx: EmitContext, result: str) -> None:
     ctx.emit(result, f"stablehlo.reduce({ctx.use(x)} init: {zero}) applies stablehlo.add across dimensions = "
                      f"{int_list(op.attrs['axes'])} : ({x.type}, {TensorType((), x.type.dtype)}) -> {op.result.type}")
 
+@rule("stacked_reduce_sum")
+def _stacked_reduce_sum(op: Op, ctx: EmitContext, result: str) -> None:
+    """One variadic `stablehlo.reduce` (generic syntax: the pretty form has no room for a
+    multi-add body), its results reshaped to [1, ...] and concatenated."""
+    inputs, count = op.operands, len(op.operands)
+    scalar = TensorType((), inputs[0].type.dtype)
+    zero = _scalar_constant(ctx, 0, scalar.dtype, f"{result[1:]}_zero")
+    summed = TensorType(op.result.type.shape[1:], scalar.dtype)
+    sums = ctx.fresh(f"{result[1:]}_sums")
+    # Region values share the function's namespace (the region is not isolated from above).
+    accumulators = [ctx.fresh("acc") for _ in range(count)]
+    values = [ctx.fresh("val") for _ in range(count)]
+    totals = [ctx.fresh("total") for _ in range(count)]
+    block_args = ", ".join(f"{name}: {scalar}" for name in accumulators + values)
+    body = [f"      ^bb0({block_args}):"]
+    body += [f"        {t} = stablehlo.add {a}, {v} : {scalar}" for t, a, v in zip(totals, accumulators, values)]
+    body.append(f"        stablehlo.return {', '.join(totals)} : {', '.join([str(scalar)] * count)}")
+    operand_types = ", ".join([str(x.type) for x in inputs] + [str(scalar)] * count)
+    ctx.lines.append(f'    {sums}:{count} = "stablehlo.reduce"({", ".join(ctx.use(x) for x in inputs)}, '
+                     f'{", ".join([zero] * count)}) ({{')
+    ctx.lines.extend(body)
+    ctx.lines.append(f"    }}) {{dimensions = array<i64{': ' if op.attrs['axes'] else ''}{', '.join(map(str, op.attrs['axes']))}>}} : "
+                     f"({operand_types}) -> ({', '.join([str(summed)] * count)}){ctx.loc}")
+    if count == 1:
+        ctx.emit(result, f"stablehlo.reshape {sums}#0 : ({summed}) -> {op.result.type}")
+        return
+    row = TensorType((1, *summed.shape), scalar.dtype)
+    rows = [ctx.emit(ctx.fresh(f"{result[1:]}_row"), f"stablehlo.reshape {sums}#{i} : ({summed}) -> {row}") for i in range(count)]
+    ctx.emit(result, f"stablehlo.concatenate {', '.join(rows)}, dim = 0 : ({', '.join([str(row)] * count)}) -> {op.result.type}")
+
+
 def emit_stablehlo(graph: Graph) -> str:
     """The whole module: `module @<name>` with a public `@main` over the graph's inputs."""
     ctx = EmitContext()

@@ -1,12 +1,16 @@
 """`reduce_sum`: `jax.lax.reduce_sum` (a `stablehlo.reduce` with an add body), with the
-StableHLO `reduce` constraints C4/C5 on `axes`.
+StableHLO `reduce` constraints C4/C5 on `axes`; and `stacked_reduce_sum`, the same over
+several same-typed inputs at once (one variadic `stablehlo.reduce`).
 
-The CPU lowering of depthwise weight gradients sums tap products with it.
+The CPU lowering of depthwise weight gradients sums tap products with them: XLA runs a
+variadic reduce as one loop over all its inputs, where separate reduces each re-read
+(and re-materialize) their shifted input.
 """
 
 from __future__ import annotations
 
 from ..ir import TensorType
+from ..diagnostics import VerifyError
 from .base import INTS, Attr, OpDef, OpView, check_axes
 
 
@@ -22,4 +26,23 @@ REDUCE_SUM = OpDef(
     infer_reduce_sum,
     {"axes": Attr(INTS, required=True, doc="the dims summed away")},
     doc="lax.reduce_sum",
+)
+
+
+def infer_stacked_reduce_sum(v: OpView) -> TensorType:
+    first = v.operand(0)
+    for index, t in enumerate(v.types):
+        if t != first:
+            raise VerifyError(f"operand {index} of type {t} does not match operand 0 of type {first}", operand=index)
+    summed = infer_reduce_sum(v)
+    return TensorType((len(v.types), *summed.shape), first.dtype)
+
+
+STACKED_REDUCE_SUM = OpDef(
+    "stacked_reduce_sum",
+    ("inputs",),
+    infer_stacked_reduce_sum,
+    {"axes": Attr(INTS, required=True, doc="the dims summed away, in every input")},
+    variadic=True,
+    doc="jnp.stack([lax.reduce_sum(x, axes) for x in inputs])",
 )

@@ -2,9 +2,11 @@
 // RUN: convc-opt %s -p "cpu-batch-group-tap-reduce{max_windows=1}" --split-input-file | filecheck %s --check-prefix=LIMIT
 
 // One lhs batch and one output feature per batch group (a depthwise weight gradient):
-// each output window s is reduce_sum(window(lhs_padded, s) * rhs) over every dim but the
-// lhs batch dim (the group); the rhs is first laid out like the lhs. The per-window
-// [G] rows are concatenated and reshaped (then transposed) into the result.
+// each output window s is window(lhs_padded, s) * rhs summed over every dim but the lhs
+// batch dim (the group); the rhs is first laid out like the lhs. The sums take two steps:
+// one variadic `stacked_reduce_sum` over the outermost summed dim for all windows at once,
+// then a `reduce_sum` over the rest, giving [windows, G], reshaped (then transposed) into
+// the result.
 
 // The weight gradient of a depthwise 2x1 conv (pad 1 low in H) as jax.vjp emits it:
 // two windows (the taps), rows 0..2 and 1..3 of the padded input times dy.
@@ -12,14 +14,12 @@
 // CHECK: %[[P:.*]] = "convc.pad"(%x) {padding_config = dense<{{\[\[}}0, 0, 0], [1, 0, 0], [0, 0, 0], [0, 0, 0]]>
 // CHECK: %[[W0:.*]] = "convc.slice"(%[[P]]) {limit_indices = array<i64: 2, 3, 3, 4>, start_indices = array<i64: 0, 0, 0, 0>
 // CHECK: %[[M0:.*]] = "convc.multiply"(%[[W0]], %dy)
-// CHECK: %[[S0:.*]] = "convc.reduce_sum"(%[[M0]]) {axes = array<i64: 0, 1, 2>} : {{.*}} -> tensor<4xf32>
-// CHECK: %[[R0:.*]] = "convc.reshape"(%[[S0]]) {new_sizes = array<i64: 1, 4>}
 // CHECK: %[[W1:.*]] = "convc.slice"(%[[P]]) {limit_indices = array<i64: 2, 4, 3, 4>, start_indices = array<i64: 0, 1, 0, 0>
 // CHECK: %[[M1:.*]] = "convc.multiply"(%[[W1]], %dy)
-// CHECK: %[[S1:.*]] = "convc.reduce_sum"(%[[M1]]) {axes = array<i64: 0, 1, 2>}
-// CHECK: %[[R1:.*]] = "convc.reshape"(%[[S1]])
-// CHECK: %[[C:.*]] = "convc.concatenate"(%[[R0]], %[[R1]]) {dimension = 0 : i64} : {{.*}} -> tensor<2x4xf32>
-// CHECK: %c = "convc.reshape"(%[[C]]) {new_sizes = array<i64: 2, 1, 1, 4>}
+// CHECK: %[[PART:.*]] = "convc.stacked_reduce_sum"(%[[M0]], %[[M1]]) {axes = array<i64: 0>}
+// CHECK-SAME: -> tensor<2x3x3x4xf32>
+// CHECK: %[[S:.*]] = "convc.reduce_sum"(%[[PART]]) {axes = array<i64: 1, 2>} : {{.*}} -> tensor<2x4xf32>
+// CHECK: %c = "convc.reshape"(%[[S]]) {new_sizes = array<i64: 2, 1, 1, 4>}
 // CHECK-NOT: convc.conv
 // LIMIT-LABEL: module @depthwise_weight_grad
 // LIMIT: "convc.conv"
@@ -34,20 +34,21 @@ module @depthwise_weight_grad {
 
 // NHWC lhs, OIHW rhs, NCHW out, one window, lhs dilation 2 in W (interior padding) and
 // stride/rhs dilation along W: the rhs is transposed to the lhs layout (O<->N, I<->C),
-// the window is taken every rhs_dilation = 2 columns, and the [1, G] row becomes the
-// 1x4x1x1 NCHW result by a reshape and a transpose.
+// the window is taken every rhs_dilation = 2 columns, summed first over H (the outermost
+// summed dim), then over W and C, and the [1, G] row becomes the 1x4x1x1 NCHW result by
+// a reshape and a transpose.
 // CHECK-LABEL: module @layouts
 // CHECK: %[[P:.*]] = "convc.pad"(%x) {padding_config = dense<{{\[\[}}0, 0, 0], [0, 0, 0], [0, 0, 1], [0, 0, 0]]>
 // CHECK-SAME: -> tensor<4x2x5x3xf32>
 // CHECK: %[[A:.*]] = "convc.transpose"(%w) {permutation = array<i64: 0, 2, 3, 1>} : {{.*}} -> tensor<4x2x3x3xf32>
 // CHECK: %[[W:.*]] = "convc.slice"(%[[P]]) {limit_indices = array<i64: 4, 2, 5, 3>, start_indices = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1, 2, 1>}
 // CHECK: %[[M:.*]] = "convc.multiply"(%[[W]], %[[A]])
-// CHECK: %[[S:.*]] = "convc.reduce_sum"(%[[M]]) {axes = array<i64: 1, 2, 3>}
-// CHECK: %[[R:.*]] = "convc.reshape"(%[[S]]) {new_sizes = array<i64: 1, 4>}
-// CHECK: %[[O:.*]] = "convc.reshape"(%[[R]]) {new_sizes = array<i64: 1, 1, 1, 4>}
+// CHECK: %[[PART:.*]] = "convc.stacked_reduce_sum"(%[[M]]) {axes = array<i64: 1>} : {{.*}} -> tensor<1x4x3x3xf32>
+// CHECK: %[[S:.*]] = "convc.reduce_sum"(%[[PART]]) {axes = array<i64: 2, 3>} : {{.*}} -> tensor<1x4xf32>
+// CHECK: %[[O:.*]] = "convc.reshape"(%[[S]]) {new_sizes = array<i64: 1, 1, 1, 4>}
 // CHECK: %c = "convc.transpose"(%[[O]]) {permutation = array<i64: 2, 3, 0, 1>} : {{.*}} -> tensor<1x4x1x1xf32>
 // LIMIT-LABEL: module @layouts
-// LIMIT: "convc.reduce_sum"
+// LIMIT: "convc.stacked_reduce_sum"
 module @layouts {
   func.func @main(%x: tensor<4x2x3x3xf32>, %w: tensor<4x3x2x3xf32>) -> tensor<1x4x1x1xf32> {
     %c = "convc.conv"(%x, %w) {batch_group_count = 4 : i64, dimension_numbers = #convc.dims<[b, 0, 1, f]x[o, i, 0, 1]->[b, f, 0, 1]>, lhs_dilation = array<i64: 1, 2>, padding = dense<[[0, 0], [0, 0]]> : tensor<2x2xi64>, rhs_dilation = array<i64: 1, 2>, window_strides = array<i64: 1, 2>} : (tensor<4x2x3x3xf32>, tensor<4x3x2x3xf32>) -> tensor<1x4x1x1xf32>
@@ -61,7 +62,7 @@ module @layouts {
 // and an f16 conv.
 // CHECK-LABEL: module @untouched
 // CHECK-COUNT-3: "convc.conv"
-// CHECK-NOT: convc.reduce_sum
+// CHECK-NOT: reduce_sum
 module @untouched {
   func.func @main(%x: tensor<2x3x3x4xf32>, %dy: tensor<2x3x3x2xf32>, %dy8: tensor<2x3x3x8xf32>, %h: tensor<2x3x3x4xf16>, %dh: tensor<2x3x3x4xf16>) -> (tensor<1x1x2x2xf32>, tensor<1x1x1x8xf32>, tensor<1x1x1x4xf16>) {
     %two_batches = "convc.conv"(%x, %dy) {batch_group_count = 2 : i64, dimension_numbers = #convc.dims<[f, 0, 1, b]x[i, 0, 1, o]->[0, 1, b, f]>, padding = dense<[[0, 0], [0, 0]]> : tensor<2x2xi64>} : (tensor<2x3x3x4xf32>, tensor<2x3x3x2xf32>) -> tensor<1x1x2x2xf32>

@@ -165,6 +165,43 @@ module @convert {
 
 // -----
 
+// reduce_sum: a stablehlo.reduce with an add body and a zero init.
+// CHECK-LABEL: module @reduce_sum
+// CHECK: %[[Z:[^ ]+]] = stablehlo.constant dense<0.0> : tensor<f32> loc("s")
+// CHECK-NEXT: %s = stablehlo.reduce(%{{[^ ]+}} init: %[[Z]]) applies stablehlo.add across dimensions = [0, 2]
+// CHECK-SAME: : (tensor<2x3x4xf32>, tensor<f32>) -> tensor<3xf32> loc("s")
+module @reduce_sum {
+  func.func @main(%x: tensor<2x3x4xf32>) -> tensor<3xf32> {
+    %s = "convc.reduce_sum"(%x) {axes = array<i64: 0, 2>} : (tensor<2x3x4xf32>) -> tensor<3xf32>
+    func.return %s : tensor<3xf32>
+  }
+}
+
+// -----
+
+// stacked_reduce_sum: one variadic stablehlo.reduce (generic syntax; one add per input,
+// block arguments accumulators first), its results reshaped to rows and concatenated.
+// Region names are fresh: an input named like a block argument (%acc) keeps its name.
+// CHECK-LABEL: module @stacked_reduce_sum
+// CHECK: %[[Z:[^ ]+]] = stablehlo.constant dense<0.0> : tensor<f32> loc("s")
+// CHECK-NEXT: %[[R:[^:]+]]:2 = "stablehlo.reduce"(%acc, %b, %[[Z]], %[[Z]]) ({
+// CHECK-NEXT: ^bb0(%[[A0:[^:]+]]: tensor<f32>, %[[A1:[^:]+]]: tensor<f32>, %[[V0:[^:]+]]: tensor<f32>, %[[V1:[^:]+]]: tensor<f32>):
+// CHECK-NEXT: %[[T0:[^ ]+]] = stablehlo.add %[[A0]], %[[V0]] : tensor<f32>
+// CHECK-NEXT: %[[T1:[^ ]+]] = stablehlo.add %[[A1]], %[[V1]] : tensor<f32>
+// CHECK-NEXT: stablehlo.return %[[T0]], %[[T1]] : tensor<f32>, tensor<f32>
+// CHECK-NEXT: }) {dimensions = array<i64: 0, 2>} : (tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<f32>, tensor<f32>) -> (tensor<3xf32>, tensor<3xf32>) loc("s")
+// CHECK-NEXT: %[[R0:[^ ]+]] = stablehlo.reshape %[[R]]#0 : (tensor<3xf32>) -> tensor<1x3xf32>
+// CHECK-NEXT: %[[R1:[^ ]+]] = stablehlo.reshape %[[R]]#1 : (tensor<3xf32>) -> tensor<1x3xf32>
+// CHECK-NEXT: %s = stablehlo.concatenate %[[R0]], %[[R1]], dim = 0 : (tensor<1x3xf32>, tensor<1x3xf32>) -> tensor<2x3xf32> loc("s")
+module @stacked_reduce_sum {
+  func.func @main(%acc: tensor<2x3x4xf32>, %b: tensor<2x3x4xf32>) -> tensor<2x3xf32> {
+    %s = "convc.stacked_reduce_sum"(%acc, %b) {axes = array<i64: 0, 2>} : (tensor<2x3x4xf32>, tensor<2x3x4xf32>) -> tensor<2x3xf32>
+    func.return %s : tensor<2x3xf32>
+  }
+}
+
+// -----
+
 // A name MLIR cannot take as an SSA id gets a safe one; loc() and the result info keep the original.
 // CHECK-LABEL: module @names
 // CHECK: func.func public @main(%[[X:[^:]+]]: tensor<2xf32> loc("x")) -> (tensor<2xf32> {jax.result_info = "my node/1"})

@@ -4,8 +4,8 @@
 // One case per diagnostic of the plain tensor ops (compiler/ops/tensor.py), each a
 // single line located at the op. The whole file exits 1 with exactly those lines.
 // STATUS-NOT: Traceback
-// STATUS-COUNT-25: {{^}}{{.*}}verify-tensor-ops.mlir:{{[0-9]+}}:5: error: 'r' ({{[a-z_]+}}): {{.*}}
-// STATUS-NEXT: {{^}}exit status: 1, output lines: 25{{$}}
+// STATUS-COUNT-26: {{^}}{{.*}}verify-tensor-ops.mlir:{{[0-9]+}}:5: error: 'r' ({{[a-z_]+}}): {{.*}}
+// STATUS-NEXT: {{^}}exit status: 1, output lines: 26{{$}}
 
 // constant: `value` is required.
 // CHECK: {{^}}{{.*}}verify-tensor-ops.mlir:[[# @LINE + 3]]:5: error: 'r' (constant): attribute 'value' is required{{$}}
@@ -277,5 +277,16 @@ module @convert_new_dtype_known {
   func.func @main(%x: tensor<4xf32>) -> tensor<4xf16> {
     %r = "convc.convert"(%x) {new_dtype = "complex64"} : (tensor<4xf32>) -> tensor<4xf16>
     func.return %r : tensor<4xf16>
+  }
+}
+
+// -----
+
+// stacked_reduce_sum: every input has the first one's type.
+// CHECK: {{^}}{{.*}}verify-tensor-ops.mlir:[[# @LINE + 3]]:5: error: 'r' (stacked_reduce_sum): operand 1 of type tensor<2x4xf32> does not match operand 0 of type tensor<2x3xf32>{{$}}
+module @stacked_reduce_sum_operand_types {
+  func.func @main(%a: tensor<2x3xf32>, %b: tensor<2x4xf32>) -> tensor<2x3xf32> {
+    %r = "convc.stacked_reduce_sum"(%a, %b) {axes = array<i64: 0>} : (tensor<2x3xf32>, tensor<2x4xf32>) -> tensor<2x3xf32>
+    func.return %r : tensor<2x3xf32>
   }
 }
