@@ -19,7 +19,7 @@ from .diagnostics import ConvcError, InternalError, Location, one_line
 from .emit import emit_stablehlo
 from .fileio import write_atomic
 from .frontend import load_model_text
-from .ir import Graph
+from .ir import Graph, Op
 from .pass_manager import Pass, PassManager, PipelineError, parse_pipeline
 from .textual import parse_ir, print_graph
 
@@ -207,7 +207,7 @@ def _convc_main(args: argparse.Namespace) -> int:
     payload = compiler.emit(graph, args.emit)
     if args.run or args.check:  # before writing -o: a failed run or check leaves it untouched
         stablehlo = payload.decode() if args.emit == "stablehlo" else emit_stablehlo(graph)
-        _run(graph, stablehlo, args, source)
+        _run(graph, _runnable(compiler, graph, stablehlo, args), args, source)
     if args.output is not None or not (args.run or args.check):
         _write(args.output, payload)
     return EXIT_OK
@@ -240,6 +240,53 @@ def _check_run_sizes(graph: Graph, max_bytes: int, file: str) -> None:
 
 def _checksum(array: np.ndarray) -> str:
     return f"sum={float(np.asarray(array, np.float64).sum()):.6g} crc32={zlib.crc32(np.ascontiguousarray(array).tobytes()):08x}"
+
+
+XLA_CPU_SAFE_PIPELINE = "cpu-crop-negative-padding,dce"
+
+
+def xla_cpu_misread_convs(graph: Graph) -> list[Op]:
+    """The convs of a lowered graph that XLA:CPU would compute wrongly (openxla/xla#48713):
+    only graphs lowered without cpu-crop-negative-padding (not `--target cpu`) hold any."""
+    from convc.passes.cpu_crop_negative_padding import misread_by_xla_cpu
+
+    return [op for op in graph.ops if misread_by_xla_cpu(op)]
+
+
+def cropped_for_xla_cpu(graph: Graph) -> Graph:
+    """A copy of a lowered graph that XLA:CPU computes right: its negative pads cropped
+    (exact: a slice of the input), the same inputs and outputs in the same order."""
+    from convc.passes import PASSES
+
+    copy = graph.clone()
+    with _gc_paused():
+        PassManager(parse_pipeline(XLA_CPU_SAFE_PIPELINE, PASSES)).run(copy)
+    return copy
+
+
+def _runnable(compiler: Compiler, graph: Graph, stablehlo: str, args: argparse.Namespace) -> str:
+    """The module --run executes: the emitted one, unless it is headed for XLA:CPU with convs
+    XLA:CPU misreads; then a cropped copy, after one warning. Refusing would punish a valid
+    module for an XLA bug, and the crop is exact; the emitted output stays as requested."""
+    from .runtime import platform_name
+
+    misread = xla_cpu_misread_convs(graph)
+    if not misread or platform_name(args.platform) != "cpu":
+        return stablehlo
+    print(_cropped_run_warning(misread, compiler, args), file=sys.stderr)
+    return compiler.emit(cropped_for_xla_cpu(graph), "stablehlo").decode()
+
+
+def _cropped_run_warning(misread: Sequence[Op], compiler: Compiler, args: argparse.Namespace) -> str:
+    """One located line naming the source nodes (the first three) whose convs get cropped."""
+    loc = misread[0].loc
+    nodes = list(dict.fromkeys((op.loc.node or op.name, op.loc.op or op.kind) for op in misread))
+    named = ", ".join(f"'{node}' ({kind})" for node, kind in nodes[:3])
+    more = f" and {len(nodes) - 3} more" if len(nodes) > 3 else ""
+    emitted = "-p" if args.pipeline is not None else f"--target {compiler.resolved_target()}"
+    return one_line(f"{replace(loc, file=loc.file or args.model).where()}: warning: {named}{more}: running a cropped copy "
+                    f"on XLA:CPU, which misreads negative low + positive high padding (openxla/xla#48713); "
+                    f"the emitted {emitted} module is unchanged")
 
 
 def _run(graph: Graph, stablehlo: str, args: argparse.Namespace, source: Graph | None) -> int:

@@ -24,6 +24,11 @@ def _client(platform: str | None) -> Any:
     return backend.get_backend(platform)
 
 
+def platform_name(platform: str | None = None) -> str:
+    """The name of the PJRT platform `compile_stablehlo(text, platform)` runs on, e.g. "cpu"."""
+    return str(_client(platform).platform)
+
+
 @dataclass
 class Executable:
     """A loaded PJRT executable plus the device it runs on."""

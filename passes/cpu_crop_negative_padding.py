@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from convc.conv_facts import conv_facts
+from convc.conv_facts import ConvFacts, conv_facts
 from convc.dtypes import numpy_dtype
 from convc.ir import Graph, Op, Value
 from convc.ops.conv import spatial
@@ -36,12 +36,25 @@ def zeros(rewriter: Rewriter, op: Op) -> Value:
     return rewriter.create("broadcast_in_dim", zero, suffix="zeros", shape=out.shape, broadcast_dimensions=())
 
 
+def crops(facts: ConvFacts) -> bool:
+    """Whether this pass rewrites the conv: any negative pad on a non-empty conv."""
+    return not facts.is_empty() and any(lo < 0 or hi < 0 for lo, hi in facts.pads)
+
+
+def misread_by_xla_cpu(op: Op) -> bool:
+    """Whether XLA:CPU would compute `op` wrongly: a conv this pass crops, with negative low
+    next to positive high padding on some spatial dim (openxla/xla#48713; XLA:CPU computes
+    other negative pads right). `convc --run` asks it of graphs lowered without this pass."""
+    facts = conv_facts(op)
+    return facts is not None and crops(facts) and any(lo < 0 < hi for lo, hi in facts.pads)
+
+
 class CropNegativePadding(RewritePattern):
     kind = "conv"
 
     def match_and_rewrite(self, op: Op, rewriter: Rewriter) -> None:
         facts = conv_facts(op)
-        if facts is None or facts.is_empty() or all(lo >= 0 and hi >= 0 for lo, hi in facts.pads):
+        if facts is None or not crops(facts):
             return
         start, limit, pads = [0] * facts.lhs.rank, list(facts.lhs.shape), []
         sizes = spatial(facts.lhs.shape, facts.dn.lhs_spec)

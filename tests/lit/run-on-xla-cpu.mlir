@@ -1,0 +1,41 @@
+// `--run` on XLA:CPU of a module lowered without cpu-crop-negative-padding: XLA:CPU computes
+// a conv with negative low and positive high padding from memory outside its input
+// (openxla/xla#48713), so convc runs a copy cropped by that pass, warns once on stderr, and
+// emits the module the target asked for. `--platform cpu`: the same on a machine with a GPU.
+
+// --target generic: one located warning and nothing else on stderr; --check agrees with
+// jax.lax (exit 0); the emitted module still holds the negative pad, and no slice.
+// RUN: convc %s --target generic --check --platform cpu -o %t.generic.mlir 2> %t.err | filecheck %s --check-prefix=RESULTS
+// RUN: filecheck %s --input-file %t.err --check-prefix=WARN
+// RUN: filecheck %s --input-file %t.generic.mlir --check-prefix=EMITTED
+// WARN: {{^}}{{.*}}run-on-xla-cpu.mlir:[[# @LINE + 27]]:5: warning: 'c1' (conv): running a cropped copy on XLA:CPU, which misreads negative low + positive high padding (openxla/xla#48713); the emitted --target generic module is unchanged{{$}}
+// WARN-NOT: {{.}}
+// RESULTS: {{^}}c1: [1, 15, 2, 8] f32 sum={{\S+}} crc32={{[0-9a-f]+}}{{$}}
+// RESULTS-NEXT: {{^}}c1: max abs error vs jax.lax {{\S+}} (ok){{$}}
+// EMITTED: stablehlo.convolution(%x, %w)
+// EMITTED-SAME: pad = {{\[\[}}0, 0], [-5, 1]]
+// EMITTED-NOT: stablehlo.slice
+
+// --target gpu names its target.
+// RUN: convc %s --target gpu --run --platform cpu 2> %t.gpu.err
+// RUN: filecheck %s --input-file %t.gpu.err --check-prefix=GPU
+// GPU: warning: 'c1' (conv): {{.*}} the emitted --target gpu module is unchanged{{$}}
+
+// --target cpu crops at compile time: no warning, one run line (exit status merges stderr).
+// RUN: %exit-status convc %s --target cpu --run --platform cpu | filecheck %s --check-prefix=CPU
+// CPU-NOT: warning
+// CPU: {{^}}c1: [1, 15, 2, 8] f32 sum=
+// CPU-NEXT: {{^}}exit status: 0, output lines: 1{{$}}
+
+// A model without such a conv runs under --target generic without a word.
+// RUN: %exit-status convc %S/inputs/depthwise.json --target generic --run --platform cpu | filecheck %s --check-prefix=QUIET
+// QUIET-NOT: warning
+// QUIET: {{^}}dw: [2, 8, 6, 3] f32 sum=
+// QUIET-NEXT: {{^}}exit status: 0, output lines: 1{{$}}
+
+module @crop_low_pad_high {
+  func.func @main(%x: tensor<1x15x6x8xf32>, %w: tensor<1x1x8x8xf32>) -> tensor<1x15x2x8xf32> {
+    %c1 = "convc.conv"(%x, %w) {dimension_numbers = #convc.dims<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>, padding = dense<[[0, 0], [-5, 1]]> : tensor<2x2xi64>} : (tensor<1x15x6x8xf32>, tensor<1x1x8x8xf32>) -> tensor<1x15x2x8xf32>
+    func.return %c1 : tensor<1x15x2x8xf32>
+  }
+}
