@@ -57,8 +57,10 @@ class ConvFacts:
         return self.preferred_element_type in (None, self.lhs.dtype)
 
     def with_attrs(self, op: Op, **changes: object) -> dict[str, object]:
-        """The op's attributes with `changes` applied (a None value drops the attribute)."""
-        attrs = {**op.attrs, **changes}
+        """The op's attributes with `changes` applied (a None value drops the attribute).
+        A conv a rewrite creates follows the cost model: the op's `lowering` pin is dropped
+        unless `changes` names it again."""
+        attrs = {**op.attrs, "lowering": None, **changes}
         return {k: v for k, v in attrs.items() if v is not None}
 
     def is_empty(self) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from convc.conv_lowering import ConvLowering
 from convc.pass_manager import Pass
 
 from .canonicalize_dimension_numbers import CanonicalizeDimensionNumbers
@@ -38,6 +39,11 @@ ALL_PASSES: tuple[type[Pass], ...] = (
 
 PASSES: dict[str, type[Pass]] = {cls.name: cls for cls in ALL_PASSES}
 
+# What a conv's `lowering` may name besides "xla": the cpu rewrites, by pass name.
+CONV_LOWERINGS: dict[str, type[ConvLowering]] = {cls.name: cls.pattern for cls in (
+    CpuBatchGroupTapReduce, CpuBatchGroupToFeatureGroup, CpuTransposedConvPhases, CpuConv3dAsConv2dSum,
+    CpuConv1x1ToDot, CpuDepthwiseTapSum)}
+
 TARGETS = ("generic", "cpu", "gpu")
 
 _CANONICAL = (
@@ -59,4 +65,4 @@ def default_pipeline(target: str = "generic") -> str:
     return ",".join(_CANONICAL + (_CPU if target == "cpu" else ()))
 
 
-__all__ = ["ALL_PASSES", "PASSES", "TARGETS", "default_pipeline"]
+__all__ = ["ALL_PASSES", "CONV_LOWERINGS", "PASSES", "TARGETS", "default_pipeline"]

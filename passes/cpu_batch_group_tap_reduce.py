@@ -5,8 +5,9 @@ window, a multiply of the shifted lhs by the rhs summed over everything but the 
 For a depthwise weight gradient the output windows are the kernel taps (9 for 3x3)
 and the "kernel" is the whole output gradient, so XLA CPU's batch-group expansion and
 its feature-grouped form both run it as huge-kernel grouped convs (60-90 ms on
-8x56x56x128); as multiplies summed by one variadic reduce it takes about 3 ms. Only convs
-with at most `max_windows` output windows are rewritten.
+8x56x56x128); as multiplies summed by one variadic reduce it takes about 3 ms. Its cost
+model takes convs with at most `max_windows` output windows; legal on f32/f64 convs without
+a wider accumulation type, up to MAX_WINDOWS windows.
 
     out[0, g, s] = sum over f, k of lhs_padded[g, f, s*stride + k*rhs_dilation] * rhs[g, f, k]
 """
@@ -16,32 +17,37 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from itertools import product
+from typing import ClassVar
 
-from convc.conv_facts import WIDE_FLOATS, ConvFacts, conv_facts, pad, permutation_between, reshape, transpose
+from convc.conv_facts import WIDE_FLOATS, ConvFacts, pad, permutation_between, reshape, transpose
+from convc.conv_lowering import ConvLowering
 from convc.ir import Graph, Op, Value
 from convc.pass_manager import Pass
-from convc.rewrite import RewritePattern, Rewriter, apply_patterns
+from convc.rewrite import Rewriter, apply_patterns
+
+# One multiply per output window: past this many the graph would flood, whatever a pin asks.
+MAX_WINDOWS = 256
 
 
-def _matches(facts: ConvFacts | None, max_windows: int) -> bool:
-    if facts is None or facts.is_empty() or facts.batch_groups == 1:
-        return False
-    groups = facts.batch_groups
-    one_per_group = facts.lhs.shape[facts.dn.lhs_spec[0]] == groups and facts.out_features == groups
-    return (one_per_group and facts.accumulates_in_input_type() and facts.lhs.dtype in WIDE_FLOATS
-            and math.prod(facts.out_spatial) <= max_windows)
-
-
-class BatchGroupTapReduce(RewritePattern):
-    kind = "conv"
+class BatchGroupTapReduce(ConvLowering):
+    name = "cpu-batch-group-tap-reduce"
+    requires = (f"an f32/f64 batch-grouped conv with one lhs batch and one output feature per group, no wider "
+                f"preferred_element_type, and at most {MAX_WINDOWS} output windows")
 
     def __init__(self, max_windows: int):
         self.max_windows = max_windows
 
-    def match_and_rewrite(self, op: Op, rewriter: Rewriter) -> None:
-        facts = conv_facts(op)
-        if facts is None or not _matches(facts, self.max_windows):
-            return
+    @classmethod
+    def legal(cls, facts: ConvFacts) -> bool:
+        groups = facts.batch_groups
+        one_per_group = facts.lhs.shape[facts.dn.lhs_spec[0]] == groups and facts.out_features == groups
+        return (groups > 1 and one_per_group and facts.accumulates_in_input_type() and facts.lhs.dtype in WIDE_FLOATS
+                and math.prod(facts.out_spatial) <= MAX_WINDOWS)
+
+    def profitable(self, facts: ConvFacts) -> bool:
+        return math.prod(facts.out_spatial) <= self.max_windows
+
+    def rewrite(self, op: Op, facts: ConvFacts, rewriter: Rewriter) -> None:
         lhs = self._dilated_padded_lhs(op.operands[0], facts, rewriter)
         rhs = transpose(rewriter, op.operands[1], _rhs_to_lhs_layout(facts), "aligned")
         products = [rewriter.create("multiply", self._window(lhs, window, facts, rewriter), rhs, suffix="product")
@@ -106,9 +112,10 @@ def _rhs_to_lhs_layout(facts: ConvFacts) -> list[int]:
 
 @dataclass(frozen=True)
 class CpuBatchGroupTapReduce(Pass):
-    name = "cpu-batch-group-tap-reduce"
+    name = BatchGroupTapReduce.name
     summary = "depthwise weight gradients (one feature per batch group) become per-window multiply-reduces"
-    max_windows: int = 64
+    pattern: ClassVar[type[ConvLowering]] = BatchGroupTapReduce
+    max_windows: int = 64  # the cost model; a pinned conv may have up to MAX_WINDOWS
 
     def run(self, graph: Graph) -> bool:
         return apply_patterns(graph, [BatchGroupTapReduce(self.max_windows)])

@@ -6,16 +6,19 @@ inserted zeros (5.2 s for the weight gradient of a G=32 3x3 conv over 8x28x28x25
 With lhs batch B = G*B' split as (G, B') and G moved in front of the lhs feature dim F,
 the lhs has batch B' and features G*F, grouped exactly as the rhs out features already
 are, so `feature_group_count = G` computes the same result (27-76 ms on that case).
+Legal on every non-empty batch-grouped conv, and always taken there (no cost model).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
-from convc.conv_facts import ConvFacts, conv_facts, permutation_between, reshape, split_dim, transpose
+from convc.conv_facts import ConvFacts, permutation_between, reshape, split_dim, transpose
+from convc.conv_lowering import ConvLowering
 from convc.ir import Graph, Op, Value
 from convc.pass_manager import Pass
-from convc.rewrite import RewritePattern, Rewriter, apply_patterns
+from convc.rewrite import Rewriter, apply_patterns
 
 
 def feature_grouped_lhs(lhs: Value, facts: ConvFacts, rewriter: Rewriter) -> Value:
@@ -38,13 +41,15 @@ def feature_grouped_lhs(lhs: Value, facts: ConvFacts, rewriter: Rewriter) -> Val
     return reshape(rewriter, moved, merged, "merged")
 
 
-class BatchGroupToFeatureGroup(RewritePattern):
-    kind = "conv"
+class BatchGroupToFeatureGroup(ConvLowering):
+    name = "cpu-batch-group-to-feature-group"
+    requires = "a batch-grouped conv (batch_group_count > 1)"
 
-    def match_and_rewrite(self, op: Op, rewriter: Rewriter) -> None:
-        facts = conv_facts(op)
-        if facts is None or facts.batch_groups == 1 or facts.is_empty():
-            return
+    @classmethod
+    def legal(cls, facts: ConvFacts) -> bool:
+        return facts.batch_groups > 1
+
+    def rewrite(self, op: Op, facts: ConvFacts, rewriter: Rewriter) -> None:
         lhs = feature_grouped_lhs(op.operands[0], facts, rewriter)
         attrs = facts.with_attrs(op, batch_group_count=None, feature_group_count=facts.batch_groups)
         rewriter.replace_anchor(rewriter.create("conv", lhs, op.operands[1], suffix="grouped", **attrs))
@@ -52,8 +57,9 @@ class BatchGroupToFeatureGroup(RewritePattern):
 
 @dataclass(frozen=True)
 class CpuBatchGroupToFeatureGroup(Pass):
-    name = "cpu-batch-group-to-feature-group"
+    name = BatchGroupToFeatureGroup.name
     summary = "batch-grouped convs (grouped weight gradients) become feature-grouped convs"
+    pattern: ClassVar[type[ConvLowering]] = BatchGroupToFeatureGroup
 
     def run(self, graph: Graph) -> bool:
         return apply_patterns(graph, [BatchGroupToFeatureGroup()])

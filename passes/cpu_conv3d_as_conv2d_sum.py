@@ -12,19 +12,22 @@ slices take 10-13 ms. For tap t of the peeled dim:
 
 The peeled dim is the spatial dim right after the lhs batch dim when there is one (no
 transpose), else the first; convs with more than 3 spatial dims are peeled repeatedly.
-Matches convs without batch groups and without lhs dilation along the peeled dim.
+Legal on convs without batch groups and without lhs dilation along the peeled dim, and
+always taken there (no cost model).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
-from convc.conv_facts import ConvFacts, conv_facts, pad, permutation_between, reshape, sum_values, transpose
+from convc.conv_facts import ConvFacts, pad, permutation_between, reshape, sum_values, transpose
+from convc.conv_lowering import ConvLowering
 from convc.ir import Graph, Op, Value
 from convc.ops import ConvDimensionNumbers
 from convc.pass_manager import Pass
-from convc.rewrite import RewritePattern, Rewriter, apply_patterns
+from convc.rewrite import Rewriter, apply_patterns
 
 
 def peeled_axis(facts: ConvFacts) -> int:
@@ -41,13 +44,6 @@ def peeled_axis(facts: ConvFacts) -> int:
 MAX_SLABS = 64
 
 
-def _matches(facts: ConvFacts | None) -> bool:
-    if facts is None or facts.is_empty() or len(facts.kernel_spatial) < 3 or facts.batch_groups != 1:
-        return False
-    axis = peeled_axis(facts)
-    return facts.lhs_dilation[axis] == 1 and facts.kernel_spatial[axis] <= MAX_SLABS
-
-
 def without(spec: Sequence[int], dim: int) -> tuple[int, ...]:
     """A dimension-number spec with `dim` dropped and the dims after it renumbered."""
     return tuple(d - (d > dim) for d in spec if d != dim)
@@ -60,13 +56,19 @@ def _after_batch(rank: int, batch: int, dim: int) -> list[int]:
     return order
 
 
-class Conv3dAsConv2dSum(RewritePattern):
-    kind = "conv"
+class Conv3dAsConv2dSum(ConvLowering):
+    name = "cpu-conv3d-as-conv2d-sum"
+    requires = (f"a conv with 3 or more spatial dims, no batch groups, and no lhs dilation and at most {MAX_SLABS} "
+                "kernel taps along the peeled dim")
 
-    def match_and_rewrite(self, op: Op, rewriter: Rewriter) -> None:
-        facts = conv_facts(op)
-        if facts is None or not _matches(facts):
-            return
+    @classmethod
+    def legal(cls, facts: ConvFacts) -> bool:
+        if len(facts.kernel_spatial) < 3 or facts.batch_groups != 1:
+            return False
+        axis = peeled_axis(facts)
+        return facts.lhs_dilation[axis] == 1 and facts.kernel_spatial[axis] <= MAX_SLABS
+
+    def rewrite(self, op: Op, facts: ConvFacts, rewriter: Rewriter) -> None:
         axis = peeled_axis(facts)
         dn = facts.dn
         lhs_dim, rhs_dim, out_dim = dn.lhs_spec[2 + axis], dn.rhs_spec[2 + axis], dn.out_spec[2 + axis]
@@ -125,8 +127,9 @@ def _drop(values: Sequence[object], axis: int) -> tuple[object, ...]:
 
 @dataclass(frozen=True)
 class CpuConv3dAsConv2dSum(Pass):
-    name = "cpu-conv3d-as-conv2d-sum"
+    name = Conv3dAsConv2dSum.name
     summary = "convs with 3+ spatial dims become sums of convs with one spatial dim fewer (peeled dim in the batch)"
+    pattern: ClassVar[type[ConvLowering]] = Conv3dAsConv2dSum
 
     def run(self, graph: Graph) -> bool:
         changed = False

@@ -1,36 +1,35 @@
 """cpu-conv-1x1-to-dot: a 1x1 conv is a matrix product over the feature dim; XLA CPU
 runs it as one `dot_general` (a library GEMM) about 1.8x faster than as a convolution.
 
-Matches ungrouped convs whose kernel is 1 in every spatial dim, with no padding and no
-lhs dilation. Strides become a strided `slice` of the input first.
+Legal on ungrouped convs whose kernel is 1 in every spatial dim, with no padding and no
+lhs dilation, and always taken there (no cost model). Strides become a strided `slice` of
+the input first.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
-from convc.conv_facts import ConvFacts, conv_facts, permutation_between, reshape, transpose
+from convc.conv_facts import ConvFacts, permutation_between, reshape, transpose
+from convc.conv_lowering import ConvLowering
 from convc.ir import Graph, Op
 from convc.pass_manager import Pass
-from convc.rewrite import RewritePattern, Rewriter, apply_patterns
+from convc.rewrite import Rewriter, apply_patterns
 
 
-def _matches(facts: ConvFacts | None) -> bool:
-    return (facts is not None and not facts.is_empty()
-            and all(k == 1 for k in facts.kernel_spatial)
-            and all(lo == hi == 0 for lo, hi in facts.pads)
-            and all(d == 1 for d in facts.lhs_dilation)
-            and facts.feature_groups == facts.batch_groups == 1)
+class Conv1x1ToDot(ConvLowering):
+    name = "cpu-conv-1x1-to-dot"
+    requires = "an ungrouped conv with a kernel of 1 in every spatial dim, no padding and no lhs dilation"
 
+    @classmethod
+    def legal(cls, facts: ConvFacts) -> bool:
+        return (all(k == 1 for k in facts.kernel_spatial)
+                and all(lo == hi == 0 for lo, hi in facts.pads)
+                and all(d == 1 for d in facts.lhs_dilation)
+                and facts.feature_groups == facts.batch_groups == 1)
 
-class Conv1x1ToDot(RewritePattern):
-    kind = "conv"
-
-    def match_and_rewrite(self, op: Op, rewriter: Rewriter) -> None:
-        facts = conv_facts(op)
-        if not _matches(facts):
-            return
-        assert facts is not None
+    def rewrite(self, op: Op, facts: ConvFacts, rewriter: Rewriter) -> None:
         lhs, rhs = op.operands
         dn = facts.dn
         if any(s > 1 for s in facts.strides):
@@ -57,8 +56,9 @@ class Conv1x1ToDot(RewritePattern):
 
 @dataclass(frozen=True)
 class CpuConv1x1ToDot(Pass):
-    name = "cpu-conv-1x1-to-dot"
+    name = Conv1x1ToDot.name
     summary = "1x1 ungrouped convs without padding become dot_general (a GEMM on XLA CPU)"
+    pattern: ClassVar[type[ConvLowering]] = Conv1x1ToDot
 
     def run(self, graph: Graph) -> bool:
         return apply_patterns(graph, [Conv1x1ToDot()])

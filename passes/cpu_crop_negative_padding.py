@@ -66,7 +66,9 @@ class CropNegativePadding(RewritePattern):
             start[dim], limit[dim] = drop_lo, size - drop_hi
             pads.append((lo, hi))
         cropped = rewriter.create("slice", op.operands[0], suffix="crop", start_indices=tuple(start), limit_indices=tuple(limit))
-        conv = rewriter.create("conv", cropped, op.operands[1], suffix="conv", **facts.with_attrs(op, padding=tuple(pads)))
+        # a correctness fix, not a lowering choice: the cropped conv keeps the op's `lowering` pin
+        attrs = facts.with_attrs(op, padding=tuple(pads), lowering=op.attrs.get("lowering"))
+        conv = rewriter.create("conv", cropped, op.operands[1], suffix="conv", **attrs)
         rewriter.replace_anchor(conv)
 
 

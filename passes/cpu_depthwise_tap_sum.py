@@ -7,8 +7,9 @@ broadcasts, multiplies and adds, the whole sum is one fused elementwise loop (ab
 1.5-2.5 ms). The terms together do exactly the conv's multiply-adds, but XLA stops
 fusing them into one loop somewhere past 100 terms (measured on 8x28x28 grouped 3x3
 convs: 72 terms 6 ms vs 27 ms native, 108 terms 12-18 ms vs 17-26 ms, 126 terms 85 ms
-vs 36 ms), so only convs with at most `max_terms` = taps x input features per group
-are rewritten.
+vs 36 ms), so its cost model takes only convs with at most `max_terms` = taps x input
+features per group. Legal on f32/f64 feature-grouped convs without lhs dilation or a wider
+accumulation type, up to MAX_TERMS terms.
 
 In the lhs layout, with G groups of Cgi input and Cgo output features, the feature
 dim is split into (G, Cgi) for the input and (G, Cgo) for the result; term (tap, i)
@@ -18,23 +19,22 @@ is `slice(x, tap, i)` broadcast over Cgo, times `w[tap, i, :]` broadcast over th
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
-from convc.conv_facts import WIDE_FLOATS, ConvFacts, conv_facts, pad, permutation_between, reshape, split_dim, sum_values, transpose
+from convc.conv_facts import WIDE_FLOATS, ConvFacts, pad, permutation_between, reshape, split_dim, sum_values, transpose
+from convc.conv_lowering import ConvLowering
 from convc.ir import Graph, Op, Value
 from convc.pass_manager import Pass
-from convc.rewrite import RewritePattern, Rewriter, apply_patterns
+from convc.rewrite import Rewriter, apply_patterns
 
 
 def terms(facts: ConvFacts) -> int:
     return len(facts.taps()) * (facts.in_features // facts.feature_groups)
 
 
-def _matches(facts: ConvFacts | None, max_terms: int) -> bool:
-    return (facts is not None and not facts.is_empty()
-            and facts.feature_groups > 1 and facts.batch_groups == 1
-            and all(d == 1 for d in facts.lhs_dilation)
-            and facts.accumulates_in_input_type() and facts.lhs.dtype in WIDE_FLOATS
-            and terms(facts) <= max_terms)
+# One slice-multiply-add per term: past this many the graph would flood (and its compile
+# time with it), whatever a pin asks.
+MAX_TERMS = 256
 
 
 @dataclass
@@ -65,16 +65,25 @@ class _Layout:
         return split_dim(shape, self.feature, (groups, f.out_features // groups)) if self.split else tuple(shape)
 
 
-class DepthwiseTapSum(RewritePattern):
-    kind = "conv"
+class DepthwiseTapSum(ConvLowering):
+    name = "cpu-depthwise-tap-sum"
+    requires = (f"an f32/f64 feature-grouped conv without lhs dilation or a wider preferred_element_type, "
+                f"with at most {MAX_TERMS} terms (taps x input features per group)")
 
     def __init__(self, max_terms: int):
         self.max_terms = max_terms
 
-    def match_and_rewrite(self, op: Op, rewriter: Rewriter) -> None:
-        facts = conv_facts(op)
-        if facts is None or not _matches(facts, self.max_terms):
-            return
+    @classmethod
+    def legal(cls, facts: ConvFacts) -> bool:
+        return (facts.feature_groups > 1 and facts.batch_groups == 1
+                and all(d == 1 for d in facts.lhs_dilation)
+                and facts.accumulates_in_input_type() and facts.lhs.dtype in WIDE_FLOATS
+                and terms(facts) <= MAX_TERMS)
+
+    def profitable(self, facts: ConvFacts) -> bool:
+        return terms(facts) <= self.max_terms
+
+    def rewrite(self, op: Op, facts: ConvFacts, rewriter: Rewriter) -> None:
         groups = facts.feature_groups
         per_group_in, per_group_out = facts.in_features // groups, facts.out_features // groups
         layout = _Layout(facts, split=(per_group_in, per_group_out) != (1, 1))
@@ -143,9 +152,10 @@ def _lhs_to_out(facts: ConvFacts) -> list[int]:
 
 @dataclass(frozen=True)
 class CpuDepthwiseTapSum(Pass):
-    name = "cpu-depthwise-tap-sum"
+    name = DepthwiseTapSum.name
     summary = "depthwise / small-group convs become sums of shifted slices times per-channel weights"
-    max_terms: int = 100
+    pattern: ClassVar[type[ConvLowering]] = DepthwiseTapSum
+    max_terms: int = 100  # the cost model; a pinned conv may have up to MAX_TERMS
 
     def run(self, graph: Graph) -> bool:
         return apply_patterns(graph, [DepthwiseTapSum(self.max_terms)])

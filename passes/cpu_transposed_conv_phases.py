@@ -8,10 +8,10 @@ kernel taps k = k0(p) + m*D with k0(p) = (pad_lo - p) mod D, and they read input
 elements q + c(p) + m with c(p) = (p + k0(p) - pad_lo) / D. So phase p is a plain conv
 of the undilated input with kernel taps k0(p)::D and low padding -c(p). The D^n phase
 results are interleaved by stacking them on a new dim next to each spatial dim and
-merging the two. Matches stride-1 convs without rhs dilation (the forms transposed
-convs and input gradients lower to); negative pads become slices of the input. By default
-only where it measured faster than XLA's own lhs-dilated kernel (`worth_it`);
-`unbalanced=true` rewrites every match.
+merging the two. Legal on stride-1 convs without rhs dilation (the forms transposed
+convs and input gradients lower to) with at most MAX_PHASES phases; negative pads become
+slices of the input. Its cost model takes only those where the phases measured faster than
+XLA's own lhs-dilated kernel (`worth_it`); `unbalanced=true` takes every legal conv.
 """
 
 from __future__ import annotations
@@ -20,13 +20,15 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import product
+from typing import ClassVar
 
 import numpy as np
-from convc.conv_facts import ConvFacts, conv_facts, reshape
+from convc.conv_facts import ConvFacts, reshape
+from convc.conv_lowering import ConvLowering
 from convc.dtypes import numpy_dtype
 from convc.ir import Graph, Op, Value
 from convc.pass_manager import Pass
-from convc.rewrite import RewritePattern, Rewriter, apply_patterns
+from convc.rewrite import Rewriter, apply_patterns
 
 
 @dataclass(frozen=True)
@@ -56,12 +58,6 @@ def phases(in_size: int, out_size: int, kernel: int, dilation: int, pad_lo: int)
 MAX_PHASES = 64
 
 
-def _matches(facts: ConvFacts | None) -> bool:
-    return (facts is not None and not facts.is_empty()
-            and any(d > 1 for d in facts.lhs_dilation) and math.prod(facts.lhs_dilation) <= MAX_PHASES
-            and all(s == 1 for s in facts.strides) and all(d == 1 for d in facts.rhs_dilation))
-
-
 def worth_it(facts: ConvFacts) -> bool:
     """XLA CPU has its own kernel for ungrouped stride-1 lhs-dilated convs: uncontended, it beat
     the phases when they are unbalanced (3x3, stride 2: 1x1..2x2 phase kernels, 1.7-2.2 vs
@@ -71,16 +67,22 @@ def worth_it(facts: ConvFacts) -> bool:
     return balanced or facts.feature_groups > 1 or facts.batch_groups > 1
 
 
-class TransposedConvPhases(RewritePattern):
-    kind = "conv"
+class TransposedConvPhases(ConvLowering):
+    name = "cpu-transposed-conv-phases"
+    requires = f"an lhs-dilated conv with stride 1, no rhs dilation and at most {MAX_PHASES} phases"
 
     def __init__(self, unbalanced: bool):
         self.unbalanced = unbalanced
 
-    def match_and_rewrite(self, op: Op, rewriter: Rewriter) -> None:
-        facts = conv_facts(op)
-        if facts is None or not _matches(facts) or not (self.unbalanced or worth_it(facts)):
-            return
+    @classmethod
+    def legal(cls, facts: ConvFacts) -> bool:
+        return (any(d > 1 for d in facts.lhs_dilation) and math.prod(facts.lhs_dilation) <= MAX_PHASES
+                and all(s == 1 for s in facts.strides) and all(d == 1 for d in facts.rhs_dilation))
+
+    def profitable(self, facts: ConvFacts) -> bool:
+        return self.unbalanced or worth_it(facts)
+
+    def rewrite(self, op: Op, facts: ConvFacts, rewriter: Rewriter) -> None:
         in_spatial = [facts.lhs.shape[d] for d in facts.dn.lhs_spec[2:]]
         per_dim = [phases(size, out, k, d, lo) for size, out, k, d, (lo, _) in
                    zip(in_spatial, facts.out_spatial, facts.kernel_spatial, facts.lhs_dilation, facts.pads)]
@@ -160,8 +162,9 @@ def _crop(value: Value, dims: Sequence[int], pads: Sequence[tuple[int, int]], re
 
 @dataclass(frozen=True)
 class CpuTransposedConvPhases(Pass):
-    name = "cpu-transposed-conv-phases"
+    name = TransposedConvPhases.name
     summary = "lhs-dilated (transposed) convs become one stride-1 conv per output phase plus an interleave"
+    pattern: ClassVar[type[ConvLowering]] = TransposedConvPhases
     unbalanced: bool = False  # also when XLA's own kernel applies and the phases get unequal taps
 
     def run(self, graph: Graph) -> bool:

@@ -23,7 +23,7 @@ from typing import Any
 from convc.dtypes import DTYPES, canonical_dtype, numpy_dtype
 from convc.frontend.json_model import MAX_DIM
 from convc.ops import OPS, Attr, OpDef
-from convc.ops.base import BOOL, DIMS, DTYPE, FLOAT, INT, INT_ROWS, INTS, PADDING, PADDING_MODES, PRECISION, PRECISIONS
+from convc.ops.base import BOOL, DIMS, DTYPE, FLOAT, INT, INT_ROWS, INTS, PADDING, PADDING_MODES, PRECISION, PRECISIONS, STR
 
 # compiler/schema/ in a checkout (the package folder of `convc`), shipped as package data
 SCHEMA_PATH = Path(str(resources.files("convc").joinpath("schema", "model.schema.json")))
@@ -73,6 +73,8 @@ def kind_schema(spec: Attr) -> dict[str, Any]:
         return {"type": "number"}
     if spec.kind == BOOL:
         return {"type": "boolean"}
+    if spec.kind == STR:
+        return {"enum": list(spec.choices)} if spec.choices else {"type": "string"}
     raise SystemExit(f"gen_schema: no JSON shape for attribute kind '{spec.kind}'; teach kind_schema about it")
 
 

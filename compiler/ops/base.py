@@ -28,8 +28,8 @@ PADDING_MODES = ("SAME", "SAME_LOWER", "VALID")
 PRECISIONS = ("DEFAULT", "HIGH", "HIGHEST")
 
 # Attribute kinds. Each names how a value is checked, printed and parsed.
-INT, INTS, INT_ROWS, PADDING, DIMS, PRECISION, DTYPE, FLOAT, BOOL = (
-    "int", "ints", "int_rows", "padding", "dims", "precision", "dtype", "float", "bool",
+INT, INTS, INT_ROWS, PADDING, DIMS, PRECISION, DTYPE, FLOAT, BOOL, STR = (
+    "int", "ints", "int_rows", "padding", "dims", "precision", "dtype", "float", "bool", "str",
 )
 
 
@@ -40,6 +40,7 @@ class Attr:
     required: bool = False
     row_width: int = 2  # for INT_ROWS and explicit PADDING rows
     doc: str = ""
+    choices: tuple[str, ...] = ()  # for STR: the values the op's verifier accepts (the schema's enum)
 
 
 @dataclass(frozen=True)
@@ -181,6 +182,12 @@ def _bool(value: Any, attr: str) -> bool:
     return value
 
 
+def _str(value: Any, attr: str) -> str:
+    if not isinstance(value, str):
+        raise VerifyError(f"{attr} must be a string, got {shown(value)}", attr=attr)
+    return value
+
+
 def coerce_attr(spec: Attr, name: str, value: Any) -> Any:
     """Check a raw attribute value against its declared kind; return the typed value."""
     if value is None:
@@ -206,6 +213,8 @@ def coerce_attr(spec: Attr, name: str, value: Any) -> Any:
         return _float(value, name)
     if kind == BOOL:
         return _bool(value, name)
+    if kind == STR:
+        return _str(value, name)
     raise AssertionError(f"unknown attribute kind {kind}")
 
 

@@ -2,8 +2,8 @@
 
 Constraint ids C1..C27 are the StableHLO spec's (non-quantized); L1 and L2 are
 rules `lax.conv_general_dilated` adds (spatial letters agree; padding does not
-make the input negative). The helpers here are shared by the transposed and
-gradient conv ops.
+make the input negative); P1 is convc's own (a pinned `lowering` names a known
+choice). The helpers here are shared by the transposed and gradient conv ops.
 """
 
 from __future__ import annotations
@@ -21,11 +21,13 @@ from .base import (
     INTS,
     PADDING,
     PRECISION,
+    STR,
     Attr,
     ConvDimensionNumbers,
     OpDef,
     OpView,
     check_same_dtype,
+    shown,
 )
 
 # --- dimension numbers ------------------------------------------------------
@@ -291,7 +293,19 @@ def infer_conv(v: OpView) -> TensorType:
     pads = explicit_padding(v.attr("padding"), in_spatial, kernel_spatial, fwd.strides, fwd.rhs_dilation)
     out_spatial = conv_output_spatial(in_spatial, kernel_spatial, fwd.strides, pads, fwd.lhs_dilation, fwd.rhs_dilation)
     dtype = v.attr("preferred_element_type") or lhs.dtype
+    check_lowering(v.attr("lowering"))
     return TensorType(assemble(dn.out_spec, batch // bgc, out_features, out_spatial), dtype)
+
+
+# What a conv's `lowering` may pin: XLA's own conv, or the cpu rewrite pass of that name
+# (convc.passes.CONV_LOWERINGS, which a test keeps equal to this list).
+LOWERINGS = ("xla", "cpu-batch-group-tap-reduce", "cpu-batch-group-to-feature-group", "cpu-transposed-conv-phases",
+             "cpu-conv3d-as-conv2d-sum", "cpu-conv-1x1-to-dot", "cpu-depthwise-tap-sum")
+
+
+def check_lowering(lowering: str | None) -> None:
+    if lowering is not None and lowering not in LOWERINGS:
+        raise VerifyError(f"lowering must be one of {', '.join(LOWERINGS)}, got {shown(lowering)}", "P1", attr="lowering")
 
 
 CONV_ATTRS: dict[str, Attr] = {
@@ -306,10 +320,15 @@ CONV_ATTRS: dict[str, Attr] = {
     "preferred_element_type": Attr(DTYPE, doc="result/accumulation element type"),
 }
 
+# Only the forward conv takes a pin: the gradient and transposed ops share CONV_ATTRS, and
+# their lowered convs are what autotune-conv-lowering pins.
+LOWERING_ATTR = Attr(STR, choices=LOWERINGS,
+                     doc='which lowering the cpu target uses: "xla" (XLA\'s own conv) or a cpu-* rewrite pass; default: its cost model')
+
 CONV = OpDef(
     "conv",
     ("lhs", "rhs"),
     infer_conv,
-    CONV_ATTRS,
+    {**CONV_ATTRS, "lowering": LOWERING_ATTR},
     doc="jax.lax.conv_general_dilated; emitted as stablehlo.convolution",
 )

@@ -21,6 +21,7 @@ from ..ops.base import (
     INTS,
     PADDING,
     PRECISION,
+    STR,
     ConvDimensionNumbers,
 )
 from ..ops.conv import format_dimension_numbers
@@ -121,6 +122,8 @@ def format_attr(kind: str, value: Any, row_width: int = 2) -> str:
         return f"{float_literal(value)} : f64" if math.isfinite(value) else f"{quote(repr(value))}"
     if kind == BOOL:
         return "true" if value else "false"
+    if kind == STR:
+        return quote(value)
     if kind == "tensor":
         return dense_literal(value)
     raise AssertionError(f"unknown attribute kind {kind}")

@@ -91,9 +91,17 @@ def nan_padding() -> Graph:
     return b.build()
 
 
+def pinned_lowering() -> Graph:
+    """A conv's `lowering` pin: a string attribute, kept by the generic pipeline."""
+    b = Builder("pinned")
+    x, w = b.input("x", (1, 4, 4, 2), "f32"), b.input("w", (3, 3, 1, 2), "f32")
+    b.output(b.op("conv", x, w, feature_group_count=2, dimension_numbers=("NHWC", "HWIO", "NHWC"), lowering="cpu-depthwise-tap-sum"))
+    return b.build()
+
+
 GRAPHS: dict[str, Callable[[], Graph]] = {
     "awkward_names": awkward_names, "half_precision": half_precision, "integer_and_layout_ops": integer_and_layout_ops,
-    "transposed_conv_flags": transposed_conv_flags, "nan_padding": nan_padding,
+    "transposed_conv_flags": transposed_conv_flags, "nan_padding": nan_padding, "pinned_lowering": pinned_lowering,
     **{f"example_{path.stem}": functools.partial(load_model, path) for path in EXAMPLES},
 }
 

@@ -1,0 +1,64 @@
+"""How a `cpu-*` rewrite decides to take a conv.
+
+*Legality* (`legal`: the rewrite computes this conv exactly, and the graph it builds stays a
+reasonable size) is separate from *profitability* (`profitable`: the rewrite's cost model,
+thresholds measured on one machine). A conv's `lowering` attribute, written by a user or by
+`autotune-conv-lowering`, replaces the cost model: the pass it names rewrites the conv (a
+located error when that is illegal), every other rewrite leaves it alone, and `"xla"` leaves
+it to XLA's own conv.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from .conv_facts import ConvFacts, conv_facts
+from .diagnostics import ConvcError
+from .ir import Op
+from .rewrite import RewritePattern, Rewriter
+
+LOWERING = "lowering"  # the conv attribute (declared with the op in convc.ops.conv)
+XLA = "xla"  # the choice no rewrite takes
+
+
+class ConvLowering(RewritePattern):
+    """A cpu rewrite of one conv. Subclasses set `name` (their pass's) and `requires`, and
+    implement `legal` and `rewrite`; `profitable` is the cost model (default: always)."""
+
+    kind = "conv"
+    name: ClassVar[str] = ""
+    requires: ClassVar[str] = ""  # what `legal` asks of a conv, in words, for the diagnostic
+
+    @classmethod
+    def legal(cls, facts: ConvFacts) -> bool:
+        raise NotImplementedError
+
+    def profitable(self, facts: ConvFacts) -> bool:
+        return True
+
+    def rewrite(self, op: Op, facts: ConvFacts, rewriter: Rewriter) -> None:
+        raise NotImplementedError
+
+    @classmethod
+    def applies(cls, facts: ConvFacts | None) -> bool:
+        """Legal on this conv (None: not canonical yet, which no rewrite takes)."""
+        return facts is not None and not facts.is_empty() and cls.legal(facts)
+
+    def match_and_rewrite(self, op: Op, rewriter: Rewriter) -> None:
+        pinned = op.attrs.get(LOWERING)
+        if pinned is not None and pinned != self.name:
+            return
+        facts = conv_facts(op)
+        if facts is None or not self.applies(facts):
+            if pinned is not None:
+                raise ConvcError(self._illegal_pin(facts), op.loc.child(LOWERING), "P2")
+            return
+        if pinned is not None or self.profitable(facts):
+            self.rewrite(op, facts, rewriter)
+
+    def _illegal_pin(self, facts: ConvFacts | None) -> str:
+        if facts is None:
+            return (f'lowering "{self.name}" needs a canonical conv (explicit dimension numbers and pads): '
+                    "run canonicalize-dimension-numbers and resolve-padding first")
+        what = "a non-empty conv" if facts.is_empty() else self.requires
+        return f'lowering "{self.name}" cannot compute this conv exactly: it needs {what}'
