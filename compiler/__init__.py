@@ -15,11 +15,13 @@ from .textual import parse_ir, print_graph
 __version__ = "0.1.0"
 
 
-def compile_graph(graph: Graph, pipeline: str | None = None, target: str = "generic", verify: bool = True) -> str:
-    """Run the pipeline on a copy of `graph` and return verified StableHLO text."""
+def compile_graph(graph: Graph, pipeline: str | None = None, target: str = "generic", verify: bool = True,
+                  autotune: bool = False, autotune_cache: str | None = None) -> str:
+    """Run the pipeline on a copy of `graph` and return verified StableHLO text. `autotune`
+    (target "cpu") measures each conv's candidate lowerings, as `convc --autotune`."""
     from .driver import Compiler
 
-    compiler = Compiler(pipeline=pipeline, target=target, verify=verify)
+    compiler = Compiler(pipeline=pipeline, target=target, verify=verify, autotune=autotune, autotune_cache=autotune_cache)
     lowered = compiler.run_passes(graph.clone())
     return compiler.emit(lowered, "stablehlo").decode()
 

@@ -56,6 +56,9 @@ class Compiler:
     print_ir_after_all: bool = False
     allow_external_data: bool = False
     max_bytes: int = DEFAULT_MAX_BYTES  # constants, and with --run inputs and every intermediate tensor
+    autotune: bool = False  # target cpu: measured choices of each conv's lowering (autotune-conv-lowering)
+    autotune_cache: str | None = None  # None: $XDG_CACHE_HOME/convc/autotune.json
+    autotune_platform: str | None = None  # the PJRT platform to measure on; None: the one PJRT finds
     log: Callable[[str], None] = field(default=lambda text: print(text, file=sys.stderr))
     timings: list[tuple[str, float]] = field(default_factory=list)
 
@@ -86,8 +89,24 @@ class Compiler:
     def passes(self) -> list[Pass]:
         from convc.passes import PASSES, default_pipeline
 
-        text = self.pipeline if self.pipeline is not None else default_pipeline(self.resolved_target())
-        return parse_pipeline(text, PASSES)
+        if self.pipeline is not None:
+            if self.autotune or self.autotune_cache is not None:
+                raise PipelineError("--autotune tunes the default pipeline; with -p, name autotune-conv-lowering{cache=PATH} in it")
+            return parse_pipeline(self.pipeline, PASSES)
+        target = self.resolved_target()
+        if self.autotune_cache is not None and not self.autotune:
+            raise PipelineError("--autotune-cache needs --autotune")
+        if self.autotune and target != "cpu":
+            raise PipelineError(f"--autotune chooses among the cpu target's conv lowerings; the target is '{target}' (use --target cpu)")
+        return [self._with_autotune_options(p) for p in parse_pipeline(default_pipeline(target, self.autotune), PASSES)]
+
+    def _with_autotune_options(self, p: Pass) -> Pass:
+        """Options set here rather than in pipeline text, which cannot spell every path."""
+        from convc.passes.autotune_conv_lowering import AutotuneConvLowering
+
+        if not isinstance(p, AutotuneConvLowering):
+            return p
+        return replace(p, cache=self.autotune_cache or "", platform=self.autotune_platform or "")
 
     def resolved_target(self) -> str:
         if self.target is not None:
@@ -159,6 +178,10 @@ def convc_parser() -> argparse.ArgumentParser:
     parser.add_argument("--inputs", help=".npz of input arrays by name (default: random)")
     parser.add_argument("--outputs", help="write the outputs to this .npz")
     parser.add_argument("--seed", type=int, default=0, help="seed for random inputs (default 0)")
+    parser.add_argument("--autotune", action="store_true",
+                        help="target cpu: choose each conv's lowering by measuring the candidates on the PJRT device "
+                             "(--platform's), cached per conv signature and device")
+    parser.add_argument("--autotune-cache", metavar="PATH", help="the autotune cache file (default: $XDG_CACHE_HOME/convc/autotune.json)")
     _common_arguments(parser)
     return parser
 
@@ -198,7 +221,8 @@ def _write(output: str | None, data: bytes) -> None:
 def _convc_main(args: argparse.Namespace) -> int:
     compiler = Compiler(pipeline=args.pipeline, target=args.target, verify=not args.no_verify,
                         print_ir_after_all=args.print_ir_after_all, allow_external_data=args.allow_external_data,
-                        max_bytes=args.max_bytes)
+                        max_bytes=args.max_bytes, autotune=args.autotune, autotune_cache=args.autotune_cache,
+                        autotune_platform=args.platform)
     graph = compiler.load(args.model)
     source = graph.clone() if args.check else None
     compiler.run_passes(graph)

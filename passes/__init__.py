@@ -5,6 +5,7 @@ from __future__ import annotations
 from convc.conv_lowering import ConvLowering
 from convc.pass_manager import Pass
 
+from .autotune_conv_lowering import AutotuneConvLowering
 from .canonicalize_dimension_numbers import CanonicalizeDimensionNumbers
 from .cpu_batch_group_tap_reduce import CpuBatchGroupTapReduce
 from .cpu_batch_group_to_feature_group import CpuBatchGroupToFeatureGroup
@@ -35,6 +36,7 @@ ALL_PASSES: tuple[type[Pass], ...] = (
     CpuTransposedConvPhases,
     CpuConv3dAsConv2dSum,
     CpuCropNegativePadding,
+    AutotuneConvLowering,
 )
 
 PASSES: dict[str, type[Pass]] = {cls.name: cls for cls in ALL_PASSES}
@@ -57,12 +59,16 @@ _CPU = ("cpu-crop-negative-padding", "cpu-batch-group-tap-reduce", "cpu-batch-gr
         "cpu-conv3d-as-conv2d-sum", "cpu-conv-1x1-to-dot", "cpu-depthwise-tap-sum", "dce")
 
 
-def default_pipeline(target: str = "generic") -> str:
+def default_pipeline(target: str = "generic", autotune: bool = False) -> str:
     """What `convc` runs before emitting, per target: `cpu` adds rewrites of the conv
-    forms XLA CPU runs slowly; `gpu` keeps the canonical forms cuDNN maps well."""
+    forms XLA CPU runs slowly; `gpu` keeps the canonical forms cuDNN maps well. With
+    `autotune` (cpu only), measurements choose each conv's rewrite instead of the cost model."""
     if target not in TARGETS:
         raise ValueError(f"unknown target '{target}' (expected one of {', '.join(TARGETS)})")
-    return ",".join(_CANONICAL + (_CPU if target == "cpu" else ()))
+    if autotune and target != "cpu":
+        raise ValueError(f"autotuning chooses among the cpu target's lowerings; target '{target}' has none")
+    cpu = _CPU[:1] + ("autotune-conv-lowering",) + _CPU[1:] if autotune else _CPU
+    return ",".join(_CANONICAL + (cpu if target == "cpu" else ()))
 
 
 __all__ = ["ALL_PASSES", "CONV_LOWERINGS", "PASSES", "TARGETS", "default_pipeline"]

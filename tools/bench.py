@@ -335,14 +335,15 @@ class CaseResult:
     percent_of_sgemm_peak: float | None = None
 
 
-def run_case(spec: ConvSpec, target: str, budget_s: float, use_torch: bool, seed: int = 0) -> CaseResult:
+def run_case(spec: ConvSpec, target: str, budget_s: float, use_torch: bool, seed: int = 0, autotune: bool = False) -> CaseResult:
     import convc
     import jax
     from convc.runtime import compile_stablehlo
 
     rng = np.random.default_rng(seed)
     arrays = [rng.standard_normal(shape).astype(np.float32) for shape in spec.operand_shapes()]
-    executable = compile_stablehlo(convc.compile_graph(convc_graph(spec), target=target))
+    # --autotune measures (or reads from its cache) before any timing here starts
+    executable = compile_stablehlo(convc.compile_graph(convc_graph(spec), target=target, autotune=autotune))
     convc_buffers = [jax.device_put(a, executable.device) for a in arrays]
     jax_fn = jax.jit(jax_function(spec))
     jax_buffers = [jax.device_put(a) for a in arrays]
@@ -450,6 +451,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help="small shapes (smoke testing), short budgets")
     parser.add_argument("--cases", help="comma-separated substrings of case names to run (default: all)")
     parser.add_argument("--target", choices=("generic", "cpu", "gpu"), help="convc's lowering target (default: the PJRT platform)")
+    parser.add_argument("--autotune", action="store_true",
+                        help="target cpu: convc chooses each conv's lowering by measurement (convc --autotune, default cache)")
     parser.add_argument("--json", help="write the results (and the machine) to this JSON file")
     parser.add_argument("--budget", type=float, help="seconds of timing per case (default 8, --quick 1)")
     parser.add_argument("--no-torch", action="store_true", help="skip PyTorch even when it is installed")
@@ -471,6 +474,8 @@ def run_suite(args: argparse.Namespace, log: Callable[[str], None] = print) -> d
     from convc.driver import Compiler
 
     target = Compiler(target=args.target).resolved_target()
+    if args.autotune and target != "cpu":
+        raise SystemExit(f"bench: --autotune chooses among the cpu target's lowerings; the target is '{target}'")
     budget = args.budget if args.budget is not None else (1.0 if args.quick else 8.0)
     _limit_torch_threads()
     if not args.no_malloc_tuning:
@@ -481,7 +486,7 @@ def run_suite(args: argparse.Namespace, log: Callable[[str], None] = print) -> d
         f"target {target}; load {info['load_average'][0]:.2f}" + (f"; sgemm peak {peak:.0f} GFLOP/s" if peak else ""))
     results = []
     for spec in selected_cases(args):
-        result = run_case(spec, target, budget, use_torch=not args.no_torch)
+        result = run_case(spec, target, budget, use_torch=not args.no_torch, autotune=args.autotune)
         if peak:
             result.percent_of_sgemm_peak = 100 * result.gflops["convc"] / peak
         log(f"  {spec.name}: convc {result.ms['convc']:.2f} ms, jax {result.ms['jax']:.2f} ms"
@@ -489,7 +494,7 @@ def run_suite(args: argparse.Namespace, log: Callable[[str], None] = print) -> d
         results.append(result)
     info["load_average_after"] = list(os.getloadavg())
     return {
-        "machine": info, "target": target, "quick": args.quick, "budget_s": budget, "sgemm_peak_gflops": peak,
+        "machine": info, "target": target, "autotune": args.autotune, "quick": args.quick, "budget_s": budget, "sgemm_peak_gflops": peak,
         "cases": [asdict(r) for r in results],
         "geomean_convc_over_jax": geomean([r.ratio_vs_jax for r in results]),
         "geomean_convc_over_torch": geomean([r.ratio_vs_torch for r in results if r.ratio_vs_torch is not None]),

@@ -49,4 +49,5 @@ if "HOME" in os.environ:  # lit passes a minimal environment; jax looks for cach
 # `%exit-status CMD ...` runs CMD, passes its stdout and stderr through (merged), then
 # prints `exit status: N, output lines: K`, so a test can check the exact exit code and
 # that a user error is one line.
+config.substitutions.append(("%python", f'"{sys.executable}"'))  # for the helper scripts in tools/
 config.substitutions.append(("%exit-status", f'"{sys.executable}" "{os.path.join(config.test_source_root, "tools", "exit_status.py")}"'))
