@@ -308,28 +308,34 @@ class Autotuner:
         """Pin every conv without a `lowering` that has more than one candidate. Identical
         convs are measured once; "cached" counts the convs whose choice was known."""
         report = Report()
-        convs = [op for op in graph.ops if op.kind == "conv" and LOWERING not in op.attrs]
-        if not convs:
-            return report
+        tunable = []
+        for op in graph.ops:
+            if op.kind == "conv" and LOWERING not in op.attrs:
+                facts = conv_facts(op)
+                legal = candidates(facts)
+                if facts is None or len(legal) == 1:
+                    report.outcomes["one candidate"] += 1
+                else:
+                    tunable.append((op, signature(facts), legal))
+        if tunable:  # no device, no cache file for a graph with nothing to choose
+            self._tune(tunable, report)
+        if report.outcomes:
+            self.log(report.summary())
+        return report
+
+    def _tune(self, tunable: list[tuple[Op, str, list[str]]], report: Report) -> None:
         cache, device = AutotuneCache.load(self.cache_path, self.log), device_key(self.platform)
         chosen: dict[str, str | None] = {}  # by signature
-        for op in convs:
-            facts = conv_facts(op)
-            legal = candidates(facts)
-            if facts is None or len(legal) == 1:
-                report.outcomes["one candidate"] += 1
-                continue
-            key = signature(facts)
+        for op, key, legal in tunable:
             if key in chosen:
                 outcome = "cached" if chosen[key] is not None else "failed"
             else:
                 chosen[key], outcome = self._choose(op, legal, device, key, cache)
             report.outcomes[outcome] += 1
-            if chosen[key] is not None:
-                op.attrs[LOWERING] = chosen[key]
+            choice = chosen[key]
+            if choice is not None:
+                op.attrs[LOWERING] = choice
         cache.save(self.log)
-        self.log(report.summary())
-        return report
 
     def _choose(self, op: Op, legal: list[str], device: str, key: str, cache: AutotuneCache) -> tuple[str | None, str]:
         """The choice for a new signature and where it came from."""
