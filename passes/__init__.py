@@ -11,6 +11,7 @@ from .cpu_batch_group_tap_reduce import CpuBatchGroupTapReduce
 from .cpu_batch_group_to_feature_group import CpuBatchGroupToFeatureGroup
 from .cpu_conv3d_as_conv2d_sum import CpuConv3dAsConv2dSum
 from .cpu_conv_1x1_to_dot import CpuConv1x1ToDot
+from .cpu_conv_eigen_path import CpuConvEigenPath
 from .cpu_crop_negative_padding import CpuCropNegativePadding
 from .cpu_depthwise_tap_sum import CpuDepthwiseTapSum
 from .cpu_transposed_conv_phases import CpuTransposedConvPhases
@@ -35,6 +36,7 @@ ALL_PASSES: tuple[type[Pass], ...] = (
     CpuBatchGroupToFeatureGroup,
     CpuTransposedConvPhases,
     CpuConv3dAsConv2dSum,
+    CpuConvEigenPath,
     CpuCropNegativePadding,
     AutotuneConvLowering,
 )
@@ -44,7 +46,7 @@ PASSES: dict[str, type[Pass]] = {cls.name: cls for cls in ALL_PASSES}
 # What a conv's `lowering` may name besides "xla": the cpu rewrites, by pass name.
 CONV_LOWERINGS: dict[str, type[ConvLowering]] = {cls.name: cls.pattern for cls in (
     CpuBatchGroupTapReduce, CpuBatchGroupToFeatureGroup, CpuTransposedConvPhases, CpuConv3dAsConv2dSum,
-    CpuConv1x1ToDot, CpuDepthwiseTapSum)}
+    CpuConv1x1ToDot, CpuDepthwiseTapSum, CpuConvEigenPath)}
 
 TARGETS = ("generic", "cpu", "gpu")
 
@@ -54,9 +56,10 @@ _CANONICAL = (
 
 
 # After the canonical pipeline, so they see only plain convs with explicit dimension
-# numbers and pads, whichever lowering produced them.
+# numbers and pads, whichever lowering produced them; cpu-conv-eigen-path last, so it also
+# sees the 2-D convs the phase and 3-D rewrites create.
 _CPU = ("cpu-crop-negative-padding", "cpu-batch-group-tap-reduce", "cpu-batch-group-to-feature-group", "cpu-transposed-conv-phases",
-        "cpu-conv3d-as-conv2d-sum", "cpu-conv-1x1-to-dot", "cpu-depthwise-tap-sum", "dce")
+        "cpu-conv3d-as-conv2d-sum", "cpu-conv-1x1-to-dot", "cpu-depthwise-tap-sum", "cpu-conv-eigen-path", "dce")
 
 
 def default_pipeline(target: str = "generic", autotune: bool = False) -> str:

@@ -300,7 +300,7 @@ def infer_conv(v: OpView) -> TensorType:
 # What a conv's `lowering` may pin: XLA's own conv, or the cpu rewrite pass of that name
 # (convc.passes.CONV_LOWERINGS, which a test keeps equal to this list).
 LOWERINGS = ("xla", "cpu-batch-group-tap-reduce", "cpu-batch-group-to-feature-group", "cpu-transposed-conv-phases",
-             "cpu-conv3d-as-conv2d-sum", "cpu-conv-1x1-to-dot", "cpu-depthwise-tap-sum")
+             "cpu-conv3d-as-conv2d-sum", "cpu-conv-1x1-to-dot", "cpu-depthwise-tap-sum", "cpu-conv-eigen-path")
 
 
 def check_lowering(lowering: str | None) -> None:

@@ -9,8 +9,8 @@ variadic reduce as one loop over all its inputs, where separate reduces each re-
 
 from __future__ import annotations
 
-from ..ir import TensorType
 from ..diagnostics import VerifyError
+from ..ir import TensorType
 from .base import INTS, Attr, OpDef, OpView, check_axes
 
 

@@ -8,7 +8,7 @@
 // STATUS-NEXT: {{^}}exit status: 1, output lines: 5{{$}}
 
 // P1: the pin names "xla" or a cpu rewrite pass.
-// CHECK: {{^}}{{.*}}verify-conv-lowering.mlir:[[# @LINE + 3]]:5: error: 'c' (conv): lowering must be one of xla, cpu-batch-group-tap-reduce, cpu-batch-group-to-feature-group, cpu-transposed-conv-phases, cpu-conv3d-as-conv2d-sum, cpu-conv-1x1-to-dot, cpu-depthwise-tap-sum, got 'cpu-winograd' [P1]{{$}}
+// CHECK: {{^}}{{.*}}verify-conv-lowering.mlir:[[# @LINE + 3]]:5: error: 'c' (conv): lowering must be one of xla, cpu-batch-group-tap-reduce, cpu-batch-group-to-feature-group, cpu-transposed-conv-phases, cpu-conv3d-as-conv2d-sum, cpu-conv-1x1-to-dot, cpu-depthwise-tap-sum, cpu-conv-eigen-path, got 'cpu-winograd' [P1]{{$}}
 module @p1_unknown {
   func.func @main(%x: tensor<1x4x4x2xf32>, %w: tensor<1x1x2x2xf32>) -> tensor<1x4x4x2xf32> {
     %c = "convc.conv"(%x, %w) {dimension_numbers = #convc.dims<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>, lowering = "cpu-winograd"} : (tensor<1x4x4x2xf32>, tensor<1x1x2x2xf32>) -> tensor<1x4x4x2xf32>

@@ -27,7 +27,7 @@ from convc.runtime_inputs import compare, random_inputs
 
 NHWC = ("NHWC", "HWIO", "NHWC")
 TAP_SUM, TAP_REDUCE, REGROUP = "cpu-depthwise-tap-sum", "cpu-batch-group-tap-reduce", "cpu-batch-group-to-feature-group"
-PHASES, DOT = "cpu-transposed-conv-phases", "cpu-conv-1x1-to-dot"
+PHASES, DOT, EIGEN = "cpu-transposed-conv-phases", "cpu-conv-1x1-to-dot", "cpu-conv-eigen-path"
 BUDGET_MS = 5  # timing per candidate: the tests check choices, not speed
 
 
@@ -74,13 +74,22 @@ def dense3x3() -> convc.Graph:
     return b.build()
 
 
+def dense1d() -> convc.Graph:
+    """No cpu rewrite is legal on a dense 1-D conv: "xla" is its only candidate."""
+    b = convc.Builder("dense1d")
+    x, w = b.input("x", (1, 9, 4)), b.input("w", (3, 4, 4))
+    b.output(b.conv(x, w, padding="SAME", dimension_numbers=("NWC", "WIO", "NWC"), name="c"))
+    return b.build()
+
+
 CASES: dict[str, tuple[Callable[[], convc.Graph], set[str]]] = {
     "depthwise": (depthwise, {"xla", TAP_SUM}),
     "grouped": (grouped, {"xla", TAP_SUM}),
     "depthwise_weight_grad": (depthwise_weight_grad, {"xla", TAP_REDUCE, REGROUP}),
-    "conv1x1": (conv1x1, {"xla", DOT}),
+    "conv1x1": (conv1x1, {"xla", DOT, EIGEN}),
     "transposed_s2": (transposed_s2, {"xla", PHASES}),
-    "dense3x3": (dense3x3, {"xla"}),
+    "dense3x3": (dense3x3, {"xla", EIGEN}),
+    "dense1d": (dense1d, {"xla"}),
 }
 TUNED = [name for name, (_, legal) in CASES.items() if len(legal) > 1]
 
@@ -148,6 +157,7 @@ PINNED_SHAPE: dict[str, Callable[[list[convc.Op]], bool]] = {
     REGROUP: lambda ops: not any(op.attrs.get("batch_group_count", 1) > 1 for op in ops if op.kind == "conv"),
     DOT: lambda ops: not any(op.kind == "conv" for op in ops) and any(op.kind == "dot_general" for op in ops),
     PHASES: lambda ops: not any(any(d > 1 for d in op.attrs.get("lhs_dilation") or ()) for op in ops if op.kind == "conv"),
+    EIGEN: lambda ops: [op.kind for op in ops if op.kind in ("conv", "slice")] == ["conv", "slice"],
 }
 
 
@@ -234,15 +244,15 @@ def test_the_cache_answers_the_second_compile(tmp_path: Path, capsys: pytest.Cap
     graph, cache = b.build(), tmp_path / "autotune.json"
 
     first = convc.compile_graph(graph, pipeline=autotune_pipeline(cache))
-    assert summaries(capsys.readouterr().err) == ["autotune: 4 convs: 2 measured, 1 cached, 1 with one candidate"]
+    assert summaries(capsys.readouterr().err) == ["autotune: 4 convs: 3 measured, 1 cached, 0 with one candidate"]
     document = json.loads(cache.read_text())
     assert (document["format"], document["version"]) == ("convc-autotune-cache", 1)
-    keys = {signature(conv_facts(op)) for op in canonical(graph).ops if op.name in ("dw1", "pointwise")}
+    keys = {signature(conv_facts(op)) for op in canonical(graph).ops if op.name in ("dw1", "pointwise", "dense")}
     assert set(document["devices"]) == {device_key(None)} and set(document["devices"][device_key(None)]) == keys
     written = cache.read_bytes()
 
     second = convc.compile_graph(graph, pipeline=autotune_pipeline(cache))
-    assert summaries(capsys.readouterr().err) == ["autotune: 4 convs: 0 measured, 3 cached, 1 with one candidate"]
+    assert summaries(capsys.readouterr().err) == ["autotune: 4 convs: 0 measured, 4 cached, 0 with one candidate"]
     assert second == first and cache.read_bytes() == written
 
 
@@ -297,7 +307,7 @@ def test_an_unwritable_cache_is_a_warning(tmp_path: Path) -> None:
 
 def test_convs_with_one_candidate_measure_nothing(tmp_path: Path) -> None:
     lines: list[str] = []
-    Autotuner(tmp_path / "cache.json", log=lines.append).tune(canonical(dense3x3()))
+    Autotuner(tmp_path / "cache.json", log=lines.append).tune(canonical(dense1d()))
     assert lines == ["autotune: 1 conv: 0 measured, 0 cached, 1 with one candidate"]
     assert not (tmp_path / "cache.json").exists()
 

@@ -140,6 +140,19 @@ def volumetric_conv(rng: np.random.Generator) -> Conv:
                        pads=_pads(rng, n, 1), lhs_dilation=(1,) * n, rhs_dilation=_ints(rng, n, 1, 2), groups=groups)
 
 
+def dense_2d_conv(rng: np.random.Generator) -> Conv:
+    """What YNNPACK would take, but small: 2-D, ungrouped, no lhs dilation, any layout, pads
+    no wider than the window (so the output is no larger than the input)."""
+    kernel, rhs_dilation = _ints(rng, 2, 1, 3), _ints(rng, 2, 1, 2)
+    pads = []
+    for k, d in zip(kernel, rhs_dilation):
+        lo = int(rng.integers(0, (k - 1) * d + 1))
+        pads.append((lo, int(rng.integers(0, (k - 1) * d - lo + 1))))
+    return random_conv(rng, batch=int(rng.integers(1, 3)), in_features=int(rng.integers(1, 5)),
+                       out_features=int(rng.integers(1, 5)), kernel=kernel, strides=_ints(rng, 2, 1, 2),
+                       pads=tuple(pads), lhs_dilation=(1, 1), rhs_dilation=rhs_dilation)
+
+
 def _convs(text: str) -> list[str]:
     return re.findall(r"stablehlo\.convolution.*", text)
 
@@ -155,6 +168,10 @@ def no_lhs_dilation_left(text: str) -> bool:
 def only_2d_convs_left(text: str) -> bool:
     strides = [re.findall(r"stride = \[([^\]]*)\]", line)[0] for line in _convs(text)]
     return bool(strides) and all(s.count(",") == 1 for s in strides)
+
+
+def output_rows_sliced_off(text: str) -> bool:
+    return bool(_convs(text)) and "stablehlo.slice" in text.split("stablehlo.convolution", 1)[1]
 
 
 def no_batch_groups_left(text: str) -> bool:
@@ -179,6 +196,7 @@ REWRITES = (
     Rewrite("cpu-batch-group-tap-reduce", depthwise_weight_grad_like, no_conv_left),
     Rewrite("cpu-transposed-conv-phases", lhs_dilated_conv, no_lhs_dilation_left, "unbalanced=true"),
     Rewrite("cpu-conv3d-as-conv2d-sum", volumetric_conv, only_2d_convs_left),
+    Rewrite("cpu-conv-eigen-path", dense_2d_conv, output_rows_sliced_off, "max_extra=1000000 min_features=1"),
 )
 
 
