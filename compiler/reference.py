@@ -63,18 +63,23 @@ def _lax_string_pads(lhs_shape: Sequence[int], rhs_shape: Sequence[int], op: Op,
     return lax.padtype_to_pads([lhs_shape[i] for i in lhs_perm[2:]], window, op.attrs.get("window_strides") or (1,) * n, padding)
 
 
-def _apply_negative_padding(lhs: Any, rhs: Any, dims: Any, padding: Sequence[Sequence[int]], lhs_dilation: Sequence[int]) -> Any:
-    """(input, padding): the lhs dilation and every pad applied by lax.pad, none left for the
-    conv. XLA:CPU's conv misreads negative pads (openxla/xla#48713); the oracle must not
-    share that bug, and lax.pad crops exactly."""
+def _padded_lhs(lhs: Any, rhs: Any, dims: Any, padding: Sequence[Sequence[int]], lhs_dilation: Sequence[int]) -> Any:
+    """`lhs` as a conv reads it: lhs-dilated, then padded, every pad applied by lax.pad (a
+    negative one crops, exactly). The conv that follows needs no pad and no lhs dilation:
+    XLA:CPU's conv misreads negative low next to positive high padding (openxla/xla#48713),
+    and the oracle must not share that bug."""
     from jax import lax
 
     lhs_perm, _, _ = lax.conv_dimension_numbers(lhs.shape, rhs.shape, dims)
     config = [(0, 0, 0)] * lhs.ndim
     for dim, (lo, hi), d in zip(lhs_perm[2:], padding, lhs_dilation):
         config[dim] = (lo, hi, d - 1)
-    padded = lax.pad(lhs, lax.convert_element_type(0, lhs.dtype), config)
-    return padded, [(0, 0)] * len(padding)
+    return lax.pad(lhs, lax.convert_element_type(0, lhs.dtype), config)
+
+
+def _crops(padding: Any) -> bool:
+    """Whether explicit `padding` holds a negative pad, which the conv must not see."""
+    return not isinstance(padding, str) and any(lo < 0 or hi < 0 for lo, hi in padding)
 
 
 @lax_rule("conv")
@@ -89,9 +94,9 @@ def _conv(op: Op, args: Sequence[Any]) -> Any:
     if isinstance(padding, str) and any(d != 1 for d in lhs_dilation or ()):
         padding = _lax_string_pads(lhs.shape, rhs.shape, op, padding)
     dims = lax_dimension_numbers(a.get("dimension_numbers"), lhs.ndim)
-    if not isinstance(padding, str) and any(lo < 0 or hi < 0 for lo, hi in padding):
-        lhs, padding = _apply_negative_padding(lhs, rhs, dims, padding, lhs_dilation or (1,) * n)
-        lhs_dilation = None
+    if _crops(padding):
+        lhs = _padded_lhs(lhs, rhs, dims, padding, lhs_dilation or (1,) * n)
+        padding, lhs_dilation = [(0, 0)] * n, None
     return lax.conv_general_dilated(
         lhs, rhs, a.get("window_strides") or (1,) * n, padding,
         lhs_dilation=lhs_dilation, rhs_dilation=a.get("rhs_dilation"),
@@ -101,17 +106,44 @@ def _conv(op: Op, args: Sequence[Any]) -> Any:
 
 
 # --- transposed and gradient convs: lax.conv_transpose and jax.vjp of the forward conv ---
+# Neither may hand XLA a conv that crops low and pads high (openxla/xla#48713, see
+# _padded_lhs): the transposed conv's pads are applied by lax.pad where they crop, and the
+# gradients are vjps of lax.pad followed by a VALID conv, whose transposes are a lax.pad and
+# convs padded (w - 1, >= 0) (input) or (0, <= 0) (kernel).
+
+
+def _conv_transpose_pads(op: Op, rhs_shape: Sequence[int], rhs_spec: Sequence[int]) -> list[tuple[int, int]]:
+    """Explicit `padding` as lax.conv_transpose hands it to its conv: as given, or with
+    `use_consistent_padding` the forward conv's, i.e. (w - 1 - lo, w - 1 - hi)."""
+    a = op.attrs
+    padding = [(lo, hi) for lo, hi in a["padding"]]
+    if not a.get("use_consistent_padding", False):
+        return padding
+    rhs_dilation = a.get("rhs_dilation") or (1,) * len(padding)
+    windows = [(rhs_shape[d] - 1) * r + 1 for d, r in zip(rhs_spec[2:], rhs_dilation)]
+    return [(w - 1 - lo, w - 1 - hi) for w, (lo, hi) in zip(windows, padding)]
 
 
 def _conv_transpose_one(op: Op, lhs: Any, rhs: Any, dims: Any) -> Any:
+    """lax.conv_transpose; where its conv would crop, on the input dilated and padded by
+    lax.pad instead (then strides 1 and no pads: the same conv)."""
     from jax import lax
 
+    from .ops.conv_grad import transpose_default_layouts
+
     a = op.attrs
+    n = lhs.ndim - 2
+    strides, padding, consistent = a.get("strides") or (1,) * n, a.get("padding", "VALID"), a.get("use_consistent_padding", False)
+    if not isinstance(padding, str):
+        layouts = dims or transpose_default_layouts(lhs.ndim)
+        pads = _conv_transpose_pads(op, rhs.shape, lax.conv_dimension_numbers(lhs.shape, rhs.shape, layouts).rhs_spec)
+        if _crops(pads):
+            lhs = _padded_lhs(lhs, rhs, layouts, pads, strides)
+            strides, padding, consistent = (1,) * n, [(0, 0)] * n, False
     return lax.conv_transpose(
-        lhs, rhs, a.get("strides") or (1,) * (lhs.ndim - 2), a.get("padding", "VALID"), rhs_dilation=a.get("rhs_dilation"),
+        lhs, rhs, strides, padding, rhs_dilation=a.get("rhs_dilation"),
         dimension_numbers=dims, transpose_kernel=a.get("transpose_kernel", False), precision=lax_precision(a.get("precision")),
-        preferred_element_type=lax_dtype(a.get("preferred_element_type")),
-        use_consistent_padding=a.get("use_consistent_padding", False))
+        preferred_element_type=lax_dtype(a.get("preferred_element_type")), use_consistent_padding=consistent)
 
 
 @lax_rule("conv_transpose")
@@ -138,7 +170,10 @@ def _conv_transpose(op: Op, args: Sequence[Any]) -> Any:
 
 
 def _forward_conv(op: Op, lhs_shape: Sequence[int], rhs_shape: Sequence[int], padding: Any) -> Callable[[Any, Any], Any]:
-    """The forward conv a gradient op describes, as a function of (input, kernel)."""
+    """The forward conv a gradient op describes, as a function of (input, kernel): lax.pad
+    (lhs dilation and pads) then a VALID conv, so that neither vjp holds a conv that crops
+    low. Taken as is, lax.conv_general_dilated's input vjp pads its conv by w - 1 - lo on
+    the low side (negative for lo >= w) and its kernel vjp by lo."""
     from jax import lax
 
     a = op.attrs
@@ -149,9 +184,10 @@ def _forward_conv(op: Op, lhs_shape: Sequence[int], rhs_shape: Sequence[int], pa
 
     def forward(x: Any, w: Any) -> Any:
         return lax.conv_general_dilated(
-            x, w, a.get("window_strides") or (1,) * n, padding, lhs_dilation=a.get("lhs_dilation"),
-            rhs_dilation=a.get("rhs_dilation"), dimension_numbers=dims, feature_group_count=a.get("feature_group_count", 1),
-            batch_group_count=a.get("batch_group_count", 1), precision=lax_precision(a.get("precision")))
+            _padded_lhs(x, w, dims, padding, a.get("lhs_dilation") or (1,) * n), w, a.get("window_strides") or (1,) * n,
+            [(0, 0)] * n, rhs_dilation=a.get("rhs_dilation"), dimension_numbers=dims,
+            feature_group_count=a.get("feature_group_count", 1), batch_group_count=a.get("batch_group_count", 1),
+            precision=lax_precision(a.get("precision")))
     return forward
 
 
