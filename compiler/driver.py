@@ -21,6 +21,7 @@ from .fileio import write_atomic
 from .frontend import load_model_text
 from .ir import Graph, Op
 from .pass_manager import Pass, PassManager, PipelineError, parse_pipeline
+from .runtime import PlatformUnavailableError, require_platform
 from .textual import parse_ir, print_graph
 
 EXIT_OK, EXIT_USER_ERROR, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
@@ -196,6 +197,9 @@ def _guarded(main: Callable[[argparse.Namespace], int], args: argparse.Namespace
     except PipelineError as err:
         print(one_line(f"{prog}: error: {err}"), file=sys.stderr)
         return EXIT_USAGE
+    except PlatformUnavailableError as err:  # a sound command line on a machine without that device
+        print(one_line(f"{prog}: error: --platform {err.platform}: {err}"), file=sys.stderr)
+        return EXIT_USER_ERROR
     except KeyboardInterrupt:
         return 130
     except Exception as err:  # noqa: BLE001 - the last line of defence against tracebacks
@@ -223,6 +227,8 @@ def _convc_main(args: argparse.Namespace) -> int:
                         print_ir_after_all=args.print_ir_after_all, allow_external_data=args.allow_external_data,
                         max_bytes=args.max_bytes, autotune=args.autotune, autotune_cache=args.autotune_cache,
                         autotune_platform=args.platform)
+    if args.platform is not None and (args.run or args.check or args.autotune):
+        require_platform(args.platform)  # before any work: --run and --autotune need that device
     graph = compiler.load(args.model)
     source = graph.clone() if args.check else None
     compiler.run_passes(graph)

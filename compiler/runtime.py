@@ -18,10 +18,37 @@ def default_platform() -> str:
     return jax.default_backend()
 
 
+class PlatformUnavailableError(RuntimeError):
+    """PJRT has no device of the asked-for platform on this machine: what was asked for is
+    missing, convc is not at fault."""
+
+    def __init__(self, platform: str, found: Sequence[str]):
+        super().__init__(f"no {platform} device is available to PJRT here (found: {', '.join(found) or 'none'})")
+        self.platform = platform
+
+
+def available_platforms() -> list[str]:
+    """The PJRT platforms this machine has, named as `--platform` names them ("gpu" for CUDA)."""
+    from jax.extend import backend
+
+    return sorted({str(client.platform) for client in backend.backends().values()})
+
+
 def _client(platform: str | None) -> Any:
     from jax.extend import backend
 
-    return backend.get_backend(platform)
+    try:
+        return backend.get_backend(platform)
+    except RuntimeError:  # jax's wording differs by platform ("Unknown backend", "failed to initialize")
+        found = available_platforms()
+        if platform is None or platform in found:
+            raise
+        raise PlatformUnavailableError(platform, found) from None
+
+
+def require_platform(platform: str | None) -> None:
+    """Raise PlatformUnavailableError unless PJRT can run on `platform` here (None: the default)."""
+    _client(platform)
 
 
 def platform_name(platform: str | None = None) -> str:

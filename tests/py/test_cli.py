@@ -223,6 +223,25 @@ def test_inputs_with_a_wrong_shape_is_a_user_error(convc: Runner, write_model: C
     assert "in.npz" in assert_one_line(result.stderr) and "shape" in result.stderr
 
 
+@pytest.mark.parametrize("flags", [["--run"], ["--autotune", "--target", "cpu"]], ids=["run", "autotune"])
+@pytest.mark.parametrize("platform", ["gpu", "tpu"])
+def test_a_platform_this_machine_lacks_is_a_user_error(convc: Runner, write_model: Callable[..., Path], tmp_path: Path,
+                                                       platform: str, flags: list[str]) -> None:
+    """A sound command line on a machine without that device: exit 1 (was 3, "internal
+    error"), one line naming the flag and what PJRT found, before anything is compiled or written."""
+    from convc.runtime import available_platforms
+
+    found = available_platforms()
+    if platform in found:
+        pytest.skip(f"this machine has a {platform} device")
+    write_model(tiny_model())
+    result = convc("model.json", *flags, "--platform", platform, "-o", "out.mlir")
+    assert (result.code, result.stdout) == (1, "")
+    assert assert_one_line(result.stderr) == (f"convc: error: --platform {platform}: no {platform} device is available "
+                                              f"to PJRT here (found: {', '.join(found)})")
+    assert not (tmp_path / "out.mlir").exists()
+
+
 # --- atomic -o --------------------------------------------------------------------------------
 
 PREVIOUS = b"previous contents\n"
