@@ -10,8 +10,9 @@ of the undilated input with kernel taps k0(p)::D and low padding -c(p). The D^n 
 results are interleaved by stacking them on a new dim next to each spatial dim and
 merging the two. Legal on stride-1 convs without rhs dilation (the forms transposed
 convs and input gradients lower to) with at most MAX_PHASES phases; negative pads become
-slices of the input. Its cost model takes only those where the phases measured faster than
-XLA's own lhs-dilated kernel (`worth_it`); `unbalanced=true` takes every legal conv.
+slices of the input. Its cost model takes every legal conv; `unbalanced=false` takes only
+those where the phases beat XLA's own lhs-dilated kernel before the phase convs ran on
+Eigen (`worth_it`, see cpu-conv-eigen-path).
 """
 
 from __future__ import annotations
@@ -62,7 +63,9 @@ def worth_it(facts: ConvFacts) -> bool:
     """XLA CPU has its own kernel for ungrouped stride-1 lhs-dilated convs: uncontended, it beat
     the phases when they are unbalanced (3x3, stride 2: 1x1..2x2 phase kernels, 1.7-2.2 vs
     2.2-2.3 ms best) and lost to them when every phase gets the same taps (4x4, stride 2:
-    4.5 vs 3.7 ms). Grouped convs miss that kernel, so their phases always pay."""
+    4.5 vs 3.7 ms). Grouped convs miss that kernel, so their phases always pay. Since
+    cpu-conv-eigen-path moves the phase convs to Eigen, unbalanced phases win too (3x3,
+    stride 2: 2.0 vs 3.4 ms), so this only applies with `unbalanced=false`."""
     balanced = all(k % d == 0 for k, d in zip(facts.kernel_spatial, facts.lhs_dilation))
     return balanced or facts.feature_groups > 1 or facts.batch_groups > 1
 
@@ -165,7 +168,7 @@ class CpuTransposedConvPhases(Pass):
     name = TransposedConvPhases.name
     summary = "lhs-dilated (transposed) convs become one stride-1 conv per output phase plus an interleave"
     pattern: ClassVar[type[ConvLowering]] = TransposedConvPhases
-    unbalanced: bool = False  # also when XLA's own kernel applies and the phases get unequal taps
+    unbalanced: bool = True  # also when XLA's own kernel applies and the phases get unequal taps (false: not)
 
     def run(self, graph: Graph) -> bool:
         return apply_patterns(graph, [TransposedConvPhases(self.unbalanced)])

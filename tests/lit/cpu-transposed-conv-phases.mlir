@@ -1,12 +1,13 @@
-// RUN: convc-opt %s -p "cpu-transposed-conv-phases{unbalanced=true}" --split-input-file | filecheck %s
-// RUN: convc-opt %s -p cpu-transposed-conv-phases --split-input-file | filecheck %s --check-prefix=DEFAULT
+// RUN: convc-opt %s -p cpu-transposed-conv-phases --split-input-file | filecheck %s
+// RUN: convc-opt %s -p "cpu-transposed-conv-phases{unbalanced=false}" --split-input-file | filecheck %s --check-prefix=BALANCED
 
 // An lhs-dilated conv (dilation D) becomes one stride-1 conv per output phase p (output
 // positions q*D + p): it uses kernel taps k0::D with k0 = (pad_lo - p) mod D over the
 // undilated input, padded by -c, c = (p + k0 - pad_lo) / D. The phases are stacked on a
 // new dim after the spatial dim and merged: out[q*D + p] = phase_p[q].
-// By default (DEFAULT) only where every phase gets the same number of taps, or the conv is
-// grouped: elsewhere XLA's own lhs-dilated kernel measured faster.
+// With unbalanced=false (BALANCED) only where every phase gets the same number of taps, or
+// the conv is grouped: elsewhere XLA's own lhs-dilated kernel measured faster before the
+// phase convs moved to Eigen (cpu-conv-eigen-path).
 
 // A stride-2 transposed 3-tap 1-D conv as lowered (pads 1, 2): phase 0 uses tap 1
 // alone, phase 1 taps 0 and 2 with one zero row at the end.
@@ -24,10 +25,10 @@
 // CHECK: %[[A1:.*]] = "convc.reshape"(%[[P1]]) {new_sizes = array<i64: 1, 3, 1, 2>}
 // CHECK: %[[S:.*]] = "convc.concatenate"(%[[A0]], %[[A1]]) {dimension = 2 : i64}
 // CHECK: %c = "convc.reshape"(%[[S]]) {new_sizes = array<i64: 1, 6, 2>}
-// 1 and 2 taps: unbalanced, ungrouped, left to XLA by default.
-// DEFAULT-LABEL: module @transposed_1d
-// DEFAULT: %c = "convc.conv"(%x, %w) {{.*}}lhs_dilation = array<i64: 2>
-// DEFAULT-NOT: convc.concatenate
+// 1 and 2 taps: unbalanced, ungrouped, left to XLA with unbalanced=false.
+// BALANCED-LABEL: module @transposed_1d
+// BALANCED: %c = "convc.conv"(%x, %w) {{.*}}lhs_dilation = array<i64: 2>
+// BALANCED-NOT: convc.concatenate
 module @transposed_1d {
   func.func @main(%x: tensor<1x3x2xf32>, %w: tensor<3x2x2xf32>) -> tensor<1x6x2xf32> {
     %c = "convc.conv"(%x, %w) {dimension_numbers = #convc.dims<[b, 0, f]x[0, i, o]->[b, 0, f]>, lhs_dilation = array<i64: 2>, padding = dense<[[1, 2]]> : tensor<1x2xi64>} : (tensor<1x3x2xf32>, tensor<3x2x2xf32>) -> tensor<1x6x2xf32>
@@ -57,8 +58,8 @@ module @transposed_1d {
 // CHECK: %[[S:.*]] = "convc.concatenate"(%[[A0]], %[[A1]], %[[A2]]) {dimension = 2 : i64}
 // CHECK: %[[I:.*]] = "convc.reshape"(%[[S]]) {new_sizes = array<i64: 1, 9, 3, 1>}
 // CHECK: %c = "convc.slice"(%[[I]]) {limit_indices = array<i64: 1, 8, 3, 1>, start_indices = array<i64: 0, 0, 0, 0>}
-// DEFAULT-LABEL: module @uneven
-// DEFAULT: %c = "convc.conv"(%x, %w)
+// BALANCED-LABEL: module @uneven
+// BALANCED: %c = "convc.conv"(%x, %w)
 module @uneven {
   func.func @main(%x: tensor<1x4x3x2xf32>, %w: tensor<2x2x2x1xf32>) -> tensor<1x8x3x1xf32> {
     %c = "convc.conv"(%x, %w) {dimension_numbers = #convc.dims<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>, lhs_dilation = array<i64: 3, 1>, padding = dense<[[-1, 0], [1, 0]]> : tensor<2x2xi64>} : (tensor<1x4x3x2xf32>, tensor<2x2x2x1xf32>) -> tensor<1x8x3x1xf32>
@@ -71,11 +72,11 @@ module @uneven {
 // A 4-tap kernel over dilation 2 (a 4x4 stride-2 transposed conv, in 1-D): two taps per
 // phase, rewritten by default too.
 // CHECK-LABEL: module @balanced
-// DEFAULT-LABEL: module @balanced
-// DEFAULT: "convc.slice"(%w) {limit_indices = array<i64: 3, 2, 2>, start_indices = array<i64: 0, 0, 0>, strides = array<i64: 2, 1, 1>}
-// DEFAULT: "convc.slice"(%w) {limit_indices = array<i64: 4, 2, 2>, start_indices = array<i64: 1, 0, 0>, strides = array<i64: 2, 1, 1>}
-// DEFAULT: "convc.concatenate"
-// DEFAULT-NOT: lhs_dilation
+// BALANCED-LABEL: module @balanced
+// BALANCED: "convc.slice"(%w) {limit_indices = array<i64: 3, 2, 2>, start_indices = array<i64: 0, 0, 0>, strides = array<i64: 2, 1, 1>}
+// BALANCED: "convc.slice"(%w) {limit_indices = array<i64: 4, 2, 2>, start_indices = array<i64: 1, 0, 0>, strides = array<i64: 2, 1, 1>}
+// BALANCED: "convc.concatenate"
+// BALANCED-NOT: lhs_dilation
 module @balanced {
   func.func @main(%x: tensor<1x3x2xf32>, %w: tensor<4x2x2xf32>) -> tensor<1x6x2xf32> {
     %c = "convc.conv"(%x, %w) {dimension_numbers = #convc.dims<[b, 0, f]x[0, i, o]->[b, 0, f]>, lhs_dilation = array<i64: 2>, padding = dense<[[2, 2]]> : tensor<1x2xi64>} : (tensor<1x3x2xf32>, tensor<4x2x2xf32>) -> tensor<1x6x2xf32>
@@ -88,9 +89,9 @@ module @balanced {
 // Grouped: XLA's lhs-dilated kernel does not apply, so unbalanced phases are rewritten too;
 // the phase convs keep feature_group_count.
 // CHECK-LABEL: module @grouped
-// DEFAULT-LABEL: module @grouped
-// DEFAULT-COUNT-2: "convc.conv"({{.*}}feature_group_count = 2 : i64
-// DEFAULT: "convc.concatenate"
+// BALANCED-LABEL: module @grouped
+// BALANCED-COUNT-2: "convc.conv"({{.*}}feature_group_count = 2 : i64
+// BALANCED: "convc.concatenate"
 module @grouped {
   func.func @main(%x: tensor<1x3x4xf32>, %w: tensor<3x2x4xf32>) -> tensor<1x6x4xf32> {
     %c = "convc.conv"(%x, %w) {dimension_numbers = #convc.dims<[b, 0, f]x[0, i, o]->[b, 0, f]>, feature_group_count = 2 : i64, lhs_dilation = array<i64: 2>, padding = dense<[[1, 2]]> : tensor<1x2xi64>} : (tensor<1x3x4xf32>, tensor<3x2x4xf32>) -> tensor<1x6x4xf32>
@@ -104,8 +105,8 @@ module @grouped {
 // CHECK-LABEL: module @untouched
 // CHECK-COUNT-3: "convc.conv"(%x, %w)
 // CHECK-NOT: convc.concatenate
-// DEFAULT-LABEL: module @untouched
-// DEFAULT-COUNT-3: "convc.conv"(%x, %w)
+// BALANCED-LABEL: module @untouched
+// BALANCED-COUNT-3: "convc.conv"(%x, %w)
 module @untouched {
   func.func @main(%x: tensor<1x4x2xf32>, %w: tensor<2x2x2xf32>) -> (tensor<1x3x2xf32>, tensor<1x3x2xf32>, tensor<1x4x2xf32>) {
     %plain = "convc.conv"(%x, %w) {dimension_numbers = #convc.dims<[b, 0, f]x[0, i, o]->[b, 0, f]>, padding = dense<[[0, 0]]> : tensor<1x2xi64>} : (tensor<1x4x2xf32>, tensor<2x2x2xf32>) -> tensor<1x3x2xf32>

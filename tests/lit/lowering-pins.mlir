@@ -64,10 +64,10 @@ module @weight_grad {
 
 // -----
 
-// A 3x3 transposed conv with stride 2 (phase kernels 1x1 to 2x2, which the cost model
-// leaves to XLA's own kernel) pinned to cpu-transposed-conv-phases becomes four phases;
-// its unpinned twin stays one lhs-dilated conv. The phase convs carry no pin: the 1x1
-// one becomes a dot_general under the cost model.
+// A 3x3 transposed conv with stride 2 (phase kernels 1x1 to 2x2) pinned to
+// cpu-transposed-conv-phases becomes four phases; its twin pinned to "xla" stays one
+// lhs-dilated conv. The phase convs carry no pin: the 1x1 one becomes a dot_general under
+// the cost model.
 // CHECK-LABEL: module @unbalanced_phases
 // CHECK: %pinned.phase_taps = "convc.slice"(%w)
 // CHECK: %pinned.phase = "convc.dot_general"
@@ -75,13 +75,13 @@ module @weight_grad {
 // CHECK-NOT: lowering
 // CHECK-SAME: -> tensor<1x4x3x2xf32>
 // CHECK: %pinned = "convc.slice"(%pinned.interleaved_2)
-// CHECK: %free = "convc.conv"(%x, %w)
+// CHECK: %kept = "convc.conv"(%x, %w)
 // CHECK-SAME: lhs_dilation = array<i64: 2, 2>
 module @unbalanced_phases {
   func.func @main(%x: tensor<1x4x4x2xf32>, %w: tensor<3x3x2x2xf32>) -> (tensor<1x7x7x2xf32>, tensor<1x7x7x2xf32>) {
     %pinned = "convc.conv"(%x, %w) {dimension_numbers = #convc.dims<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>, lhs_dilation = array<i64: 2, 2>, lowering = "cpu-transposed-conv-phases", padding = dense<[[1, 1], [1, 1]]> : tensor<2x2xi64>} : (tensor<1x4x4x2xf32>, tensor<3x3x2x2xf32>) -> tensor<1x7x7x2xf32>
-    %free = "convc.conv"(%x, %w) {dimension_numbers = #convc.dims<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>, lhs_dilation = array<i64: 2, 2>, padding = dense<[[1, 1], [1, 1]]> : tensor<2x2xi64>} : (tensor<1x4x4x2xf32>, tensor<3x3x2x2xf32>) -> tensor<1x7x7x2xf32>
-    func.return %pinned, %free : tensor<1x7x7x2xf32>, tensor<1x7x7x2xf32>
+    %kept = "convc.conv"(%x, %w) {dimension_numbers = #convc.dims<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>, lhs_dilation = array<i64: 2, 2>, lowering = "xla", padding = dense<[[1, 1], [1, 1]]> : tensor<2x2xi64>} : (tensor<1x4x4x2xf32>, tensor<3x3x2x2xf32>) -> tensor<1x7x7x2xf32>
+    func.return %pinned, %kept : tensor<1x7x7x2xf32>, tensor<1x7x7x2xf32>
   }
 }
 
