@@ -56,12 +56,12 @@ def default_cache_path() -> Path:
 
 
 def _device(platform: str | None) -> Any:
-    from jax.extend import backend
+    from .runtime import PlatformUnavailableError, first_device
 
     try:
-        return backend.get_backend(platform).local_devices()[0]
-    except RuntimeError as err:  # jax: "Unknown backend tpu", "Backend 'gpu' failed to initialize"
-        raise PipelineError(f"pass 'autotune-conv-lowering': no PJRT platform '{platform}' here ({one_line(str(err))})") from None
+        return first_device(platform)
+    except PlatformUnavailableError as err:
+        raise PipelineError(f"pass 'autotune-conv-lowering': no PJRT platform '{platform}' here ({err})") from None
 
 
 def device_key(platform: str | None) -> str:

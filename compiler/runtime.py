@@ -51,6 +51,11 @@ def require_platform(platform: str | None) -> None:
     _client(platform)
 
 
+def first_device(platform: str | None = None) -> Any:
+    """The device convc runs on for `platform` (None: the default platform)."""
+    return _client(platform).local_devices()[0]
+
+
 def platform_name(platform: str | None = None) -> str:
     """The name of the PJRT platform `compile_stablehlo(text, platform)` runs on, e.g. "cpu"."""
     return str(_client(platform).platform)
