@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import jax.numpy as jnp
+import ml_dtypes
 import numpy as np
 import pytest
 from convc import driver, fileio
@@ -338,3 +339,22 @@ def test_constant_outside_the_model_directory_needs_permission(convc: Runner, tm
     assert line.startswith("model/model.json:/constants/0/file: error: ") and "--allow-external-data" in line
     allowed = convc("model/model.json", "--allow-external-data")
     assert allowed.code == 0 and allowed.stdout.startswith("module @tiny")
+
+
+def test_bf16_npz_outputs_read_back_as_bf16_inputs_only(convc: Runner, write_model: Callable[..., Path], tmp_path: Path) -> None:
+    """np.savez keeps bfloat16 as raw 2-byte voids: --outputs writes them, --inputs reads them as
+    bf16, and refuses them for an f16 input (whose bits they are not)."""
+    write_model({"inputs": [{"name": "x", "shape": [3], "dtype": "bf16"}],
+                 "nodes": [{"name": "y", "op": "relu", "inputs": ["x"]}], "outputs": ["y"]})
+    np.savez(tmp_path / "in.npz", x=np.array([1.5, -2.0, 3.0], ml_dtypes.bfloat16))
+    assert convc("model.json", "--run", "--inputs", "in.npz", "--outputs", "out.npz").code == 0
+    with np.load(tmp_path / "out.npz") as saved:
+        assert saved["y"].dtype == np.dtype("V2")
+        assert saved["y"].view(ml_dtypes.bfloat16).tolist() == [1.5, 0.0, 3.0]
+        np.savez(tmp_path / "y.npz", x=saved["y"])
+    assert convc("model.json", "--run", "--inputs", "y.npz").code == 0
+    write_model({"inputs": [{"name": "x", "shape": [3], "dtype": "f16"}], "outputs": ["x"]})
+    result = convc("model.json", "--run", "--inputs", "in.npz")
+    assert result.code == 1
+    assert re.search(r"in\.npz: .*array 'x' \(\|V2\) cannot be converted to f16: raw 2-byte voids are read only as bf16",
+                     assert_one_line(result.stderr))
