@@ -233,6 +233,15 @@ def test_compiling_twice_gives_identical_bytes(path: Path) -> None:
         assert fresh.stdout == first
 
 
+def test_library_and_cli_default_to_the_same_target(tmp_path: Path, capsys: Any) -> None:
+    """compile_graph, like convc, lowers for the platform PJRT finds unless told otherwise."""
+    graph = load_model(EXAMPLES[0])
+    platform_target = Compiler().resolved_target()
+    assert compile_graph(graph) == compile_graph(graph, target=platform_target)
+    assert convc_main([str(EXAMPLES[0]), "-o", str(tmp_path / "cli.mlir")]) == 0
+    assert (tmp_path / "cli.mlir").read_text() == compile_graph(graph)
+
+
 def test_builder_graphs_compile_deterministically() -> None:
     for make in (awkward_names, half_precision, integer_and_layout_ops):
         assert compile_graph(make()) == compile_graph(make())
