@@ -37,6 +37,10 @@ def _call_site() -> Location:
 
 
 class Builder:
+    """Builds a `Graph` call by call: `input`, `constant`, the op helpers (or `op` for any
+    registered op), then `output` and `build`. Each call checks its operands and
+    attributes and infers the result type, so a mistake fails where it was made."""
+
     def __init__(self, name: str = "main"):
         self.graph = Graph(name)
         self._names: set[str] = set()
@@ -72,9 +76,13 @@ class Builder:
         return self.op("constant", name=name, value=array)
 
     def output(self, *values: Value) -> None:
+        """Mark `values` as the graph's results, in order (may be called more than once)."""
         self.graph.outputs.extend(values)
 
     def build(self) -> Graph:
+        """The graph; it needs at least one output, as a JSON model does."""
+        if not self.graph.outputs:
+            raise ConvcError(f"graph '{self.graph.name}' has no outputs: call output(...) before build()", _call_site())
         return self.graph
 
     # --- ops ------------------------------------------------------------------
@@ -100,13 +108,14 @@ class Builder:
              lhs_dilation: Sequence[int] | None = None, rhs_dilation: Sequence[int] | None = None,
              dimension_numbers: Sequence[str] | None = None, feature_group_count: int = 1,
              batch_group_count: int = 1, precision: Any = None, preferred_element_type: str | None = None,
-             name: str | None = None) -> Value:
-        """jax.lax.conv_general_dilated."""
+             lowering: str | None = None, name: str | None = None) -> Value:
+        """jax.lax.conv_general_dilated; `lowering` pins how the cpu target lowers it
+        ("xla" or a cpu rewrite pass's name), as the JSON attribute does."""
         return self.op("conv", lhs, rhs, name=name, window_strides=window_strides, padding=padding,
                        lhs_dilation=lhs_dilation, rhs_dilation=rhs_dilation,
                        dimension_numbers=dimension_numbers, feature_group_count=feature_group_count,
                        batch_group_count=batch_group_count, precision=precision,
-                       preferred_element_type=preferred_element_type)
+                       preferred_element_type=preferred_element_type, lowering=lowering)
 
     def conv_transpose(self, lhs: Value, rhs: Value, strides: Sequence[int] | None = None, padding: Any = "VALID",
                        rhs_dilation: Sequence[int] | None = None, dimension_numbers: Sequence[str] | None = None,
