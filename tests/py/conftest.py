@@ -12,8 +12,7 @@ from typing import Any
 import convc
 import numpy as np
 import pytest
-from convc.runtime import Executable, compile_stablehlo, platform_name
-from convc.runtime_inputs import TOLERANCE, tolerance_for
+from convc.runtime import Executable, compile_stablehlo
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -35,12 +34,6 @@ def run_stablehlo(text: str, arrays: Sequence[np.ndarray], platform: str | None 
 def compile_and_run(graph: convc.Graph, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
     """The whole path users take: default pipeline -> verified StableHLO -> PJRT."""
     return run_stablehlo(convc.compile_graph(graph), arrays)
-
-
-def check_tolerance(graph: convc.Graph, platform: str | None = None) -> float:
-    """The relative bound `convc --check` applies to `graph` run on `platform` (None: the
-    default one): its precision rule, shared, so platform-generic tests hold on a GPU too."""
-    return TOLERANCE[tolerance_for([graph], platform_name(platform))]
 
 
 @pytest.fixture
