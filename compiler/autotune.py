@@ -137,9 +137,11 @@ def _block(outputs: list[Any]) -> None:
 
 def measure(op: Op, platform: str | None, budget_s: float, log: Log = log_to_stderr, seed: int = 0) -> Measurement | None:
     """Time every candidate of `op`; None when not even "xla" compiles and runs."""
-    from .runtime_inputs import compare, random_inputs
+    from .runtime import platform_name
+    from .runtime_inputs import compare, random_inputs, tolerance_for
 
     arrays = random_inputs(one_conv_graph(op, XLA), seed)
+    precision = tolerance_for([one_conv_graph(op, XLA)], platform_name(platform))  # what the device computes it in
     runs: dict[str, Callable[[], list[Any]]] = {}
     warm_ms: dict[str, float] = {}
     rejected: dict[str, str] = {}
@@ -151,7 +153,7 @@ def measure(op: Op, platform: str | None, budget_s: float, log: Log = log_to_std
             rejected[name] = f"failed: {one_line(str(err))[:200]}"
         else:
             reference = result if name == XLA else reference
-            if reference is None or not compare(name, op.result.type.dtype, result, reference)[1]:
+            if reference is None or not compare(name, precision, result, reference)[1]:
                 rejected[name] = "disagrees with xla" if reference is not None else "xla failed, nothing to check it against"
                 del runs[name]
         if name in rejected:

@@ -1,13 +1,21 @@
 """An independent oracle: evaluate a Graph op by op with jax.lax (no convc passes,
-no convc emitter), for `--check` and the numeric tests."""
+no convc emitter), for `--check` and the numeric tests.
+
+The oracle computes the exact math an op names, whatever it asks an implementation for:
+every conv and dot at Precision.HIGHEST (a GPU's DEFAULT is TF32), and under `evaluate` on
+the CPU, floating convs, dots and sums accumulated in f64 and rounded once to the result's
+element type. docs/cli.md ("--check") says why and how close the checked module must be."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 import numpy as np
 
+from .dtypes import is_float
 from .ir import Graph, Op
 from .ops.base import ConvDimensionNumbers
 
@@ -22,14 +30,39 @@ def lax_rule(kind: str) -> Callable[[LaxRule], LaxRule]:
     return register
 
 
-def lax_precision(value: str | tuple[str, str] | None) -> Any:
+_WIDE: ContextVar[bool] = ContextVar("convc_reference_wide", default=False)
+
+
+@contextmanager
+def _accumulating_in_f64(wide: bool) -> Iterator[None]:
+    token = _WIDE.set(wide)
+    try:
+        yield
+    finally:
+        _WIDE.reset(token)
+
+
+def exact_precision() -> Any:
+    """The oracle's precision for every conv and dot: an op's own `precision` asks an
+    implementation for speed over accuracy, the oracle must not take that offer."""
     from jax import lax
 
-    if value is None:
-        return None
-    if isinstance(value, str):
-        return lax.Precision[value]
-    return tuple(lax.Precision[p] for p in value)
+    return lax.Precision.HIGHEST
+
+
+def compute_dtype(op: Op) -> Any:
+    """The element type the oracle accumulates `op` in: f64 for a floating result while
+    `evaluate` runs on the CPU, else the op's preferred_element_type (None: its operands')."""
+    if _WIDE.get() and is_float(op.result.type.dtype):
+        return np.float64
+    return lax_dtype(op.attrs.get("preferred_element_type"))
+
+
+def as_result(op: Op, value: Any) -> Any:
+    """`value` rounded (once) to `op`'s result element type."""
+    from jax import lax
+
+    return lax.convert_element_type(value, lax_dtype(op.result.type.dtype))
 
 
 def lax_dimension_numbers(value: object, rank: int) -> Any:
@@ -97,12 +130,12 @@ def _conv(op: Op, args: Sequence[Any]) -> Any:
     if _crops(padding):
         lhs = _padded_lhs(lhs, rhs, dims, padding, lhs_dilation or (1,) * n)
         padding, lhs_dilation = [(0, 0)] * n, None
-    return lax.conv_general_dilated(
+    return as_result(op, lax.conv_general_dilated(
         lhs, rhs, a.get("window_strides") or (1,) * n, padding,
         lhs_dilation=lhs_dilation, rhs_dilation=a.get("rhs_dilation"),
         dimension_numbers=dims,
         feature_group_count=a.get("feature_group_count", 1), batch_group_count=a.get("batch_group_count", 1),
-        precision=lax_precision(a.get("precision")), preferred_element_type=lax_dtype(a.get("preferred_element_type")))
+        precision=exact_precision(), preferred_element_type=compute_dtype(op)))
 
 
 # --- transposed and gradient convs: lax.conv_transpose and jax.vjp of the forward conv ---
@@ -140,10 +173,10 @@ def _conv_transpose_one(op: Op, lhs: Any, rhs: Any, dims: Any) -> Any:
         if _crops(pads):
             lhs = _padded_lhs(lhs, rhs, layouts, pads, strides)
             strides, padding, consistent = (1,) * n, [(0, 0)] * n, False
-    return lax.conv_transpose(
+    return as_result(op, lax.conv_transpose(
         lhs, rhs, strides, padding, rhs_dilation=a.get("rhs_dilation"),
-        dimension_numbers=dims, transpose_kernel=a.get("transpose_kernel", False), precision=lax_precision(a.get("precision")),
-        preferred_element_type=lax_dtype(a.get("preferred_element_type")), use_consistent_padding=consistent)
+        dimension_numbers=dims, transpose_kernel=a.get("transpose_kernel", False), precision=exact_precision(),
+        preferred_element_type=compute_dtype(op), use_consistent_padding=consistent))
 
 
 @lax_rule("conv_transpose")
@@ -187,7 +220,7 @@ def _forward_conv(op: Op, lhs_shape: Sequence[int], rhs_shape: Sequence[int], pa
             _padded_lhs(x, w, dims, padding, a.get("lhs_dilation") or (1,) * n), w, a.get("window_strides") or (1,) * n,
             [(0, 0)] * n, rhs_dilation=a.get("rhs_dilation"), dimension_numbers=dims,
             feature_group_count=a.get("feature_group_count", 1), batch_group_count=a.get("batch_group_count", 1),
-            precision=lax_precision(a.get("precision")))
+            precision=exact_precision())
     return forward
 
 
@@ -211,13 +244,19 @@ def _scatter_padding(op: Op, out_grad: Any, rhs: Any, input_shape: Sequence[int]
             for (lo, _), o, s, w, d, ld in zip(padding, out, strides, windows, lhs_spec[2:], lhs_dilation)]
 
 
+def _backprop_dtype(op: Op) -> Any:
+    """A gradient op's operands are (exactly) widened to the type it accumulates in."""
+    dtype = compute_dtype(op)
+    return lax_dtype(op.result.type.dtype) if dtype is None else dtype
+
+
 @lax_rule("conv_backprop_input")
 def _conv_backprop_input(op: Op, args: Sequence[Any]) -> Any:
     import jax
     import jax.numpy as jnp
     from jax import lax
 
-    dtype = lax_dtype(op.result.type.dtype)  # preferred_element_type: accumulate (exactly widened) in it
+    dtype = _backprop_dtype(op)
     out_grad, rhs = (lax.convert_element_type(a, dtype) for a in args)
     input_shape = op.result.type.shape
     padding = op.attrs.get("padding", "VALID")
@@ -225,7 +264,7 @@ def _conv_backprop_input(op: Op, args: Sequence[Any]) -> Any:
         padding = _scatter_padding(op, out_grad, rhs, input_shape)
     forward = _forward_conv(op, input_shape, rhs.shape, padding)
     _, pullback = jax.vjp(lambda x: forward(x, rhs), jnp.zeros(input_shape, dtype))
-    return pullback(out_grad)[0]
+    return as_result(op, pullback(out_grad)[0])
 
 
 @lax_rule("conv_backprop_filter")
@@ -234,12 +273,12 @@ def _conv_backprop_filter(op: Op, args: Sequence[Any]) -> Any:
     import jax.numpy as jnp
     from jax import lax
 
-    dtype = lax_dtype(op.result.type.dtype)
+    dtype = _backprop_dtype(op)
     lhs, out_grad = (lax.convert_element_type(a, dtype) for a in args)
     kernel_shape = op.attrs["kernel_shape"]
     forward = _forward_conv(op, lhs.shape, kernel_shape, op.attrs.get("padding", "VALID"))
     _, pullback = jax.vjp(lambda w: forward(lhs, w), jnp.zeros(kernel_shape, dtype))
-    return pullback(out_grad)[0]
+    return as_result(op, pullback(out_grad)[0])
 
 
 @lax_rule("constant")
@@ -334,8 +373,8 @@ def _dot_general(op: Op, args: Sequence[Any]) -> Any:
     a = op.attrs
     dimension_numbers = ((a.get("lhs_contracting_dimensions", ()), a.get("rhs_contracting_dimensions", ())),
                          (a.get("lhs_batching_dimensions", ()), a.get("rhs_batching_dimensions", ())))
-    return lax.dot_general(args[0], args[1], dimension_numbers, precision=lax_precision(a.get("precision")),
-                           preferred_element_type=lax_dtype(a.get("preferred_element_type")))
+    return as_result(op, lax.dot_general(args[0], args[1], dimension_numbers, precision=exact_precision(),
+                                         preferred_element_type=compute_dtype(op)))
 
 
 @lax_rule("broadcast_in_dim")
@@ -349,14 +388,23 @@ def _broadcast_in_dim(op: Op, args: Sequence[Any]) -> Any:
 def _reduce_sum(op: Op, args: Sequence[Any]) -> Any:
     from jax import lax
 
-    return lax.reduce_sum(args[0], op.attrs["axes"])
+    return as_result(op, lax.reduce_sum(_widened(op, args[0]), op.attrs["axes"]))
+
+
+def _widened(op: Op, x: Any) -> Any:
+    """`x` in the type the oracle sums it in (f64 while `evaluate` runs on the CPU)."""
+    from jax import lax
+
+    dtype = compute_dtype(op)
+    return x if dtype is None else lax.convert_element_type(x, dtype)
+
 
 @lax_rule("stacked_reduce_sum")
 def _stacked_reduce_sum(op: Op, args: Sequence[Any]) -> Any:
     import jax.numpy as jnp
     from jax import lax
 
-    return jnp.stack([lax.reduce_sum(x, op.attrs["axes"]) for x in args])
+    return as_result(op, jnp.stack([lax.reduce_sum(_widened(op, x), op.attrs["axes"]) for x in args]))
 
 
 def lax_function(graph: Graph) -> Callable[..., list[Any]]:
@@ -371,9 +419,23 @@ def lax_function(graph: Graph) -> Callable[..., list[Any]]:
     return fn
 
 
+def oracle_device() -> Any:
+    """Where `evaluate` runs: the CPU, whose f64 is native and whose convs and dots do not
+    trade accuracy for speed; the default device where PJRT has no CPU."""
+    from .runtime import PlatformUnavailableError, first_device
+
+    try:
+        return first_device("cpu")
+    except PlatformUnavailableError:
+        return first_device()
+
+
 def evaluate(graph: Graph, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """The graph's outputs as exact math rounded to their element types (see the module doc)."""
     import jax
 
-    with jax.enable_x64(True):  # f64 graphs stay f64 (jax narrows to f32 by default)
+    device = oracle_device()
+    with jax.enable_x64(True), jax.default_device(device), _accumulating_in_f64(device.platform == "cpu"):
+        # x64: f64 graphs stay f64 and the oracle may accumulate in f64 (jax narrows to f32 by default)
         outputs = jax.jit(lax_function(graph))(*inputs)
     return [np.asarray(out) for out in outputs]

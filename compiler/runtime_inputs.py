@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -11,11 +12,50 @@ from .arrayfile import ArrayFileError, as_dtype, open_array_file
 from .diagnostics import ConvcError, Location
 from .dtypes import is_float, numpy_dtype
 from .fileio import write_atomic
-from .ir import Graph
+from .ir import Graph, Op
 
-# Max |error| / (1 + max |reference|) accepted by --check, per element type.
-TOLERANCE = {"f64": 1e-9, "f32": 1e-4, "f16": 1e-2, "bf16": 5e-2, "i8": 0.0, "i32": 0.0}
+# Max |error| / (1 + max |reference|) accepted by --check, per precision a module computes in:
+# its element types, and "tf32" (f32 with a 10-bit significand, as f16's: the same bound).
+TOLERANCE = {"f64": 1e-9, "f32": 1e-4, "tf32": 1e-2, "f16": 1e-2, "bf16": 5e-2, "i8": 0.0, "i32": 0.0}
+
+# What a platform computes an f32 conv or dot in, per `precision` below HIGHEST (HIGHEST: f32).
+# NVIDIA GPUs since Ampere run DEFAULT (and HIGH) on TF32 tensor cores; a TPU's DEFAULT is one
+# bf16 pass and its HIGH three (about TF32's accuracy). Other platforms (the CPU) compute f32.
+REDUCED_F32 = {"gpu": {"DEFAULT": "tf32", "HIGH": "tf32"}, "tpu": {"DEFAULT": "bf16", "HIGH": "tf32"}}
+_PLATFORM_FAMILY = {"cuda": "gpu", "rocm": "gpu"}  # PJRT's names for what --platform calls gpu
+CONTRACTIONS = ("conv", "conv_transpose", "conv_backprop_input", "conv_backprop_filter", "dot_general")
 DEFAULT_MAX_INPUT_BYTES = 1 << 31
+
+
+def computed_precision(graph: Graph, platform: str) -> str:
+    """The least precise type `graph` computes in when run on PJRT `platform`: its weakest
+    element type (a bf16 step rounds what follows it, even into an f32 output), or what the
+    platform makes of an f32 conv or dot whose `precision` is below HIGHEST."""
+    reduced = (_reduced_contraction(op, platform) for op in graph.ops)
+    return least_precise([*(v.type.dtype for v in graph.values()), *(p for p in reduced if p is not None)])
+
+
+def least_precise(precisions: Iterable[str]) -> str:
+    """The TOLERANCE key with the loosest bound among `precisions` ("i32" for none)."""
+    return max(precisions, key=lambda name: TOLERANCE.get(name, 0.0), default="i32")
+
+
+def _reduced_contraction(op: Op, platform: str) -> str | None:
+    """What `platform` computes an f32 conv or dot in when below f32 ("tf32", "bf16"), else None."""
+    if op.kind not in CONTRACTIONS or any(v.type.dtype != "f32" for v in op.operands):
+        return None
+    reduced = REDUCED_F32.get(_PLATFORM_FAMILY.get(platform, platform), {})
+    precision = op.attrs.get("precision") or "DEFAULT"
+    pair = (precision, precision) if isinstance(precision, str) else tuple(precision)
+    weakest = least_precise(reduced.get(p, "f32") for p in pair)
+    return None if weakest == "f32" else weakest
+
+
+def tolerance_for(graphs: Sequence[Graph], platform: str) -> str:
+    """The TOLERANCE key --check (and autotune's agreement check) applies to outputs of a module
+    run on `platform`: the least precise of what each of `graphs` (the source and what was
+    lowered from it) computes in."""
+    return least_precise(computed_precision(g, platform) for g in graphs)
 
 
 def random_inputs(graph: Graph, seed: int, max_bytes: int = DEFAULT_MAX_INPUT_BYTES) -> list[np.ndarray]:
@@ -64,7 +104,8 @@ def save_outputs(path: str, graph: Graph, outputs: list[np.ndarray]) -> None:
     write_atomic(path, buffer.getvalue())
 
 
-def compare(name: str, dtype: str, got: np.ndarray, want: np.ndarray) -> tuple[str, bool]:
+def compare(name: str, precision: str, got: np.ndarray, want: np.ndarray) -> tuple[str, bool]:
+    """One --check line and whether `got` is within TOLERANCE[precision] of `want`."""
     got64, want64 = np.asarray(got, np.float64), np.asarray(want, np.float64)
     if got64.shape != want64.shape:
         return f"{name}: shape {list(got64.shape)} != reference {list(want64.shape)}", False
@@ -72,5 +113,5 @@ def compare(name: str, dtype: str, got: np.ndarray, want: np.ndarray) -> tuple[s
     error = float(np.nan_to_num(np.where(same, 0.0, np.abs(got64 - want64)), nan=np.inf).max()) if got64.size else 0.0
     finite = np.abs(want64[np.isfinite(want64)])
     scale = 1.0 + (float(finite.max()) if finite.size else 0.0)
-    passed = error <= TOLERANCE[dtype] * scale
+    passed = error <= TOLERANCE[precision] * scale
     return f"{name}: max abs error vs jax.lax {error:.3g} ({'ok' if passed else 'MISMATCH'})", passed

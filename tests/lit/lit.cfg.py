@@ -8,6 +8,7 @@ bin/, activated or not), else on PATH. Nothing is hard-coded.
 
 import os
 import shutil
+import subprocess
 import sys
 import sysconfig
 
@@ -51,3 +52,27 @@ if "HOME" in os.environ:  # lit passes a minimal environment; jax looks for cach
 # that a user error is one line.
 config.substitutions.append(("%python", f'"{sys.executable}"'))  # for the helper scripts in tools/
 config.substitutions.append(("%exit-status", f'"{sys.executable}" "{os.path.join(config.test_source_root, "tools", "exit_status.py")}"'))
+
+# `xla-cpu-misreads-negative-padding`: the installed XLA:CPU has openxla/xla#48713, as
+# convc's own probe measures it (so `convc --run` guards against it), run by the Python
+# that runs `convc`; tests that expect the guard's warning use
+# `%if xla-cpu-misreads-negative-padding %{...%} %else %{...%}`.
+
+
+def _convc_python() -> str:
+    """The interpreter of the `convc` script found above (its #! line), else lit's own."""
+    script = shutil.which("convc", path=config.environment["PATH"])
+    try:
+        with open(script or "", "rb") as handle:
+            first = handle.readline().decode(errors="replace")
+    except OSError:
+        return sys.executable
+    return first[2:].strip() if first.startswith("#!") and os.path.isfile(first[2:].strip()) else sys.executable
+
+
+_PROBE = "from convc.xla_probes import xla_cpu_misreads_crop_low_pad_high as m; print(int(m()))"
+_probe = subprocess.run([_convc_python(), "-c", _PROBE], capture_output=True, text=True, env={**os.environ, "JAX_PLATFORMS": "cpu"})
+if _probe.returncode != 0:
+    lit_config.fatal(f"cannot run convc's XLA:CPU probe: {_probe.stderr.strip()[-500:]}")
+if _probe.stdout.strip() == "1":
+    config.available_features.add("xla-cpu-misreads-negative-padding")

@@ -20,13 +20,15 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 @functools.lru_cache(maxsize=256)
-def _executable(text: str) -> Executable:
-    """PJRT executables by StableHLO text, so tests that emit the same module compile it once."""
-    return compile_stablehlo(text)
+def _executable(text: str, platform: str | None) -> Executable:
+    """PJRT executables by StableHLO text and platform, so tests that emit the same module compile it once."""
+    return compile_stablehlo(text, platform)
 
 
-def run_stablehlo(text: str, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
-    return _executable(text)(*arrays)
+def run_stablehlo(text: str, arrays: Sequence[np.ndarray], platform: str | None = None) -> list[np.ndarray]:
+    """Run on `platform`; None: the default one (a GPU where there is one). A test that
+    compiles for the cpu target or expects f32-exact numbers names "cpu"."""
+    return _executable(text, platform)(*arrays)
 
 
 def compile_and_run(graph: convc.Graph, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:

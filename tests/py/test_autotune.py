@@ -4,6 +4,8 @@ Which candidates a conv has is deterministic; which one wins is not (it is a tim
 the tests check that the winner is one of the candidates, that a pinned choice is what the
 lowered IR holds, that every choice computes what jax.lax does, and the cache: written,
 keyed by signature and device, read back without measuring, merged, rebuilt when broken.
+The cpu target's lowerings are measured and run on the PJRT platform "cpu", named
+explicitly, so the tests mean the same on a machine with a GPU.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from convc.driver import Compiler
 from convc.ops.conv import LOWERINGS
 from convc.passes import CONV_LOWERINGS, PASSES, default_pipeline
 from convc.reference import evaluate
-from convc.runtime_inputs import compare, random_inputs
+from convc.runtime_inputs import compare, random_inputs, tolerance_for
 
 NHWC = ("NHWC", "HWIO", "NHWC")
 TAP_SUM, TAP_REDUCE, REGROUP = "cpu-depthwise-tap-sum", "cpu-batch-group-tap-reduce", "cpu-batch-group-to-feature-group"
@@ -106,13 +108,14 @@ def the_conv(graph: convc.Graph) -> convc.Op:
 
 def autotune_pipeline(cache: Path) -> str:
     return default_pipeline("cpu", autotune=True).replace(
-        "autotune-conv-lowering", f"autotune-conv-lowering{{cache={cache} budget_ms={BUDGET_MS}}}")
+        "autotune-conv-lowering", f"autotune-conv-lowering{{cache={cache} budget_ms={BUDGET_MS} platform=cpu}}")
 
 
 def assert_matches_lax(graph: convc.Graph, stablehlo: str, run_stablehlo: Callable[..., list[np.ndarray]]) -> None:
+    """The cpu target's module, run on the CPU, within --check's tolerance of the oracle."""
     inputs = random_inputs(graph, seed=1)
-    (got,), (want,) = run_stablehlo(stablehlo, inputs), evaluate(graph, inputs)
-    line, ok = compare("out", "f32", got, want)
+    (got,), (want,) = run_stablehlo(stablehlo, inputs, "cpu"), evaluate(graph, inputs)
+    line, ok = compare("out", tolerance_for([graph], "cpu"), got, want)
     assert ok, line
 
 
@@ -216,7 +219,7 @@ def test_the_autotuned_choice_is_a_candidate_and_matches_lax(case: str, tmp_path
     graph = CASES[case][0]()
     compiler = Compiler(pipeline=autotune_pipeline(tmp_path / "cache.json"))
     tuned = compiler.run_passes(canonical(graph))
-    log = json.loads((tmp_path / "cache.json").read_text())["devices"][device_key(None)]
+    log = json.loads((tmp_path / "cache.json").read_text())["devices"][device_key("cpu")]
     (entry,) = log.values()
     assert entry["choice"] in CASES[case][1] and set(entry["ms"]) | set(entry["rejected"]) == CASES[case][1]
     assert entry["rejected"] == {}, entry
@@ -239,7 +242,7 @@ def test_the_cache_answers_the_second_compile(tmp_path: Path, capsys: pytest.Cap
     document = json.loads(cache.read_text())
     assert (document["format"], document["version"]) == ("convc-autotune-cache", 1)
     keys = {signature(conv_facts(op)) for op in canonical(graph).ops if op.name in ("dw1", "pointwise", "dense")}
-    assert set(document["devices"]) == {device_key(None)} and set(document["devices"][device_key(None)]) == keys
+    assert set(document["devices"]) == {device_key("cpu")} and set(document["devices"][device_key("cpu")]) == keys
     written = cache.read_bytes()
 
     second = convc.compile_graph(graph, pipeline=autotune_pipeline(cache))
@@ -252,8 +255,8 @@ def test_a_cached_entry_that_is_no_legal_choice_is_measured_again(entry: object,
     graph, lines = canonical(depthwise()), []
     key = signature(conv_facts(the_conv(graph)))
     (tmp_path / "cache.json").write_text(json.dumps(
-        {"format": "convc-autotune-cache", "version": 1, "devices": {device_key(None): {key: entry}}}))
-    report = Autotuner(tmp_path / "cache.json", budget_s=BUDGET_MS / 1e3, log=lines.append).tune(graph)
+        {"format": "convc-autotune-cache", "version": 1, "devices": {device_key("cpu"): {key: entry}}}))
+    report = Autotuner(tmp_path / "cache.json", platform="cpu", budget_s=BUDGET_MS / 1e3, log=lines.append).tune(graph)
     assert report.outcomes["measured"] == 1 and not [line for line in lines if "warning" in line]
     assert the_conv(graph).attrs["lowering"] in {"xla", TAP_SUM}
 
@@ -269,12 +272,12 @@ def test_a_broken_cache_is_one_warning_and_rebuilt(content: bytes, problem: str,
     path, lines = tmp_path / "cache.json", []
     path.write_bytes(content)
     graph = canonical(depthwise())
-    report = Autotuner(path, budget_s=BUDGET_MS / 1e3, log=lines.append).tune(graph)
+    report = Autotuner(path, platform="cpu", budget_s=BUDGET_MS / 1e3, log=lines.append).tune(graph)
     warnings = [line for line in lines if "warning" in line]
     assert len(warnings) == 1, lines
     assert re.fullmatch(f"convc: warning: autotune cache {re.escape(str(path))} {re.escape(problem)}( \\(.*\\))?; rebuilding it", warnings[0])
     assert report.outcomes["measured"] == 1
-    assert list(json.loads(path.read_text())["devices"][device_key(None)].values())[0]["choice"] == the_conv(graph).attrs["lowering"]
+    assert list(json.loads(path.read_text())["devices"][device_key("cpu")].values())[0]["choice"] == the_conv(graph).attrs["lowering"]
 
 
 def test_concurrent_writers_keep_each_others_entries(tmp_path: Path) -> None:
@@ -291,14 +294,14 @@ def test_an_unwritable_cache_is_a_warning(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("")
     lines: list[str] = []
     graph = canonical(depthwise())
-    Autotuner(tmp_path / "file" / "cache.json", budget_s=BUDGET_MS / 1e3, log=lines.append).tune(graph)
+    Autotuner(tmp_path / "file" / "cache.json", platform="cpu", budget_s=BUDGET_MS / 1e3, log=lines.append).tune(graph)
     assert any(line.startswith(f"convc: warning: cannot write autotune cache {tmp_path / 'file' / 'cache.json'}") for line in lines)
     assert "lowering" in the_conv(graph).attrs
 
 
 def test_convs_with_one_candidate_measure_nothing(tmp_path: Path) -> None:
     lines: list[str] = []
-    Autotuner(tmp_path / "cache.json", log=lines.append).tune(canonical(dense1d()))
+    Autotuner(tmp_path / "cache.json", "cpu", log=lines.append).tune(canonical(dense1d()))
     assert lines == ["autotune: 1 conv: 0 measured, 0 cached, 1 with one candidate"]
     assert not (tmp_path / "cache.json").exists()
 
@@ -341,7 +344,7 @@ def test_a_wrong_or_failing_candidate_is_reported_and_never_chosen(fault: str, m
 
     monkeypatch.setattr(autotune, "lowered_stablehlo", faulty)
     lines: list[str] = []
-    measurement = autotune.measure(op, None, BUDGET_MS / 1e3, lines.append)
+    measurement = autotune.measure(op, "cpu", BUDGET_MS / 1e3, lines.append)
     assert measurement is not None and measurement.choice == "xla" and set(measurement.ms) == {"xla"}
     reason = "disagrees with xla" if fault == "wrong" else "failed: "
     assert measurement.rejected[TAP_SUM].startswith(reason)
@@ -354,7 +357,7 @@ def test_a_wrong_or_failing_candidate_is_reported_and_never_chosen(fault: str, m
 def test_convc_autotune(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     model = Path(__file__).resolve().parents[2] / "examples" / "mobilenet_block.json"
     cache = tmp_path / "tuned.json"
-    args = [str(model), "--target", "cpu", "--autotune", "--autotune-cache", str(cache), "--emit", "convc"]
+    args = [str(model), "--target", "cpu", "--platform", "cpu", "--autotune", "--autotune-cache", str(cache), "--emit", "convc"]
     assert driver.main(args) == 0
     first = capsys.readouterr()
     assert summaries(first.err) == ["autotune: 2 convs: 2 measured, 0 cached, 0 with one candidate"] and cache.exists()

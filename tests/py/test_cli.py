@@ -92,7 +92,9 @@ def tiny_model(**conv_attrs: Any) -> dict[str, Any]:
 
 
 def tiny_oracle(x: np.ndarray, kernel: np.ndarray = KERNEL) -> np.ndarray:
-    return np.maximum(np.asarray(lax.conv_general_dilated(jnp.asarray(x), jnp.asarray(kernel), (1, 1), "SAME")), 0)
+    """HIGHEST: f32 on any device (a GPU's DEFAULT is TF32)."""
+    conv = lax.conv_general_dilated(jnp.asarray(x), jnp.asarray(kernel), (1, 1), "SAME", precision=lax.Precision.HIGHEST)
+    return np.maximum(np.asarray(conv), 0)
 
 
 def assert_one_line(text: str) -> str:
@@ -188,7 +190,7 @@ def test_run_with_npz_inputs_and_outputs(convc: Runner, write_model: Callable[..
     write_model(tiny_model())
     x = rng.standard_normal((1, 2, 5, 5)).astype(np.float32)
     np.savez(tmp_path / "in.npz", x=x)
-    result = convc("model.json", "--run", "--inputs", "in.npz", "--outputs", "out.npz")
+    result = convc("model.json", "--run", "--platform", "cpu", "--inputs", "in.npz", "--outputs", "out.npz")
     assert (result.code, result.stderr) == (0, "")
     match = RUN_LINE.fullmatch(assert_one_line(result.stdout))
     assert match is not None, result.stdout
@@ -209,7 +211,7 @@ def test_run_without_output_flag_prints_no_module(convc: Runner, write_model: Ca
 
 def test_check_agrees_with_lax(convc: Runner, write_model: Callable[..., Path]) -> None:
     write_model(tiny_model(window_strides=[2, 1], rhs_dilation=[1, 2]))
-    result = convc("model.json", "--check", "--target", "cpu")
+    result = convc("model.json", "--check", "--target", "cpu", "--platform", "cpu")
     assert result.code == 0, result.stderr
     run_line, check_line = result.stdout.splitlines()
     assert RUN_LINE.fullmatch(run_line)
@@ -311,7 +313,7 @@ def test_constants_load_from_files_beside_the_model(convc: Runner, write_model: 
     write_model(file_constant_model(ref))
     x = rng.standard_normal((1, 2, 5, 5)).astype(np.float32)
     np.savez(tmp_path / "in.npz", x=x)
-    result = convc("model.json", "--check", "--inputs", "in.npz", "--outputs", "out.npz")
+    result = convc("model.json", "--check", "--platform", "cpu", "--inputs", "in.npz", "--outputs", "out.npz")
     assert result.code == 0, result.stderr
     with np.load(tmp_path / "out.npz") as saved:
         np.testing.assert_allclose(saved["y"], tiny_oracle(x, kernel), rtol=1e-5, atol=1e-5)

@@ -7,6 +7,11 @@ greedy generator, plus seeded random rows and hand-written corner cases (under
 both pipelines). Every case is compiled by convc, run by PJRT and compared with lax. The f32 corner cases also run convc's
 emitted text on the StableHLO reference interpreter, so a disagreement can be
 pinned on convc (interpreter disagrees with lax too) or on XLA (it does not).
+
+lax is the oracle: at Precision.HIGHEST on the CPU, whatever precision a case asks convc
+for. cpu-target modules run on the PJRT platform "cpu" (named); generic ones on whatever
+PJRT finds, within a bound widened, where that platform computes an f32 conv below f32
+(TF32 on a GPU), to `convc --check`'s bound for what it computes in.
 """
 
 from __future__ import annotations
@@ -16,16 +21,21 @@ import json
 import random
 import subprocess
 import sys
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import convc
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 from convc.dtypes import numpy_dtype
 from convc.mlir import eval_module
+from convc.runtime import first_device, platform_name
+from convc.runtime_inputs import TOLERANCE as CHECK_TOLERANCE
+from convc.runtime_inputs import tolerance_for
 from jax import lax
 
 # Max |convc - lax| allowed, as a fraction of (1 + max |lax|), by result element type.
@@ -306,11 +316,30 @@ def build_with_json(case: ConvCase, rhs: np.ndarray) -> convc.Graph:
 
 
 @functools.cache
+def case_graph(case: ConvCase) -> convc.Graph:
+    _, rhs = case_inputs(case)
+    return build_with_json(case, rhs) if case.frontend == "json" else build_with_builder(case, rhs)
+
+
+@functools.cache
 def emitted(case: ConvCase) -> str:
     """convc's StableHLO for a case (cached: the interpreter tests reuse it)."""
-    _, rhs = case_inputs(case)
-    graph = build_with_json(case, rhs) if case.frontend == "json" else build_with_builder(case, rhs)
-    return convc.compile_graph(graph, target=case.target)
+    return convc.compile_graph(case_graph(case), target=case.target)
+
+
+def run_platform(case: ConvCase) -> str | None:
+    """cpu-target modules run on the CPU; generic ones on the platform PJRT finds."""
+    return "cpu" if case.target == "cpu" else None
+
+
+def tolerance(case: ConvCase, platform: str | None) -> float:
+    """TOLERANCE for the result type; where `platform` computes the conv below the graph's
+    types (an f32 conv below HIGHEST on a GPU), `convc --check`'s bound for what it computes in."""
+    graph, name = case_graph(case), platform_name(platform)
+    computed = tolerance_for([graph], name)
+    if computed == tolerance_for([graph], "cpu"):
+        return TOLERANCE[case.result_dtype]
+    return max(TOLERANCE[case.result_dtype], CHECK_TOLERANCE[computed])
 
 
 def runtime_args(case: ConvCase) -> list[np.ndarray]:
@@ -329,39 +358,39 @@ def lax_string_pads(case: ConvCase) -> list[tuple[int, int]]:
 
 
 def lax_reference(case: ConvCase) -> np.ndarray:
-    """The oracle: lax.conv_general_dilated on the case's own attributes, nothing from convc."""
+    """The oracle: lax.conv_general_dilated on the case's own attributes, nothing from convc,
+    at HIGHEST on the CPU (a case's `precision` is what it asks of convc's module)."""
     lhs, rhs = case_inputs(case)
-    precision: Any = case.precision
-    if precision is not None:
-        precision = lax.Precision[precision] if isinstance(precision, str) else tuple(lax.Precision[p] for p in precision)
     preferred = None if case.preferred_element_type is None else numpy_dtype(case.preferred_element_type)
     padding = case.padding if isinstance(case.padding, str) else list(case.padding)
     if isinstance(padding, str) and any(d != 1 for d in case.lhs_dilation):
         padding = lax_string_pads(case)
-    out = lax.conv_general_dilated(
-        jnp.asarray(lhs), jnp.asarray(rhs), case.window_strides, padding,
-        lhs_dilation=case.lhs_dilation, rhs_dilation=case.rhs_dilation, dimension_numbers=case.dimension_numbers,
-        feature_group_count=case.feature_group_count, batch_group_count=case.batch_group_count,
-        precision=precision, preferred_element_type=preferred)
-    return np.asarray(out)
+    with jax.default_device(first_device("cpu")):
+        out = lax.conv_general_dilated(
+            jnp.asarray(lhs), jnp.asarray(rhs), case.window_strides, padding,
+            lhs_dilation=case.lhs_dilation, rhs_dilation=case.rhs_dilation, dimension_numbers=case.dimension_numbers,
+            feature_group_count=case.feature_group_count, batch_group_count=case.batch_group_count,
+            precision=lax.Precision.HIGHEST, preferred_element_type=preferred)
+        return np.asarray(out)
 
 
-def assert_matches(got: np.ndarray, want: np.ndarray, dtype: str) -> None:
+def assert_matches(got: np.ndarray, want: np.ndarray, dtype: str, bound: float) -> None:
+    """max |got - want| <= bound * (1 + max |want|), both of element type `dtype`."""
     assert got.shape == want.shape
     assert got.dtype == want.dtype == numpy_dtype(dtype)
     got64, want64 = got.astype(np.float64), want.astype(np.float64)
     if want64.size == 0:
         return
-    limit = TOLERANCE[dtype] * (1.0 + float(np.abs(want64).max()))
+    limit = bound * (1.0 + float(np.abs(want64).max()))
     error = float(np.abs(got64 - want64).max())
     assert error <= limit, f"max |convc - lax| = {error:.3g} > {limit:.3g}"
 
 
 @pytest.mark.parametrize("case", CASES + TARGET_CORNERS, ids=lambda c: c.label)
 def test_conv_matches_lax(case: ConvCase, run_stablehlo: Any) -> None:
-    want = lax_reference(case)
-    (got,) = run_stablehlo(emitted(case), runtime_args(case))
-    assert_matches(got, want, case.result_dtype)
+    want, platform = lax_reference(case), run_platform(case)
+    (got,) = run_stablehlo(emitted(case), runtime_args(case), platform)
+    assert_matches(got, want, case.result_dtype, tolerance(case, platform))
 
 
 def output_feature_before_batch(case: ConvCase) -> bool:
@@ -369,31 +398,11 @@ def output_feature_before_batch(case: ConvCase) -> bool:
     return out_spec[1] < out_spec[0]
 
 
-# The interpreter in jaxlib 0.10 aborts the process ("Incompatible index and shape found while
-# flattening index") when the output's feature dimension precedes its batch dimension, on JAX's
-# own lowering too; test_interpreter_still_aborts_on_feature_major_output pins that.
-INTERPRETER_CASES = [c for c in TARGET_CORNERS if c.dtype == "f32" and not output_feature_before_batch(c)]
-
-
-@pytest.mark.parametrize("case", INTERPRETER_CASES, ids=lambda c: c.label)
-def test_reference_interpreter_agrees(case: ConvCase, run_stablehlo: Any) -> None:
-    """convc's text on the StableHLO interpreter: agrees with lax (convc right) and with PJRT (XLA right)."""
-    text = emitted(case)
-    (interpreted,) = eval_module(text, runtime_args(case))
-    assert_matches(interpreted, lax_reference(case), case.result_dtype)
-    (compiled,) = run_stablehlo(text, runtime_args(case))
-    assert_matches(compiled, interpreted, case.result_dtype)
-
-
-def test_matrix_size_and_spread() -> None:
-    """Keep the matrix in the agreed budget, and make sure both frontends and all ranks are in it."""
-    assert 100 <= len(CASES) + len(TARGET_CORNERS) <= 200
-    assert len(INTERPRETER_CASES) >= 12
-    assert {c.frontend for c in CASES} == {"builder", "json"}
-    assert {c.target for c in CASES} == {"generic", "cpu"}
-    assert {len(c.lhs_shape) for c in CASES} == {3, 4, 5}
-
-
+# Some jaxlibs' StableHLO interpreter aborts the process ("Incompatible index and shape found
+# while flattening index") when the output's feature dimension precedes its batch dimension,
+# on JAX's own lowering too. Those corners run on the interpreter only where a probe (in a
+# subprocess: an abort would take pytest down) shows it handles them.
+INTERPRETER_CASES = [c for c in TARGET_CORNERS if c.dtype == "f32"]
 
 INTERPRETER_ABORT_PROBE = """
 import numpy as np
@@ -403,12 +412,47 @@ from convc.mlir import eval_module
 x, w = np.ones((2, 3, 4), np.float32), np.ones((5, 3, 1), np.float32)
 fn = lambda x, w: lax.conv_general_dilated(x, w, (1,), "VALID", dimension_numbers=("NCW", "OIW", "CNW"))
 (out,) = eval_module(jax.jit(fn).lower(x, w).as_text(), [x, w])
-assert np.array_equal(out, np.asarray(fn(x, w)))
+assert np.array_equal(out, np.asarray(fn(x, w))), "wrong result"
 """
 
 
-def test_interpreter_still_aborts_on_feature_major_output() -> None:
-    """Why INTERPRETER_CASES leaves some corners out; fails once jaxlib's interpreter is fixed."""
-    result = subprocess.run([sys.executable, "-c", INTERPRETER_ABORT_PROBE], capture_output=True, text=True, timeout=120)
-    assert result.returncode != 0, "the StableHLO interpreter handles feature-major outputs now: drop the exclusion"
-    assert "Incompatible index and shape" in result.stderr
+@functools.cache
+def interpreter_probe() -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", INTERPRETER_ABORT_PROBE], capture_output=True, text=True, timeout=120)
+
+
+def interpreter_handles_feature_major_output() -> bool:
+    return interpreter_probe().returncode == 0
+
+
+@pytest.mark.parametrize("case", INTERPRETER_CASES, ids=lambda c: c.label)
+def test_reference_interpreter_agrees(case: ConvCase, run_stablehlo: Any) -> None:
+    """convc's text on the StableHLO interpreter: agrees with lax (convc right) and with PJRT (XLA right)."""
+    if output_feature_before_batch(case) and not interpreter_handles_feature_major_output():
+        pytest.skip("this jaxlib's StableHLO interpreter aborts on a feature-major output")
+    text, platform = emitted(case), run_platform(case)
+    (interpreted,) = eval_module(text, runtime_args(case))
+    assert_matches(interpreted, lax_reference(case), case.result_dtype, TOLERANCE[case.result_dtype])
+    (compiled,) = run_stablehlo(text, runtime_args(case), platform)
+    assert_matches(compiled, interpreted, case.result_dtype, tolerance(case, platform))
+
+
+def test_matrix_size_and_spread() -> None:
+    """Keep the matrix in the agreed budget, and make sure both frontends and all ranks are in it."""
+    assert 100 <= len(CASES) + len(TARGET_CORNERS) <= 200
+    assert len([c for c in INTERPRETER_CASES if not output_feature_before_batch(c)]) >= 12
+    assert {c.frontend for c in CASES} == {"builder", "json"}
+    assert {c.target for c in CASES} == {"generic", "cpu"}
+    assert {len(c.lhs_shape) for c in CASES} == {3, 4, 5}
+
+
+def test_the_interpreter_probe_sees_an_abort_or_a_right_answer() -> None:
+    """The probe behind the skips: either the known abort (the skips are needed) or the exact
+    answer (they are not, and the corners run); never anything else. A fixed interpreter is
+    reported, not failed."""
+    result = interpreter_probe()
+    if result.returncode != 0:
+        assert "Incompatible index and shape" in result.stderr, result.stderr[-2000:]
+    else:
+        warnings.warn("the StableHLO interpreter handles feature-major outputs in this jaxlib: those corners run on it",
+                      stacklevel=1)

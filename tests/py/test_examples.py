@@ -1,6 +1,7 @@
 """Every shipped example compiles to verified StableHLO, runs through PJRT, and agrees
 with jax.lax (`convc examples/X.json -o out.mlir --run --check`), for the CPU target's
-rewrites and for the generic pipeline."""
+rewrites (run on the PJRT platform "cpu", named) and for the generic pipeline (run on
+whatever PJRT finds: --check's tolerance follows that platform's precision)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 import pytest
 from convc import driver
 
+PLATFORM = {"cpu": ["--platform", "cpu"], "generic": []}
 EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "examples").glob("*.json"))
 
 
@@ -16,7 +18,7 @@ EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "examples").glob("*.jso
 @pytest.mark.parametrize("model", EXAMPLES, ids=lambda p: p.stem)
 def test_example_runs_and_checks(model: Path, target: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "out.mlir"
-    code = driver.main([str(model), "-o", str(out), "--target", target, "--run", "--check"])
+    code = driver.main([str(model), "-o", str(out), "--target", target, *PLATFORM[target], "--run", "--check"])
     report = capsys.readouterr()
     assert code == 0, report.err
     text = out.read_text()
