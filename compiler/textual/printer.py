@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from ..ir import Graph, Op, Value
+from ..literals import is_ssa_id, is_symbol_id, quote
 from ..ops import OPS
-from .attrs import format_attr, is_ssa_id, is_symbol_id, quote
 
 
 class _Namer:
@@ -56,9 +56,7 @@ def _symbol(name: str) -> str:
 def _print_op(op: Op, namer: _Namer) -> str:
     opdef = OPS[op.kind]
     operands = ", ".join(namer.use(v) for v in op.operands)
-    attrs = ", ".join(
-        f"{name} = {format_attr(opdef.attrs[name].kind, op.attrs[name], opdef.attrs[name].row_width)}"
-        for name in sorted(op.attrs))
+    attrs = ", ".join(f"{name} = {opdef.attrs[name].kind.print(op.attrs[name])}" for name in sorted(op.attrs))
     attr_text = f" {{{attrs}}}" if attrs else ""
     operand_types = ", ".join(str(v.type) for v in op.operands)
     ssa, loc = namer.define(op.result)
