@@ -15,7 +15,6 @@ from typing import ClassVar
 from .conv_facts import ConvFacts, conv_facts
 from .diagnostics import ConvcError
 from .ir import Op
-from .ops import view
 from .rewrite import RewritePattern, Rewriter
 
 LOWERING = "lowering"  # the conv attribute (declared with the op in convc.ops.conv)
@@ -46,7 +45,7 @@ class ConvLowering(RewritePattern):
         return facts is not None and not facts.is_empty() and cls.legal(facts)
 
     def match_and_rewrite(self, op: Op, rewriter: Rewriter) -> None:
-        pinned = view(op).lowering
+        pinned = op.attrs.get(LOWERING)  # no default: absent, the cost model decides
         if pinned is not None and pinned != self.name:
             return
         facts = conv_facts(op)

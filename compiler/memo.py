@@ -10,51 +10,46 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Hashable
-from typing import Generic, ParamSpec, TypeVar, overload
+from typing import Any, Generic, ParamSpec, Protocol, TypeVar, cast
 
 P = ParamSpec("P")
-R = TypeVar("R")
+R = TypeVar("R", covariant=True)
 _MISSING = object()
 
 
-class Memoized(Generic[P, R]):
-    """`fn` with its results kept by `key(*args)`. An unhashable key computes directly; errors
-    are not kept; at `maxsize` entries the cache starts over (cheaper than LRU bookkeeping,
-    and a network's signatures fit many times over)."""
+class Memoized(Protocol, Generic[P, R]):
+    cache: dict[Hashable, Any]
 
-    def __init__(self, fn: Callable[P, R], maxsize: int, key: Callable[P, Hashable] | None):
-        self.fn = fn
-        self.maxsize = maxsize
-        self.key = key
-        self.cache: dict[Hashable, R] = {}
-        functools.update_wrapper(self, fn)
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R: ...
 
-    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
-        key = self.key(*args, **kwargs) if self.key is not None else (args, tuple(kwargs.items()))
-        try:
-            hit = self.cache.get(key, _MISSING)
-        except TypeError:  # an unhashable attribute value (a constant's array)
-            return self.fn(*args, **kwargs)
-        if hit is not _MISSING:
-            return hit  # type: ignore[return-value]
-        result = self.fn(*args, **kwargs)
-        if len(self.cache) >= self.maxsize:
-            self.cache.clear()
-        self.cache[key] = result
-        return result
-
-    def cache_clear(self) -> None:
-        self.cache.clear()
+    def cache_clear(self) -> None: ...
 
 
-@overload
-def memoized(maxsize: int) -> Callable[[Callable[P, R]], Memoized[P, R]]: ...
-@overload
-def memoized(maxsize: int, key: Callable[P, Hashable]) -> Callable[[Callable[P, R]], Memoized[P, R]]: ...
-
-
-def memoized(maxsize: int, key: Callable[P, Hashable] | None = None) -> Callable[[Callable[P, R]], Memoized[P, R]]:
-    """Decorator: memoize a pure function by `key(*args)` (default: the arguments themselves)."""
+def memoized(maxsize: int, key: Callable[..., Hashable] | None = None) -> Callable[[Callable[P, R]], Memoized[P, R]]:
+    """Decorator: keep a pure function's results by `key(*args)` (default: the positional
+    arguments). An unhashable key computes directly; errors are not kept; at `maxsize`
+    entries the cache starts over (cheaper than LRU bookkeeping, and a network's signatures
+    fit many times over)."""
     def wrap(fn: Callable[P, R]) -> Memoized[P, R]:
-        return Memoized(fn, maxsize, key)
+        cache: dict[Hashable, Any] = {}
+        compute: Callable[..., Any] = fn
+
+        def call(*args: Any) -> Any:
+            signature = args if key is None else key(*args)
+            try:
+                hit = cache.get(signature, _MISSING)
+            except TypeError:  # an unhashable attribute value (a constant's array)
+                return compute(*args)
+            if hit is not _MISSING:
+                return hit
+            result = compute(*args)
+            if len(cache) >= maxsize:
+                cache.clear()
+            cache[signature] = result
+            return result
+
+        functools.update_wrapper(call, fn)
+        call.cache = cache  # type: ignore[attr-defined]
+        call.cache_clear = cache.clear  # type: ignore[attr-defined]
+        return cast(Memoized[P, R], call)
     return wrap

@@ -8,7 +8,7 @@ from typing import Any
 from .diagnostics import ConvcError, Location, VerifyError
 from .ir import Graph, Op, TensorType
 from .memo import memoized
-from .ops import OPS, OpView, suggest
+from .ops import OPS, suggest
 
 
 def coerce_attrs(kind: str, raw: dict[str, Any], loc: Location) -> dict[str, Any]:
@@ -59,7 +59,7 @@ def infer_type(kind: str, operand_types: Sequence[TensorType], attrs: dict[str, 
         names = ", ".join(opdef.operands) or "none"
         raise ConvcError(f"'{kind}' takes {expected} inputs ({names}), got {len(operand_types)}", loc.child("inputs"))
     try:
-        result = opdef.infer(OpView(opdef, operand_types, attrs))
+        result = opdef.infer(opdef.bind(operand_types, attrs))
     except VerifyError as err:
         raise locate(err, loc) from None
     _check_result_size(result, loc)

@@ -73,15 +73,24 @@ class OpDef:
     attrs: dict[str, Attr] = field(default_factory=dict)
     variadic: bool = False  # operands repeat (concatenate)
     doc: str = ""
+    view_class: type[OpView] = field(init=False, repr=False)  # an accessor per attribute, from `attrs`
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "view_class", _view_class(self.name, self.attrs))
+
+    def bind(self, types: Sequence[TensorType], attrs: dict[str, Any]) -> OpView:
+        """The typed view of operand types and attributes (what `infer` receives)."""
+        return self.view_class(self, types, attrs)
 
     def view(self, op: Op) -> OpView:
-        return OpView(self, [v.type for v in op.operands], op.attrs)
+        return self.view_class(self, [v.type for v in op.operands], op.attrs)
 
 
 class OpView:
     """An op's typed view: operand types, and attributes with their declared defaults filled
     in (`v.window_strides`, or `v.attr("window_strides")`). What `infer` functions, passes,
-    the emitter and the reference read; nothing else restates a default."""
+    the emitter and the reference read; nothing else restates a default. Each op kind's view
+    class has one property per declared attribute (`_view_class`), as ODS generates accessors."""
 
     __slots__ = ("opdef", "types", "attrs")
 
@@ -103,10 +112,30 @@ class OpView:
         """Whether the op sets `name` itself (rather than taking the default)."""
         return name in self.attrs
 
-    def __getattr__(self, name: str) -> Any:
-        if name in self.opdef.attrs:
-            return self.attr(name)
+    def __getattr__(self, name: str) -> Any:  # only for names no accessor has (and for type checkers)
         raise AttributeError(f"op '{self.opdef.name}' declares no attribute '{name}'")
+
+
+def _accessor(name: str, spec: Attr) -> property:
+    default = spec.default
+    if callable(default):
+        def derived(v: OpView) -> Any:
+            value = v.attrs.get(name)
+            return default(v.types) if value is None else value
+        return property(derived, doc=spec.doc)
+
+    def plain(v: OpView) -> Any:
+        value = v.attrs.get(name)
+        return default if value is None else value
+    return property(plain, doc=spec.doc)
+
+
+def _view_class(op_name: str, attrs: dict[str, Attr]) -> type[OpView]:
+    clashes = sorted(name for name in attrs if hasattr(OpView, name))
+    if clashes:
+        raise ValueError(f"op '{op_name}': attribute names {clashes} clash with OpView's own members")
+    accessors: dict[str, Any] = {name: _accessor(name, spec) for name, spec in attrs.items()}
+    return type(f"{op_name}_view", (OpView,), {"__slots__": (), **accessors})
 
 
 # --- small shared checks used by many infer functions ---

@@ -88,7 +88,7 @@ class ConvPlan:
     def result_type(self, lhs: TensorType, rhs: TensorType, attr_names: Sequence[str]) -> TensorType:
         kernel = rhs.shape if self.kernel_move is None else self.kernel_move.merged_shape(rhs.shape)
         try:
-            out = infer_conv(OpView(CONV, [lhs, TensorType(kernel, rhs.dtype)], self.conv_attrs))
+            out = infer_conv(CONV.bind([lhs, TensorType(kernel, rhs.dtype)], self.conv_attrs))
         except VerifyError as err:  # a user's padding can still empty a dim (L2)
             attr = err.attr if err.attr in attr_names else None
             raise VerifyError(err.message, err.constraint, attr=attr) from None
@@ -215,7 +215,7 @@ def forward_type(v: OpView, lhs: TensorType, rhs: TensorType, operand_attr: dict
     knows as a shape attribute (`input_shape`, `kernel_shape`) point at that attribute."""
     attrs = {name: value for name, value in v.attrs.items() if name in CONV_ATTRS}
     try:
-        return infer_conv(OpView(CONV, [lhs, rhs], attrs))
+        return infer_conv(CONV.bind([lhs, rhs], attrs))
     except VerifyError as err:
         if err.operand in operand_attr:
             raise VerifyError(err.message, err.constraint, attr=operand_attr[err.operand]) from None
