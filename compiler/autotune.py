@@ -32,7 +32,7 @@ from .conv_lowering import LOWERING, XLA
 from .diagnostics import ConvcError, one_line
 from .fileio import write_atomic
 from .ir import Graph, Op, Value
-from .ops.conv import format_dimension_numbers
+from .ops.attr_kinds import format_dimension_numbers
 from .pass_manager import PassManager, PipelineError, parse_pipeline
 
 CACHE_FORMAT = "convc-autotune-cache"

@@ -8,22 +8,43 @@
     b.output(y)
     graph = b.build()
 
-Attribute names are jax.lax's. An invalid call raises `ConvcError` at the call site.
+Attribute names are jax.lax's; their kinds and defaults are the ops' declarations
+(`convc.ops`), which each helper's help lists. An invalid call raises `ConvcError` at
+the call site.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 
 from .diagnostics import ConvcError, Location
 from .dtypes import canonical_dtype, from_numpy, numpy_dtype
 from .ir import Graph, Op, TensorType, Value
-from .ops import OPS, suggest
+from .ops import OPS, Attr, suggest
 from .verify import coerce_attrs, infer_type
+
+Helper = TypeVar("Helper", bound=Callable[..., Value])
+
+
+def _declared(kind: str) -> Callable[[Helper], Helper]:
+    """Append op `kind`'s declared attributes (kind, default, doc) to a helper's docstring."""
+    def document(helper: Helper) -> Helper:
+        opdef = OPS[kind]
+        lines = [f"  {name}{': ' + spec.doc if spec.doc else ''}{_default_text(spec)}" for name, spec in opdef.attrs.items()]
+        summary = (helper.__doc__ or opdef.doc).strip()
+        helper.__doc__ = "\n".join([summary, "", f"Attributes of '{kind}' (convc.ops):", *lines]) if lines else summary
+        return helper
+    return document
+
+
+def _default_text(spec: Attr) -> str:
+    if spec.required:
+        return " (required)"
+    return "" if spec.default is None or callable(spec.default) else f" (default {spec.default!r})"
 
 
 def _call_site() -> Location:
@@ -104,84 +125,81 @@ class Builder:
         self.graph.ops.append(op)
         return op.result
 
-    def conv(self, lhs: Value, rhs: Value, window_strides: Sequence[int] | None = None, padding: Any = "VALID",
-             lhs_dilation: Sequence[int] | None = None, rhs_dilation: Sequence[int] | None = None,
-             dimension_numbers: Sequence[str] | None = None, feature_group_count: int = 1,
-             batch_group_count: int = 1, precision: Any = None, preferred_element_type: str | None = None,
-             lowering: str | None = None, name: str | None = None) -> Value:
-        """jax.lax.conv_general_dilated; `lowering` pins how the cpu target lowers it
+    # Typed helpers: the operands and the attributes lax takes positionally; every other
+    # attribute by keyword. None leaves an attribute to its declared default, which only the
+    # op's declaration (convc.ops) states; each helper's help lists them.
+
+    @_declared("conv")
+    def conv(self, lhs: Value, rhs: Value, window_strides: Sequence[int] | None = None, padding: Any = None,
+             name: str | None = None, **attrs: Any) -> Value:
+        """jax.lax.conv_general_dilated; `lowering=` pins how the cpu target lowers it
         ("xla" or a cpu rewrite pass's name), as the JSON attribute does."""
-        return self.op("conv", lhs, rhs, name=name, window_strides=window_strides, padding=padding,
-                       lhs_dilation=lhs_dilation, rhs_dilation=rhs_dilation,
-                       dimension_numbers=dimension_numbers, feature_group_count=feature_group_count,
-                       batch_group_count=batch_group_count, precision=precision,
-                       preferred_element_type=preferred_element_type, lowering=lowering)
+        return self.op("conv", lhs, rhs, name=name, window_strides=window_strides, padding=padding, **attrs)
 
-    def conv_transpose(self, lhs: Value, rhs: Value, strides: Sequence[int] | None = None, padding: Any = "VALID",
-                       rhs_dilation: Sequence[int] | None = None, dimension_numbers: Sequence[str] | None = None,
-                       transpose_kernel: bool = False, precision: Any = None, preferred_element_type: str | None = None,
-                       feature_group_count: int = 1, use_consistent_padding: bool = False, name: str | None = None) -> Value:
+    @_declared("conv_transpose")
+    def conv_transpose(self, lhs: Value, rhs: Value, strides: Sequence[int] | None = None, padding: Any = None,
+                       name: str | None = None, **attrs: Any) -> Value:
         """jax.lax.conv_transpose, plus feature_group_count (grouped transposed conv)."""
-        return self.op("conv_transpose", lhs, rhs, name=name, strides=strides, padding=padding, rhs_dilation=rhs_dilation,
-                       dimension_numbers=dimension_numbers, transpose_kernel=transpose_kernel or None,
-                       use_consistent_padding=use_consistent_padding or None, feature_group_count=feature_group_count,
-                       precision=precision, preferred_element_type=preferred_element_type)
+        return self.op("conv_transpose", lhs, rhs, name=name, strides=strides, padding=padding, **attrs)
 
-    def conv_backprop_input(self, out_grad: Value, rhs: Value, window_strides: Sequence[int] | None = None, padding: Any = "VALID",
-                            lhs_dilation: Sequence[int] | None = None, rhs_dilation: Sequence[int] | None = None,
-                            dimension_numbers: Sequence[str] | None = None, feature_group_count: int = 1, batch_group_count: int = 1,
-                            input_shape: Sequence[int] | None = None, output_padding: Sequence[int] | None = None,
-                            precision: Any = None, preferred_element_type: str | None = None, name: str | None = None) -> Value:
+    @_declared("conv_backprop_input")
+    def conv_backprop_input(self, out_grad: Value, rhs: Value, window_strides: Sequence[int] | None = None, padding: Any = None,
+                            name: str | None = None, **attrs: Any) -> Value:
         """The input gradient of the forward conv these attributes describe, sized by
         `input_shape` (TF input_sizes) or `output_padding` (PyTorch/ONNX)."""
-        return self.op("conv_backprop_input", out_grad, rhs, name=name, window_strides=window_strides, padding=padding,
-                       lhs_dilation=lhs_dilation, rhs_dilation=rhs_dilation, dimension_numbers=dimension_numbers,
-                       feature_group_count=feature_group_count, batch_group_count=batch_group_count, input_shape=input_shape,
-                       output_padding=output_padding, precision=precision, preferred_element_type=preferred_element_type)
+        return self.op("conv_backprop_input", out_grad, rhs, name=name, window_strides=window_strides, padding=padding, **attrs)
 
+    @_declared("conv_backprop_filter")
     def conv_backprop_filter(self, lhs: Value, out_grad: Value, kernel_shape: Sequence[int],
-                             window_strides: Sequence[int] | None = None, padding: Any = "VALID",
-                             lhs_dilation: Sequence[int] | None = None, rhs_dilation: Sequence[int] | None = None,
-                             dimension_numbers: Sequence[str] | None = None, feature_group_count: int = 1, batch_group_count: int = 1,
-                             precision: Any = None, preferred_element_type: str | None = None, name: str | None = None) -> Value:
+                             window_strides: Sequence[int] | None = None, padding: Any = None, name: str | None = None,
+                             **attrs: Any) -> Value:
         """The kernel gradient of the forward conv these attributes describe, in the layout of `kernel_shape`."""
         return self.op("conv_backprop_filter", lhs, out_grad, name=name, kernel_shape=kernel_shape, window_strides=window_strides,
-                       padding=padding, lhs_dilation=lhs_dilation, rhs_dilation=rhs_dilation, dimension_numbers=dimension_numbers,
-                       feature_group_count=feature_group_count, batch_group_count=batch_group_count, precision=precision,
-                       preferred_element_type=preferred_element_type)
+                       padding=padding, **attrs)
 
-    def bias_add(self, x: Value, bias: Value, axis: int = -1, name: str | None = None) -> Value:
-        return self.op("bias_add", x, bias, name=name, axis=axis)
+    @_declared("bias_add")
+    def bias_add(self, x: Value, bias: Value, name: str | None = None, **attrs: Any) -> Value:
+        return self.op("bias_add", x, bias, name=name, **attrs)
 
+    @_declared("add")
     def add(self, lhs: Value, rhs: Value, name: str | None = None) -> Value:
         return self.op("add", lhs, rhs, name=name)
 
+    @_declared("multiply")
     def multiply(self, lhs: Value, rhs: Value, name: str | None = None) -> Value:
         return self.op("multiply", lhs, rhs, name=name)
 
+    @_declared("relu")
     def relu(self, x: Value, name: str | None = None) -> Value:
         return self.op("relu", x, name=name)
 
+    @_declared("reshape")
     def reshape(self, x: Value, new_sizes: Sequence[int], name: str | None = None) -> Value:
         return self.op("reshape", x, name=name, new_sizes=new_sizes)
 
+    @_declared("transpose")
     def transpose(self, x: Value, permutation: Sequence[int], name: str | None = None) -> Value:
         return self.op("transpose", x, name=name, permutation=permutation)
 
+    @_declared("reverse")
     def reverse(self, x: Value, dimensions: Sequence[int], name: str | None = None) -> Value:
         return self.op("reverse", x, name=name, dimensions=dimensions)
 
-    def pad(self, x: Value, padding_config: Sequence[Sequence[int]], padding_value: float = 0.0,
+    @_declared("pad")
+    def pad(self, x: Value, padding_config: Sequence[Sequence[int]], padding_value: float | None = None,
             name: str | None = None) -> Value:
         return self.op("pad", x, name=name, padding_config=padding_config, padding_value=padding_value)
 
+    @_declared("slice")
     def slice(self, x: Value, start_indices: Sequence[int], limit_indices: Sequence[int],
               strides: Sequence[int] | None = None, name: str | None = None) -> Value:
         return self.op("slice", x, name=name, start_indices=start_indices, limit_indices=limit_indices, strides=strides)
 
+    @_declared("concatenate")
     def concatenate(self, inputs: Sequence[Value], dimension: int, name: str | None = None) -> Value:
         return self.op("concatenate", *inputs, name=name, dimension=dimension)
 
+    @_declared("convert")
     def convert(self, x: Value, new_dtype: str, name: str | None = None) -> Value:
         return self.op("convert", x, name=name, new_dtype=new_dtype)
 

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from itertools import product
 
 from convc.ir import Op, TensorType, Value
-from convc.ops import ConvDimensionNumbers
+from convc.memo import memoized
+from convc.ops import ConvDimensionNumbers, view
 from convc.ops.conv import spatial
 from convc.rewrite import Rewriter
 
@@ -67,45 +68,29 @@ class ConvFacts:
         return self.out.num_elements() == 0 or self.lhs.num_elements() == 0 or self.rhs.num_elements() == 0
 
 
-# Every cpu-* pass asks for the facts of every conv; they depend only on the conv's
-# types and attributes, which a network's convs share, so they are memoized.
-_FACTS: dict[tuple[object, ...], ConvFacts | None] = {}
-_FACTS_LIMIT = 1 << 14
+def _signature(op: Op) -> object:
+    return tuple(v.type for v in op.operands), op.result.type, tuple(op.attrs.items())
 
 
 def conv_facts(op: Op) -> ConvFacts | None:
     """The facts of a conv in canonical form (explicit dimension numbers and pads), else None."""
-    if op.kind != "conv":
-        return None
-    try:
-        key = (tuple(v.type for v in op.operands), op.result.type, tuple(op.attrs.items()))
-        if key in _FACTS:
-            return _FACTS[key]
-    except TypeError:  # an unhashable attribute value: no memo
-        return _conv_facts(op)
-    if len(_FACTS) >= _FACTS_LIMIT:
-        _FACTS.clear()
-    _FACTS[key] = facts = _conv_facts(op)
-    return facts
+    return _conv_facts(op) if op.kind == "conv" else None
 
 
+# Every cpu-* pass asks for the facts of every conv; they depend only on the conv's
+# types and attributes, which a network's convs share, so they are memoized.
+@memoized(1 << 14, key=_signature)
 def _conv_facts(op: Op) -> ConvFacts | None:
-    dn, padding = op.attrs.get("dimension_numbers"), op.attrs.get("padding", "VALID")
-    if op.kind != "conv" or not isinstance(dn, ConvDimensionNumbers) or isinstance(padding, str) and padding != "VALID":
+    v = view(op)
+    dn, padding = v.dimension_numbers, v.padding
+    if not isinstance(dn, ConvDimensionNumbers) or isinstance(padding, str) and padding != "VALID":
         return None
-    lhs, rhs = (v.type for v in op.operands)
+    lhs, rhs = v.types
     n = lhs.rank - 2
-    ones = (1,) * n
     return ConvFacts(
-        lhs, rhs, op.result.type, dn,
-        tuple(op.attrs.get("window_strides") or ones),
+        lhs, rhs, op.result.type, dn, v.window_strides,
         ((0, 0),) * n if padding == "VALID" else tuple((int(lo), int(hi)) for lo, hi in padding),
-        tuple(op.attrs.get("lhs_dilation") or ones),
-        tuple(op.attrs.get("rhs_dilation") or ones),
-        op.attrs.get("feature_group_count", 1),
-        op.attrs.get("batch_group_count", 1),
-        op.attrs.get("precision"),
-        op.attrs.get("preferred_element_type"),
+        v.lhs_dilation, v.rhs_dilation, v.feature_group_count, v.batch_group_count, v.precision, v.preferred_element_type,
     )
 
 

@@ -45,7 +45,7 @@ class ConvLowering(RewritePattern):
         return facts is not None and not facts.is_empty() and cls.legal(facts)
 
     def match_and_rewrite(self, op: Op, rewriter: Rewriter) -> None:
-        pinned = op.attrs.get(LOWERING)
+        pinned = op.attrs.get(LOWERING)  # no default: absent, the cost model decides
         if pinned is not None and pinned != self.name:
             return
         facts = conv_facts(op)

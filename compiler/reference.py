@@ -17,6 +17,7 @@ import numpy as np
 
 from .dtypes import is_float
 from .ir import Graph, Op
+from .ops import view
 from .ops.base import ConvDimensionNumbers
 
 LaxRule = Callable[[Op, Sequence[Any]], Any]
@@ -65,16 +66,10 @@ def as_result(op: Op, value: Any) -> Any:
     return lax.convert_element_type(value, lax_dtype(op.result.type.dtype))
 
 
-def lax_dimension_numbers(value: object, rank: int) -> Any:
+def lax_dimension_numbers(value: object) -> Any:
     from jax import lax
 
-    if isinstance(value, ConvDimensionNumbers):
-        return lax.ConvDimensionNumbers(*value)
-    if value is None:
-        from .ops.conv import default_layouts
-
-        return default_layouts(rank)
-    return value
+    return lax.ConvDimensionNumbers(*value) if isinstance(value, ConvDimensionNumbers) else value
 
 
 def lax_dtype(name: str | None) -> Any:
@@ -88,12 +83,10 @@ def _lax_string_pads(lhs_shape: Sequence[int], rhs_shape: Sequence[int], op: Op,
     dilation check: lax.padtype_to_pads on the undilated input and the dilated kernel."""
     from jax import lax
 
-    lhs_perm, rhs_perm, _ = lax.conv_dimension_numbers(
-        lhs_shape, rhs_shape, lax_dimension_numbers(op.attrs.get("dimension_numbers"), len(lhs_shape)))
-    n = len(lhs_shape) - 2
-    rhs_dilation = op.attrs.get("rhs_dilation") or (1,) * n
-    window = [0 if k == 0 else (k - 1) * d + 1 for k, d in zip((rhs_shape[i] for i in rhs_perm[2:]), rhs_dilation)]
-    return lax.padtype_to_pads([lhs_shape[i] for i in lhs_perm[2:]], window, op.attrs.get("window_strides") or (1,) * n, padding)
+    a = view(op)
+    lhs_perm, rhs_perm, _ = lax.conv_dimension_numbers(lhs_shape, rhs_shape, lax_dimension_numbers(a.dimension_numbers))
+    window = [0 if k == 0 else (k - 1) * d + 1 for k, d in zip((rhs_shape[i] for i in rhs_perm[2:]), a.rhs_dilation)]
+    return lax.padtype_to_pads([lhs_shape[i] for i in lhs_perm[2:]], window, a.window_strides, padding)
 
 
 def _padded_lhs(lhs: Any, rhs: Any, dims: Any, padding: Sequence[Sequence[int]], lhs_dilation: Sequence[int]) -> Any:
@@ -120,21 +113,21 @@ def _conv(op: Op, args: Sequence[Any]) -> Any:
     from jax import lax
 
     lhs, rhs = args
-    a = op.attrs
+    v = view(op)
     n = lhs.ndim - 2
-    padding = a.get("padding", "VALID")
-    lhs_dilation = a.get("lhs_dilation")
-    if isinstance(padding, str) and any(d != 1 for d in lhs_dilation or ()):
+    padding = v.padding
+    lhs_dilation = v.lhs_dilation
+    if isinstance(padding, str) and any(d != 1 for d in lhs_dilation):
         padding = _lax_string_pads(lhs.shape, rhs.shape, op, padding)
-    dims = lax_dimension_numbers(a.get("dimension_numbers"), lhs.ndim)
+    dims = lax_dimension_numbers(v.dimension_numbers)
     if _crops(padding):
-        lhs = _padded_lhs(lhs, rhs, dims, padding, lhs_dilation or (1,) * n)
+        lhs = _padded_lhs(lhs, rhs, dims, padding, lhs_dilation)
         padding, lhs_dilation = [(0, 0)] * n, None
     return as_result(op, lax.conv_general_dilated(
-        lhs, rhs, a.get("window_strides") or (1,) * n, padding,
-        lhs_dilation=lhs_dilation, rhs_dilation=a.get("rhs_dilation"),
+        lhs, rhs, v.window_strides, padding,
+        lhs_dilation=lhs_dilation, rhs_dilation=v.rhs_dilation,
         dimension_numbers=dims,
-        feature_group_count=a.get("feature_group_count", 1), batch_group_count=a.get("batch_group_count", 1),
+        feature_group_count=v.feature_group_count, batch_group_count=v.batch_group_count,
         precision=exact_precision(), preferred_element_type=compute_dtype(op)))
 
 
@@ -148,12 +141,11 @@ def _conv(op: Op, args: Sequence[Any]) -> Any:
 def _conv_transpose_pads(op: Op, rhs_shape: Sequence[int], rhs_spec: Sequence[int]) -> list[tuple[int, int]]:
     """Explicit `padding` as lax.conv_transpose hands it to its conv: as given, or with
     `use_consistent_padding` the forward conv's, i.e. (w - 1 - lo, w - 1 - hi)."""
-    a = op.attrs
-    padding = [(lo, hi) for lo, hi in a["padding"]]
-    if not a.get("use_consistent_padding", False):
+    v = view(op)
+    padding = [(lo, hi) for lo, hi in v.padding]
+    if not v.use_consistent_padding:
         return padding
-    rhs_dilation = a.get("rhs_dilation") or (1,) * len(padding)
-    windows = [(rhs_shape[d] - 1) * r + 1 for d, r in zip(rhs_spec[2:], rhs_dilation)]
+    windows = [(rhs_shape[d] - 1) * r + 1 for d, r in zip(rhs_spec[2:], v.rhs_dilation)]
     return [(w - 1 - lo, w - 1 - hi) for w, (lo, hi) in zip(windows, padding)]
 
 
@@ -162,20 +154,17 @@ def _conv_transpose_one(op: Op, lhs: Any, rhs: Any, dims: Any) -> Any:
     lax.pad instead (then strides 1 and no pads: the same conv)."""
     from jax import lax
 
-    from .ops.conv_grad import transpose_default_layouts
-
-    a = op.attrs
+    v = view(op)
     n = lhs.ndim - 2
-    strides, padding, consistent = a.get("strides") or (1,) * n, a.get("padding", "VALID"), a.get("use_consistent_padding", False)
+    strides, padding, consistent = v.strides, v.padding, v.use_consistent_padding
     if not isinstance(padding, str):
-        layouts = dims or transpose_default_layouts(lhs.ndim)
-        pads = _conv_transpose_pads(op, rhs.shape, lax.conv_dimension_numbers(lhs.shape, rhs.shape, layouts).rhs_spec)
+        pads = _conv_transpose_pads(op, rhs.shape, lax.conv_dimension_numbers(lhs.shape, rhs.shape, dims).rhs_spec)
         if _crops(pads):
-            lhs = _padded_lhs(lhs, rhs, layouts, pads, strides)
+            lhs = _padded_lhs(lhs, rhs, dims, pads, strides)
             strides, padding, consistent = (1,) * n, [(0, 0)] * n, False
     return as_result(op, lax.conv_transpose(
-        lhs, rhs, strides, padding, rhs_dilation=a.get("rhs_dilation"),
-        dimension_numbers=dims, transpose_kernel=a.get("transpose_kernel", False), precision=exact_precision(),
+        lhs, rhs, strides, padding, rhs_dilation=v.rhs_dilation,
+        dimension_numbers=dims, transpose_kernel=v.transpose_kernel, precision=exact_precision(),
         preferred_element_type=compute_dtype(op), use_consistent_padding=consistent))
 
 
@@ -185,15 +174,13 @@ def _conv_transpose(op: Op, args: Sequence[Any]) -> Any:
     O dim sliced per group) concatenated along the output features."""
     from jax import lax
 
-    from .ops.conv_grad import transpose_default_layouts
-
     lhs, rhs = args
-    dims = op.attrs.get("dimension_numbers")
-    dims = lax.ConvDimensionNumbers(*dims) if isinstance(dims, ConvDimensionNumbers) else dims
-    groups = op.attrs.get("feature_group_count", 1)
+    v = view(op)
+    dims = lax_dimension_numbers(v.dimension_numbers)
+    groups = v.feature_group_count
     if groups == 1:
         return _conv_transpose_one(op, lhs, rhs, dims)
-    lhs_spec, rhs_spec, out_spec = lax.conv_dimension_numbers(lhs.shape, rhs.shape, dims or transpose_default_layouts(lhs.ndim))
+    lhs_spec, rhs_spec, out_spec = lax.conv_dimension_numbers(lhs.shape, rhs.shape, dims)
     lhs_step, rhs_step = lhs.shape[lhs_spec[1]] // groups, rhs.shape[rhs_spec[0]] // groups
     outputs = [
         _conv_transpose_one(op, lax.slice_in_dim(lhs, g * lhs_step, (g + 1) * lhs_step, axis=lhs_spec[1]),
@@ -209,17 +196,17 @@ def _forward_conv(op: Op, lhs_shape: Sequence[int], rhs_shape: Sequence[int], pa
     the low side (negative for lo >= w) and its kernel vjp by lo."""
     from jax import lax
 
-    a = op.attrs
+    v = view(op)
     n = len(lhs_shape) - 2
     if isinstance(padding, str):
         padding = _lax_string_pads(lhs_shape, rhs_shape, op, padding)
-    dims = lax_dimension_numbers(a.get("dimension_numbers"), len(lhs_shape))
+    dims = lax_dimension_numbers(v.dimension_numbers)
 
     def forward(x: Any, w: Any) -> Any:
         return lax.conv_general_dilated(
-            _padded_lhs(x, w, dims, padding, a.get("lhs_dilation") or (1,) * n), w, a.get("window_strides") or (1,) * n,
-            [(0, 0)] * n, rhs_dilation=a.get("rhs_dilation"), dimension_numbers=dims,
-            feature_group_count=a.get("feature_group_count", 1), batch_group_count=a.get("batch_group_count", 1),
+            _padded_lhs(x, w, dims, padding, v.lhs_dilation), w, v.window_strides,
+            [(0, 0)] * n, rhs_dilation=v.rhs_dilation, dimension_numbers=dims,
+            feature_group_count=v.feature_group_count, batch_group_count=v.batch_group_count,
             precision=exact_precision())
     return forward
 
@@ -229,15 +216,12 @@ def _scatter_padding(op: Op, out_grad: Any, rhs: Any, input_shape: Sequence[int]
     the forward output exactly out_grad's size, so the vjp is the scatter the op defines."""
     from jax import lax
 
-    a = op.attrs
-    n = out_grad.ndim - 2
-    lhs_spec, rhs_spec, out_spec = lax.conv_dimension_numbers(
-        input_shape, rhs.shape, lax_dimension_numbers(a.get("dimension_numbers"), out_grad.ndim))
-    strides = a.get("window_strides") or (1,) * n
-    lhs_dilation, rhs_dilation = a.get("lhs_dilation") or (1,) * n, a.get("rhs_dilation") or (1,) * n
+    v = view(op)
+    lhs_spec, rhs_spec, out_spec = lax.conv_dimension_numbers(input_shape, rhs.shape, lax_dimension_numbers(v.dimension_numbers))
+    strides, lhs_dilation, rhs_dilation = v.window_strides, v.lhs_dilation, v.rhs_dilation
     out = [out_grad.shape[d] for d in out_spec[2:]]
     windows = [(rhs.shape[d] - 1) * r + 1 for d, r in zip(rhs_spec[2:], rhs_dilation)]
-    padding = a.get("padding", "VALID")
+    padding = v.padding
     if isinstance(padding, str):
         padding = lax.padtype_to_pads([o * s for o, s in zip(out, strides)], windows, strides, padding)
     return [(lo, (o - 1) * s + w - lo - ((input_shape[d] - 1) * ld + 1))
@@ -259,7 +243,7 @@ def _conv_backprop_input(op: Op, args: Sequence[Any]) -> Any:
     dtype = _backprop_dtype(op)
     out_grad, rhs = (lax.convert_element_type(a, dtype) for a in args)
     input_shape = op.result.type.shape
-    padding = op.attrs.get("padding", "VALID")
+    padding = view(op).padding
     if "input_shape" not in op.attrs:
         padding = _scatter_padding(op, out_grad, rhs, input_shape)
     forward = _forward_conv(op, input_shape, rhs.shape, padding)
@@ -276,7 +260,7 @@ def _conv_backprop_filter(op: Op, args: Sequence[Any]) -> Any:
     dtype = _backprop_dtype(op)
     lhs, out_grad = (lax.convert_element_type(a, dtype) for a in args)
     kernel_shape = op.attrs["kernel_shape"]
-    forward = _forward_conv(op, lhs.shape, kernel_shape, op.attrs.get("padding", "VALID"))
+    forward = _forward_conv(op, lhs.shape, kernel_shape, view(op).padding)
     _, pullback = jax.vjp(lambda w: forward(lhs, w), jnp.zeros(kernel_shape, dtype))
     return as_result(op, pullback(out_grad)[0])
 
@@ -293,7 +277,7 @@ def _bias_add(op: Op, args: Sequence[Any]) -> Any:
     from jax import lax
 
     x, bias = args
-    axis = op.attrs.get("axis", -1) % x.ndim
+    axis = view(op).axis % x.ndim
     return x + lax.broadcast_in_dim(bias, x.shape, (axis,))
 
 
@@ -340,7 +324,7 @@ def _pad(op: Op, args: Sequence[Any]) -> Any:
     from jax import lax
 
     x = args[0]
-    fill = lax.convert_element_type(op.attrs.get("padding_value", 0.0), x.dtype)
+    fill = lax.convert_element_type(view(op).padding_value, x.dtype)
     return lax.pad(x, fill, [tuple(row) for row in op.attrs["padding_config"]])
 
 
@@ -370,9 +354,9 @@ def _convert(op: Op, args: Sequence[Any]) -> Any:
 def _dot_general(op: Op, args: Sequence[Any]) -> Any:
     from jax import lax
 
-    a = op.attrs
-    dimension_numbers = ((a.get("lhs_contracting_dimensions", ()), a.get("rhs_contracting_dimensions", ())),
-                         (a.get("lhs_batching_dimensions", ()), a.get("rhs_batching_dimensions", ())))
+    v = view(op)
+    dimension_numbers = ((v.lhs_contracting_dimensions, v.rhs_contracting_dimensions),
+                         (v.lhs_batching_dimensions, v.rhs_batching_dimensions))
     return as_result(op, lax.dot_general(args[0], args[1], dimension_numbers, precision=exact_precision(),
                                          preferred_element_type=compute_dtype(op)))
 

@@ -7,10 +7,8 @@ from typing import Any
 
 from .diagnostics import ConvcError, Location, VerifyError
 from .ir import Graph, Op, TensorType
-from .ops import OPS, OpView, suggest
-from .ops.base import coerce_attr
-
-_TENSOR_KIND = "tensor"
+from .memo import memoized
+from .ops import OPS, suggest
 
 
 def coerce_attrs(kind: str, raw: dict[str, Any], loc: Location) -> dict[str, Any]:
@@ -23,7 +21,7 @@ def coerce_attrs(kind: str, raw: dict[str, Any], loc: Location) -> dict[str, Any
             hint = suggest(name, opdef.attrs)
             raise ConvcError(f"unknown attribute '{name}' for op '{kind}'{hint}", loc.child(name))
         try:
-            typed[name] = value if spec.kind == _TENSOR_KIND else coerce_attr(spec, name, value)
+            typed[name] = spec.check(name, value)
         except VerifyError as err:
             raise locate(err, loc) from None
     for name, spec in opdef.attrs.items():
@@ -41,30 +39,16 @@ def locate(err: VerifyError, loc: Location) -> ConvcError:
     return ConvcError(err.message, where, err.constraint)
 
 
+def _signature(kind: str, operand_types: Sequence[TensorType], attrs: dict[str, Any], loc: Location) -> object:
+    """The memo key: the declaration itself (register() may replace one), types, attributes."""
+    return OPS.get(kind), tuple(operand_types), tuple(attrs.items())
+
+
 # Type inference is a pure function of (op declaration, operand types, attributes), and
 # conv nets repeat layer signatures, so successful results are memoized (errors are not).
-_INFERRED: dict[tuple[Any, ...], tuple[Any, TensorType]] = {}
-_INFERRED_LIMIT = 1 << 16
-
-
+@memoized(1 << 16, key=_signature)
 def infer_type(kind: str, operand_types: Sequence[TensorType], attrs: dict[str, Any], loc: Location) -> TensorType:
     """The result type of an op, or a located ConvcError naming the broken constraint."""
-    opdef = OPS.get(kind)
-    try:
-        key = (kind, tuple(operand_types), tuple(attrs.items()))
-        hit = _INFERRED.get(key)
-    except TypeError:  # an unhashable attribute (a constant's array): no memo
-        return _infer_type(kind, operand_types, attrs, loc)
-    if hit is not None and hit[0] is opdef:  # the same declaration (register() may replace one)
-        return hit[1]
-    inferred = _infer_type(kind, operand_types, attrs, loc)
-    if len(_INFERRED) >= _INFERRED_LIMIT:
-        _INFERRED.clear()
-    _INFERRED[key] = (opdef, inferred)
-    return inferred
-
-
-def _infer_type(kind: str, operand_types: Sequence[TensorType], attrs: dict[str, Any], loc: Location) -> TensorType:
     opdef = OPS.get(kind)
     if opdef is None:
         raise ConvcError(f"unknown op '{kind}'{suggest(kind, OPS)}", loc.child("op"))
@@ -75,7 +59,7 @@ def _infer_type(kind: str, operand_types: Sequence[TensorType], attrs: dict[str,
         names = ", ".join(opdef.operands) or "none"
         raise ConvcError(f"'{kind}' takes {expected} inputs ({names}), got {len(operand_types)}", loc.child("inputs"))
     try:
-        result = opdef.infer(OpView(opdef, operand_types, attrs))
+        result = opdef.infer(opdef.bind(operand_types, attrs))
     except VerifyError as err:
         raise locate(err, loc) from None
     _check_result_size(result, loc)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from convc.ir import Graph
-from convc.ops import ConvDimensionNumbers
+from convc.ops import ConvDimensionNumbers, view
 from convc.ops.conv import resolve_dimension_numbers
 from convc.pass_manager import Pass
 
@@ -19,9 +19,11 @@ class CanonicalizeDimensionNumbers(Pass):
     def run(self, graph: Graph) -> bool:
         changed = False
         for op in graph.ops:
-            if op.kind != "conv" or isinstance(op.attrs.get("dimension_numbers"), ConvDimensionNumbers):
+            if op.kind != "conv":
                 continue
-            rank = op.operands[0].type.rank
-            op.attrs["dimension_numbers"] = resolve_dimension_numbers(op.attrs.get("dimension_numbers"), rank)
+            layouts = view(op).dimension_numbers
+            if isinstance(layouts, ConvDimensionNumbers):
+                continue
+            op.attrs["dimension_numbers"] = resolve_dimension_numbers(layouts, op.operands[0].type.rank)
             changed = True
         return changed

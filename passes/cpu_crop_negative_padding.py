@@ -16,6 +16,7 @@ import numpy as np
 from convc.conv_facts import ConvFacts, conv_facts
 from convc.dtypes import numpy_dtype
 from convc.ir import Graph, Op, Value
+from convc.ops import view
 from convc.ops.conv import spatial
 from convc.pass_manager import Pass
 from convc.rewrite import RewritePattern, Rewriter, apply_patterns
@@ -67,7 +68,7 @@ class CropNegativePadding(RewritePattern):
             pads.append((lo, hi))
         cropped = rewriter.create("slice", op.operands[0], suffix="crop", start_indices=tuple(start), limit_indices=tuple(limit))
         # a correctness fix, not a lowering choice: the cropped conv keeps the op's `lowering` pin
-        attrs = facts.with_attrs(op, padding=tuple(pads), lowering=op.attrs.get("lowering"))
+        attrs = facts.with_attrs(op, padding=tuple(pads), lowering=view(op).lowering)
         conv = rewriter.create("conv", cropped, op.operands[1], suffix="conv", **attrs)
         rewriter.replace_anchor(conv)
 

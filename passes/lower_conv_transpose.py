@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from convc.diagnostics import InternalError
 from convc.ir import Graph, Op, Value
-from convc.ops import OPS, OpView
+from convc.ops import view
 from convc.ops.conv_grad import PLANS, ConvPlan, GroupMove
 from convc.pass_manager import Pass
 from convc.rewrite import RewritePattern, Rewriter, apply_patterns
@@ -45,8 +45,7 @@ class LowerToPlan(RewritePattern):
         self.kind = kind
 
     def match_and_rewrite(self, op: Op, rewriter: Rewriter) -> None:
-        view = OpView(OPS[op.kind], [v.type for v in op.operands], op.attrs)
-        result = build_plan(rewriter, PLANS[op.kind](view), *op.operands)
+        result = build_plan(rewriter, PLANS[op.kind](view(op)), *op.operands)
         if result.type != op.result.type:
             raise InternalError(f"lowering '{op.name}' ({op.kind}) gave {result.type}, expected {op.result.type}")
         rewriter.replace_anchor(result)

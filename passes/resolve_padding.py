@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from convc.ir import Graph
+from convc.ops import view
 from convc.ops.conv import explicit_padding, resolve_dimension_numbers, spatial
 from convc.pass_manager import Pass
 
@@ -18,14 +19,14 @@ class ResolvePadding(Pass):
     def run(self, graph: Graph) -> bool:
         changed = False
         for op in graph.ops:
-            padding = op.attrs.get("padding", "VALID")
-            if op.kind != "conv" or not isinstance(padding, str):
+            if op.kind != "conv":
                 continue
-            lhs, rhs = (v.type for v in op.operands)
-            dn = resolve_dimension_numbers(op.attrs.get("dimension_numbers"), lhs.rank)
-            n = lhs.rank - 2
+            v = view(op)
+            if not isinstance(v.padding, str):
+                continue
+            lhs, rhs = v.types
+            dn = resolve_dimension_numbers(v.dimension_numbers, lhs.rank)
             op.attrs["padding"] = explicit_padding(
-                padding, spatial(lhs.shape, dn.lhs_spec), spatial(rhs.shape, dn.rhs_spec),
-                op.attrs.get("window_strides") or (1,) * n, op.attrs.get("rhs_dilation") or (1,) * n)
+                v.padding, spatial(lhs.shape, dn.lhs_spec), spatial(rhs.shape, dn.rhs_spec), v.window_strides, v.rhs_dilation)
             changed = True
         return changed

@@ -23,59 +23,17 @@ from typing import Any
 from convc.dtypes import DTYPES, canonical_dtype, numpy_dtype
 from convc.frontend.json_model import MAX_DIM
 from convc.ops import OPS, Attr, OpDef
-from convc.ops.base import BOOL, DIMS, DTYPE, FLOAT, INT, INT_ROWS, INTS, PADDING, PADDING_MODES, PRECISION, PRECISIONS, STR
 
 # compiler/schema/ in a checkout (the package folder of `convc`), shipped as package data
 SCHEMA_PATH = Path(str(resources.files("convc").joinpath("schema", "model.schema.json")))
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 NO_NUL = "^[^\\u0000]*$"  # names end up as .npz keys, which cannot hold NUL
-TENSOR = "tensor"  # the kind of a constant's value: a numpy array, written in "constants", not as a node
 
 
 def dtype_spellings() -> list[str]:
     """Canonical names, then the numpy names `canonical_dtype` also accepts."""
     aliases = [numpy_dtype(name).name for name in DTYPES]
     return list(DTYPES) + [alias for alias in aliases if canonical_dtype(alias) is not None and alias not in DTYPES]
-
-
-def case_insensitive(words: tuple[str, ...]) -> dict[str, Any]:
-    """convc upper-cases these enums before checking; ECMA regexes have no (?i), so spell both cases."""
-    def one(word: str) -> str:
-        return "".join(f"[{c.upper()}{c.lower()}]" if c.isalpha() else c for c in word)
-
-    return {"type": "string", "pattern": "^(" + "|".join(one(w) for w in words) + ")$"}
-
-
-def int_rows(width: int, names: str) -> dict[str, Any]:
-    row = {"type": "array", "items": {"type": "integer"}, "minItems": width, "maxItems": width, "description": names}
-    return {"type": "array", "items": row}
-
-
-def kind_schema(spec: Attr) -> dict[str, Any]:
-    """The JSON shape of one attribute kind (see `convc.ops.base.coerce_attr`)."""
-    if spec.kind == INT:
-        return {"type": "integer"}
-    if spec.kind == INTS:
-        return {"type": "array", "items": {"type": "integer"}}
-    if spec.kind == INT_ROWS:
-        return int_rows(spec.row_width, "[lo, hi]" if spec.row_width == 2 else "[lo, hi, interior]")
-    if spec.kind == PADDING:
-        return {"anyOf": [case_insensitive(PADDING_MODES), int_rows(2, "[lo, hi]")]}
-    if spec.kind == DIMS:
-        return {"type": "array", "items": {"type": "string"}, "minItems": 3, "maxItems": 3,
-                "description": "[lhs, rhs, out] layout strings, e.g. [\"NHWC\", \"HWIO\", \"NHWC\"]"}
-    if spec.kind == PRECISION:
-        one = case_insensitive(PRECISIONS)
-        return {"anyOf": [one, {"type": "array", "items": one, "minItems": 2, "maxItems": 2}]}
-    if spec.kind == DTYPE:
-        return {"$ref": "#/$defs/dtype"}
-    if spec.kind == FLOAT:
-        return {"type": "number"}
-    if spec.kind == BOOL:
-        return {"type": "boolean"}
-    if spec.kind == STR:
-        return {"enum": list(spec.choices)} if spec.choices else {"type": "string"}
-    raise SystemExit(f"gen_schema: no JSON shape for attribute kind '{spec.kind}'; teach kind_schema about it")
 
 
 def json_default(value: Any) -> Any:
@@ -86,17 +44,20 @@ def json_default(value: Any) -> Any:
 
 
 def attr_schema(spec: Attr) -> dict[str, Any]:
-    schema = kind_schema(spec)
+    """The attribute kind's JSON shape, its doc and its default (a default computed from
+    the operand types, such as one stride per spatial dimension, has no JSON value)."""
+    schema = spec.kind.schema()
+    assert schema is not None, "in_json() keeps ops with unspellable attributes out"
     if spec.doc:
         schema = {**schema, "description": spec.doc}
-    if spec.default is not None:
+    if spec.default is not None and not callable(spec.default):
         schema = {**schema, "default": json_default(spec.default)}
     return schema
 
 
 def in_json(opdef: OpDef) -> bool:
     """Ops whose attributes JSON can spell; `constant` lives in the top-level "constants" list."""
-    return all(spec.kind != TENSOR for spec in opdef.attrs.values())
+    return all(spec.kind.schema() is not None for spec in opdef.attrs.values())
 
 
 def node_inputs(opdef: OpDef) -> dict[str, Any]:

@@ -6,18 +6,17 @@ numbers and pads); anything else is an internal error, not a user error.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Sequence
-from typing import Any
 
 import numpy as np
 
 from ..diagnostics import ConvcError, InternalError
 from ..dtypes import numpy_dtype
 from ..ir import Graph, Op, TensorType, Value
-from ..ops.base import ConvDimensionNumbers
-from ..ops.conv import format_dimension_numbers
-from ..textual.attrs import dense_literal, int_list, is_ssa_id, is_symbol_id, quote
+from ..literals import dense_literal, int_list, is_ssa_id, is_symbol_id, quote
+from ..memo import memoized
+from ..ops import ConvDimensionNumbers, view
+from ..ops.attr_kinds import format_dimension_numbers
 
 
 class EmitContext:
@@ -85,7 +84,7 @@ def _binary(op: Op, ctx: EmitContext, result: str) -> None:
 @rule("bias_add")
 def _bias_add(op: Op, ctx: EmitContext, result: str) -> None:
     x, bias = op.operands
-    axis = op.attrs.get("axis", -1) % x.type.rank
+    axis = view(op).axis % x.type.rank
     wide = _broadcast(ctx, ctx.use(bias), bias.type, [axis], x.type, f"{result[1:]}_bias")
     ctx.emit(result, f"stablehlo.add {ctx.use(x)}, {wide} : {x.type}")
 
@@ -120,7 +119,7 @@ def _reverse(op: Op, ctx: EmitContext, result: str) -> None:
 def _pad(op: Op, ctx: EmitContext, result: str) -> None:
     x = op.operands[0]
     config = op.attrs["padding_config"]
-    fill = _scalar_constant(ctx, op.attrs.get("padding_value", 0.0), x.type.dtype, f"{result[1:]}_fill")
+    fill = _scalar_constant(ctx, view(op).padding_value, x.type.dtype, f"{result[1:]}_fill")
     lows, highs, interiors = ([row[i] for row in config] for i in range(3))
     ctx.emit(result, f"stablehlo.pad {ctx.use(x)}, {fill}, low = {int_list(lows)}, high = {int_list(highs)}, "
                      f"interior = {int_list(interiors)} : ({x.type}, {TensorType((), x.type.dtype)}) -> {op.result.type}")
@@ -128,10 +127,8 @@ def _pad(op: Op, ctx: EmitContext, result: str) -> None:
 
 @rule("slice")
 def _slice(op: Op, ctx: EmitContext, result: str) -> None:
-    x = op.operands[0]
-    strides = op.attrs.get("strides") or (1,) * x.type.rank
-    ranges = ", ".join(f"{lo}:{hi}" + (f":{s}" if s != 1 else "")
-                       for lo, hi, s in zip(op.attrs["start_indices"], op.attrs["limit_indices"], strides))
+    x, v = op.operands[0], view(op)
+    ranges = ", ".join(f"{lo}:{hi}" + (f":{s}" if s != 1 else "") for lo, hi, s in zip(v.start_indices, v.limit_indices, v.strides))
     ctx.emit(result, f"stablehlo.slice {ctx.use(x)} [{ranges}] : ({x.type}) -> {op.result.type}")
 
 
@@ -153,54 +150,48 @@ def _precision_config(precision: str | tuple[str, str] | None) -> str:
     return "[" + ", ".join(f"#stablehlo<precision {p}>" for p in pair) + "]"
 
 
-def _window(values: object, n: int) -> str:
-    return int_list(values if values is not None else (1,) * n)  # type: ignore[arg-type]
-
-
 @rule("conv")
 def _conv(op: Op, ctx: EmitContext, result: str) -> None:
     lhs, rhs = op.operands
-    dn, padding = op.attrs.get("dimension_numbers"), op.attrs.get("padding", "VALID")
+    ctx.emit(result, f"stablehlo.convolution({ctx.use(lhs)}, {ctx.use(rhs)}) {_conv_tail(op)}")
+
+
+def _signature(op: Op) -> object:
+    return tuple(v.type for v in op.operands), op.result.type, tuple(sorted(op.attrs.items()))
+
+
+@memoized(1024, key=_signature)
+def _conv_tail(op: Op) -> str:
+    """Everything after the operands; memoized, as a network's convs share a few signatures."""
+    v = view(op)
+    dn, padding = v.dimension_numbers, v.padding
     if not isinstance(dn, ConvDimensionNumbers) or isinstance(padding, str) and padding != "VALID":
         # reachable from the command line (`convc-opt --emit=stablehlo`, `convc -p ...`): a user error
         raise ConvcError("StableHLO needs explicit dimension numbers and padding; "
                          "run -p canonicalize-dimension-numbers,resolve-padding first", op.loc)
-    try:
-        tail = _conv_tail(lhs.type, rhs.type, op.result.type, tuple(sorted(op.attrs.items())))
-    except TypeError:  # an unhashable attribute value: spell it without the cache
-        tail = _conv_tail.__wrapped__(lhs.type, rhs.type, op.result.type, tuple(sorted(op.attrs.items())))
-    ctx.emit(result, f"stablehlo.convolution({ctx.use(lhs)}, {ctx.use(rhs)}) {tail}")
-
-
-@functools.lru_cache(maxsize=1024)
-def _conv_tail(lhs: TensorType, rhs: TensorType, out: TensorType, items: tuple[tuple[str, object], ...]) -> str:
-    """Everything after the operands; cached, as a network's convs share a few signatures."""
-    attrs: dict[str, Any] = dict(items)
-    n = lhs.rank - 2
-    padding = attrs.get("padding", "VALID")
-    pads = ((0, 0),) * n if padding == "VALID" else padding
-    window = (f"stride = {_window(attrs.get('window_strides'), n)}, "
+    lhs, rhs = v.types
+    pads = ((0, 0),) * (lhs.rank - 2) if padding == "VALID" else padding
+    window = (f"stride = {int_list(v.window_strides)}, "
               f"pad = [{', '.join(int_list(p) for p in pads)}], "
-              f"lhs_dilate = {_window(attrs.get('lhs_dilation'), n)}, "
-              f"rhs_dilate = {_window(attrs.get('rhs_dilation'), n)}")
-    flags = (f"batch_group_count = {attrs.get('batch_group_count', 1)} : i64, "
-             f"feature_group_count = {attrs.get('feature_group_count', 1)} : i64, "
-             f"precision_config = {_precision_config(attrs.get('precision'))}")
-    dn = attrs["dimension_numbers"]
+              f"lhs_dilate = {int_list(v.lhs_dilation)}, "
+              f"rhs_dilate = {int_list(v.rhs_dilation)}")
+    flags = (f"batch_group_count = {v.batch_group_count} : i64, "
+             f"feature_group_count = {v.feature_group_count} : i64, "
+             f"precision_config = {_precision_config(v.precision)}")
     return (f"dim_numbers = {format_dimension_numbers(dn)}, window = {{{window}}} {{{flags}}} : "
-            f"({lhs}, {rhs}) -> {out}")
+            f"({lhs}, {rhs}) -> {op.result.type}")
 
 
 @rule("dot_general")
 def _dot_general(op: Op, ctx: EmitContext, result: str) -> None:
     lhs, rhs = op.operands
-    a = op.attrs
-    batching = f"batching_dims = {int_list(a.get('lhs_batching_dimensions', ()))} x {int_list(a.get('rhs_batching_dimensions', ()))}, "
-    contracting = f"contracting_dims = {int_list(a.get('lhs_contracting_dimensions', ()))} x {int_list(a.get('rhs_contracting_dimensions', ()))}"
-    precision = a.get("precision") or "DEFAULT"
+    v = view(op)
+    batching = f"batching_dims = {int_list(v.lhs_batching_dimensions)} x {int_list(v.rhs_batching_dimensions)}, "
+    contracting = f"contracting_dims = {int_list(v.lhs_contracting_dimensions)} x {int_list(v.rhs_contracting_dimensions)}"
+    precision = v.precision or "DEFAULT"
     pair = (precision, precision) if isinstance(precision, str) else precision
     ctx.emit(result, f"stablehlo.dot_general {ctx.use(lhs)}, {ctx.use(rhs)}, "
-                     f"{batching if a.get('lhs_batching_dimensions') else ''}{contracting}, precision = [{', '.join(pair)}] : "
+                     f"{batching if v.lhs_batching_dimensions else ''}{contracting}, precision = [{', '.join(pair)}] : "
                      f"({lhs.type}, {rhs.type}) -> {op.result.type}")
 
 

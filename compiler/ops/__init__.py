@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 
+from ..ir import Op
 from .base import Attr, ConvDimensionNumbers, OpDef, OpView
 from .broadcast import BROADCAST_IN_DIM
 from .conv import CONV
@@ -23,6 +24,11 @@ def register(opdef: OpDef) -> OpDef:
     return opdef
 
 
+def view(op: Op) -> OpView:
+    """The op's typed view: `view(op).window_strides`, its declared default filled in."""
+    return OPS[op.kind].view(op)
+
+
 def suggest(name: str, choices: Iterable[str]) -> str:
     """A ' (did you mean 'x'?)' suffix, or '' when nothing is close."""
     options = list(choices)
@@ -31,4 +37,4 @@ def suggest(name: str, choices: Iterable[str]) -> str:
     return f" (did you mean '{close[0]}'?)" if close else ""
 
 
-__all__ = ["OPS", "Attr", "ConvDimensionNumbers", "OpDef", "OpView", "register", "suggest"]
+__all__ = ["OPS", "Attr", "ConvDimensionNumbers", "OpDef", "OpView", "register", "suggest", "view"]

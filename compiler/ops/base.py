@@ -1,49 +1,71 @@
-"""How an op kind is declared: operands, typed attributes with defaults, and one
-`infer` function that verifies the op and returns its result type."""
+"""How an op kind is declared: operands, typed attributes (a kind and a default each), and
+one `infer` function that verifies the op and returns its result type; and the typed view
+through which everything reads an op's attributes."""
 
 from __future__ import annotations
 
-import math
-import reprlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
 from ..diagnostics import VerifyError
-from ..dtypes import canonical_dtype
-from ..ir import TensorType
-
-
-class ConvDimensionNumbers(NamedTuple):
-    """Explicit conv dimension numbers, as `jax.lax.ConvDimensionNumbers`:
-    each spec is (batch or out-feature dim, feature or in-feature dim, spatial dims...),
-    spatial dims listed in the kernel spec's order."""
-
-    lhs_spec: tuple[int, ...]
-    rhs_spec: tuple[int, ...]
-    out_spec: tuple[int, ...]
-
-
-PADDING_MODES = ("SAME", "SAME_LOWER", "VALID")
-PRECISIONS = ("DEFAULT", "HIGH", "HIGHEST")
-
-# Attribute kinds. Each names how a value is checked, printed and parsed.
-INT, INTS, INT_ROWS, PADDING, DIMS, PRECISION, DTYPE, FLOAT, BOOL, STR = (
-    "int", "ints", "int_rows", "padding", "dims", "precision", "dtype", "float", "bool", "str",
+from ..ir import Op, TensorType
+from .attr_kinds import (
+    BOOL,
+    DIMS,
+    DTYPE,
+    FLOAT,
+    INT,
+    INTS,
+    PADDING,
+    PADDING_MODES,
+    PRECISION,
+    PRECISIONS,
+    STR,
+    TENSOR,
+    AttrKind,
+    ConvDimensionNumbers,
+    IntRowsKind,
+    StrKind,
+    shown,
 )
+
+# A default that depends on the op's operand types (e.g. one stride per spatial dimension).
+DerivedDefault = Callable[[Sequence[TensorType]], Any]
 
 
 @dataclass(frozen=True)
 class Attr:
-    kind: str
+    """One declared attribute: its kind, its default (a value, or a function of the operand
+    types), whether it is required, and a line for the schema and the builder's help."""
+
+    kind: AttrKind
     default: Any = None
     required: bool = False
-    row_width: int = 2  # for INT_ROWS and explicit PADDING rows
     doc: str = ""
-    choices: tuple[str, ...] = ()  # for STR: the values the op's verifier accepts (the schema's enum)
+
+    def default_for(self, types: Sequence[TensorType]) -> Any:
+        return self.default(types) if callable(self.default) else self.default
+
+    def check(self, name: str, value: Any) -> Any:
+        """A raw value -> the typed value (None: absent)."""
+        if value is None:
+            if self.required:
+                raise VerifyError(f"attribute '{name}' is required", attr=name)
+            return None
+        return self.kind.check(value, name)
 
 
-@dataclass(frozen=True)
+def ones_per_spatial_dim(types: Sequence[TensorType]) -> tuple[int, ...]:
+    """The default of a conv's strides and dilations: 1 for each spatial dimension."""
+    return (1,) * (types[0].rank - 2)
+
+
+def ones_per_dim(types: Sequence[TensorType]) -> tuple[int, ...]:
+    return (1,) * types[0].rank
+
+
+@dataclass(frozen=True, eq=False)  # compared and hashed by identity: a memo key part
 class OpDef:
     name: str
     operands: tuple[str, ...]
@@ -51,171 +73,69 @@ class OpDef:
     attrs: dict[str, Attr] = field(default_factory=dict)
     variadic: bool = False  # operands repeat (concatenate)
     doc: str = ""
+    view_class: type[OpView] = field(init=False, repr=False)  # an accessor per attribute, from `attrs`
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "view_class", _view_class(self.name, self.attrs))
+
+    def bind(self, types: Sequence[TensorType], attrs: dict[str, Any]) -> OpView:
+        """The typed view of operand types and attributes (what `infer` receives)."""
+        return self.view_class(self, types, attrs)
+
+    def view(self, op: Op) -> OpView:
+        return self.view_class(self, [v.type for v in op.operands], op.attrs)
 
 
 class OpView:
-    """What an `infer` function sees: operand types and attributes with defaults."""
+    """An op's typed view: operand types, and attributes with their declared defaults filled
+    in (`v.window_strides`, or `v.attr("window_strides")`). What `infer` functions, passes,
+    the emitter and the reference read; nothing else restates a default. Each op kind's view
+    class has one property per declared attribute (`_view_class`), as ODS generates accessors."""
 
     __slots__ = ("opdef", "types", "attrs")
 
     def __init__(self, opdef: OpDef, types: Sequence[TensorType], attrs: dict[str, Any]):
         self.opdef = opdef
-        self.types = list(types)
+        self.types = types
         self.attrs = attrs
 
     def operand(self, index: int) -> TensorType:
         return self.types[index]
 
     def attr(self, name: str) -> Any:
-        if name in self.attrs:
-            return self.attrs[name]
-        return self.opdef.attrs[name].default
+        value = self.attrs.get(name)
+        if value is None:
+            return self.opdef.attrs[name].default_for(self.types)
+        return value
 
     def has(self, name: str) -> bool:
+        """Whether the op sets `name` itself (rather than taking the default)."""
         return name in self.attrs
 
-
-# --- attribute coercion: raw (JSON, builder or parsed) value -> typed value ---
-
-def _short_repr() -> reprlib.Repr:
-    limits = reprlib.Repr()
-    limits.maxlevel, limits.maxlist, limits.maxtuple, limits.maxdict = 3, 6, 6, 4
-    limits.maxstring, limits.maxlong, limits.maxother = 40, 24, 40
-    return limits
+    def __getattr__(self, name: str) -> Any:  # only for names no accessor has (and for type checkers)
+        raise AttributeError(f"op '{self.opdef.name}' declares no attribute '{name}'")
 
 
-# How a bad value appears in a message: short, whatever its size or nesting depth.
-shown = _short_repr().repr
+def _accessor(name: str, spec: Attr) -> property:
+    default = spec.default
+    if callable(default):
+        def derived(v: OpView) -> Any:
+            value = v.attrs.get(name)
+            return default(v.types) if value is None else value
+        return property(derived, doc=spec.doc)
+
+    def plain(v: OpView) -> Any:
+        value = v.attrs.get(name)
+        return default if value is None else value
+    return property(plain, doc=spec.doc)
 
 
-def _int(value: Any, attr: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) and not _is_integral(value):
-        raise VerifyError(f"{attr} must be an integer, got {shown(value)}", attr=attr)
-    if not -(2**63) <= int(value) < 2**63:  # StableHLO attributes are i64
-        raise VerifyError(f"{attr} must fit in 64 bits, got {shown(value)}", attr=attr)
-    return int(value)
-
-
-def _is_integral(value: Any) -> bool:
-    return hasattr(value, "__index__") and not isinstance(value, bool)
-
-
-def _ints(value: Any, attr: str) -> tuple[int, ...]:
-    if isinstance(value, str | bytes) or not isinstance(value, Sequence) and not hasattr(value, "tolist"):
-        raise VerifyError(f"{attr} must be a list of integers, got {shown(value)}", attr=attr)
-    if hasattr(value, "tolist"):
-        value = value.tolist()
-    return tuple(_int(v, attr) for v in value)
-
-
-def _rows(value: Any, attr: str, width: int) -> tuple[tuple[int, ...], ...]:
-    if hasattr(value, "tolist"):
-        value = value.tolist()
-    if isinstance(value, str | bytes) or not isinstance(value, Sequence):
-        raise VerifyError(f"{attr} must be a list of [{_row_names(width)}] rows, got {shown(value)}", attr=attr)
-    rows = []
-    for row in value:
-        items = _ints(row, attr)
-        if len(items) != width:
-            raise VerifyError(f"{attr} rows must have {width} integers [{_row_names(width)}], got {list(items)}", attr=attr)
-        rows.append(items)
-    return tuple(rows)
-
-
-def _row_names(width: int) -> str:
-    return "lo, hi" if width == 2 else "lo, hi, interior"
-
-
-def _padding(value: Any, attr: str) -> str | tuple[tuple[int, ...], ...]:
-    if isinstance(value, str):
-        if value.upper() not in PADDING_MODES:
-            raise VerifyError(f"{attr} must be one of {', '.join(PADDING_MODES)} or [[lo, hi], ...], got {shown(value)}", attr=attr)
-        return value.upper()
-    try:
-        return _rows(value, attr, 2)
-    except VerifyError as err:  # StableHLO C4: shape(padding) = [N - 2, 2]
-        raise VerifyError(err.message, "C4", attr=attr) from None
-
-
-def _dims(value: Any, attr: str) -> tuple[str, str, str] | ConvDimensionNumbers:
-    if isinstance(value, ConvDimensionNumbers):
-        return value
-    if isinstance(value, str | bytes) or not isinstance(value, Sequence) or len(value) != 3:
-        raise VerifyError(f"{attr} must be three layout strings [lhs, rhs, out], got {shown(value)}", attr=attr)
-    if not all(isinstance(spec, str) for spec in value):
-        raise VerifyError(f"{attr} must be three layout strings [lhs, rhs, out], got {shown(value)}", attr=attr)
-    return (value[0], value[1], value[2])
-
-
-def _precision(value: Any, attr: str) -> str | tuple[str, str]:
-    def one(item: Any) -> str:
-        if not isinstance(item, str) or item.upper() not in PRECISIONS:
-            raise VerifyError(f"{attr} must be one of {', '.join(PRECISIONS)} or a pair of them, got {shown(value)}", attr=attr)
-        return item.upper()
-
-    if isinstance(value, str):
-        return one(value)
-    if not isinstance(value, Sequence) or len(value) != 2:
-        raise VerifyError(f"{attr} must be a precision or a pair of them, got {shown(value)}", "C24", attr=attr)
-    return (one(value[0]), one(value[1]))
-
-
-def _dtype(value: Any, attr: str) -> str:
-    name = canonical_dtype(value) if isinstance(value, str) else None
-    if name is None:
-        raise VerifyError(f"{attr} must be a dtype (f32, f16, bf16, f64, i8, i32), got {shown(value)}", attr=attr)
-    return name
-
-
-def _float(value: Any, attr: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) and not hasattr(value, "__float__"):
-        raise VerifyError(f"{attr} must be a number, got {shown(value)}", attr=attr)
-    result = float(value)
-    if math.isnan(result) and not isinstance(value, float):
-        raise VerifyError(f"{attr} must be a number, got {shown(value)}", attr=attr)
-    return result
-
-
-def _bool(value: Any, attr: str) -> bool:
-    if not isinstance(value, bool):
-        raise VerifyError(f"{attr} must be true or false, got {shown(value)}", attr=attr)
-    return value
-
-
-def _str(value: Any, attr: str) -> str:
-    if not isinstance(value, str):
-        raise VerifyError(f"{attr} must be a string, got {shown(value)}", attr=attr)
-    return value
-
-
-def coerce_attr(spec: Attr, name: str, value: Any) -> Any:
-    """Check a raw attribute value against its declared kind; return the typed value."""
-    if value is None:
-        if spec.required:
-            raise VerifyError(f"attribute '{name}' is required", attr=name)
-        return None
-    kind = spec.kind
-    if kind == INT:
-        return _int(value, name)
-    if kind == INTS:
-        return _ints(value, name)
-    if kind == INT_ROWS:
-        return _rows(value, name, spec.row_width)
-    if kind == PADDING:
-        return _padding(value, name)
-    if kind == DIMS:
-        return _dims(value, name)
-    if kind == PRECISION:
-        return _precision(value, name)
-    if kind == DTYPE:
-        return _dtype(value, name)
-    if kind == FLOAT:
-        return _float(value, name)
-    if kind == BOOL:
-        return _bool(value, name)
-    if kind == STR:
-        return _str(value, name)
-    raise AssertionError(f"unknown attribute kind {kind}")
+def _view_class(op_name: str, attrs: dict[str, Attr]) -> type[OpView]:
+    clashes = sorted(name for name in attrs if hasattr(OpView, name))
+    if clashes:
+        raise ValueError(f"op '{op_name}': attribute names {clashes} clash with OpView's own members")
+    accessors: dict[str, Any] = {name: _accessor(name, spec) for name, spec in attrs.items()}
+    return type(f"{op_name}_view", (OpView,), {"__slots__": (), **accessors})
 
 
 # --- small shared checks used by many infer functions ---
@@ -242,3 +162,10 @@ def check_axes(axes: Sequence[int], rank: int, attr: str) -> None:
             raise VerifyError(f"{attr} has dimension {axis} out of range for rank {rank}", attr=attr)
     if len(set(axes)) != len(axes):
         raise VerifyError(f"{attr} {list(axes)} repeats a dimension", attr=attr)
+
+
+__all__ = [
+    "BOOL", "DIMS", "DTYPE", "FLOAT", "INT", "INTS", "PADDING", "PADDING_MODES", "PRECISION", "PRECISIONS", "STR", "TENSOR",
+    "Attr", "AttrKind", "ConvDimensionNumbers", "IntRowsKind", "OpDef", "OpView", "StrKind", "check_axes", "check_permutation",
+    "check_rank", "check_same_dtype", "ones_per_dim", "ones_per_spatial_dim", "shown",
+]

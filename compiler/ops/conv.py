@@ -8,12 +8,12 @@ choice). The helpers here are shared by the transposed and gradient conv ops.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..diagnostics import VerifyError
 from ..ir import TensorType
+from ..memo import memoized
 from .base import (
     DIMS,
     DTYPE,
@@ -21,12 +21,13 @@ from .base import (
     INTS,
     PADDING,
     PRECISION,
-    STR,
     Attr,
     ConvDimensionNumbers,
     OpDef,
     OpView,
+    StrKind,
     check_same_dtype,
+    ones_per_spatial_dim,
     shown,
 )
 
@@ -71,65 +72,14 @@ def check_dimension_numbers(dn: ConvDimensionNumbers, rank: int, attr: str = "di
     return dn
 
 
+@memoized(1024)
 def resolve_dimension_numbers(value: object, rank: int, attr: str = "dimension_numbers") -> ConvDimensionNumbers:
-    """Any accepted spelling (None, layout strings, explicit) -> checked explicit numbers."""
-    try:
-        return _resolved_dimension_numbers(value, rank, attr)
-    except TypeError:  # an unhashable spelling (a list): resolve without the cache
-        return _resolve_dimension_numbers(value, rank, attr)
-
-
-@functools.lru_cache(maxsize=1024)
-def _resolved_dimension_numbers(value: object, rank: int, attr: str) -> ConvDimensionNumbers:
-    """Cached: every conv of a network spells its layouts the same way, and every pass asks."""
-    return _resolve_dimension_numbers(value, rank, attr)
-
-
-def _resolve_dimension_numbers(value: object, rank: int, attr: str) -> ConvDimensionNumbers:
-    if value is None:
-        value = default_layouts(rank)
+    """Any accepted spelling (layout strings, explicit) -> checked explicit numbers; memoized:
+    every conv of a network spells its layouts the same way, and every pass asks."""
     if isinstance(value, ConvDimensionNumbers):
         return check_dimension_numbers(value, rank, attr)
     assert isinstance(value, tuple)
     return dimension_numbers_from_layouts(value, rank, attr)
-
-
-def format_dimension_numbers(dn: ConvDimensionNumbers) -> str:
-    """StableHLO's compact form: `[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]`."""
-
-    def one(spec: tuple[int, ...], first: str, second: str) -> str:
-        labels = [""] * len(spec)
-        labels[spec[0]], labels[spec[1]] = first, second
-        for index, dim in enumerate(spec[2:]):
-            labels[dim] = str(index)
-        return "[" + ", ".join(labels) + "]"
-
-    return f"{one(dn.lhs_spec, 'b', 'f')}x{one(dn.rhs_spec, 'o', 'i')}->{one(dn.out_spec, 'b', 'f')}"
-
-
-def parse_dimension_numbers(text: str) -> ConvDimensionNumbers:
-    """Inverse of `format_dimension_numbers`; raises ValueError on malformed text."""
-    compact = text.replace(" ", "")
-    try:
-        lhs_text, rest = compact.split("x", 1)
-        rhs_text, out_text = rest.split("->")
-    except ValueError:
-        raise ValueError(f"malformed dimension numbers '{text}'") from None
-
-    def one(part: str, first: str, second: str) -> tuple[int, ...]:
-        if not (part.startswith("[") and part.endswith("]")):
-            raise ValueError(f"malformed dimension numbers '{text}'")
-        labels = part[1:-1].split(",")
-        try:
-            spatial = sorted((int(label), dim) for dim, label in enumerate(labels) if label not in (first, second))
-            result = (labels.index(first), labels.index(second)) + tuple(dim for _, dim in spatial)
-        except ValueError:
-            raise ValueError(f"malformed dimension numbers '{text}'") from None
-        if [label for label, _ in spatial] != list(range(len(spatial))):
-            raise ValueError(f"malformed dimension numbers '{text}': spatial labels must be 0..{len(spatial) - 1}, each once")
-        return result
-
-    return ConvDimensionNumbers(one(lhs_text, "b", "f"), one(rhs_text, "o", "i"), one(out_text, "b", "f"))
 
 
 # --- window attributes and padding ------------------------------------------
@@ -141,10 +91,8 @@ MAX_WINDOW = 2**31 - 1
 
 
 def window_attr(v: OpView, name: str, spatial_rank: int, size_id: str, positive_id: str) -> tuple[int, ...]:
-    """A per-spatial-dim attribute (strides, dilations), defaulting to ones."""
+    """A checked per-spatial-dim attribute (strides, dilations)."""
     value = v.attr(name)
-    if value is None:
-        return (1,) * spatial_rank
     if len(value) != spatial_rank:
         raise VerifyError(f"{name} has {len(value)} entries, expected {spatial_rank} (one per spatial dimension)", size_id, attr=name)
     if any(x <= 0 for x in value):
@@ -174,7 +122,7 @@ def explicit_padding(
     rhs_dilation: Sequence[int],
 ) -> tuple[tuple[int, int], ...]:
     """Resolve SAME/SAME_LOWER/VALID on the dilated kernel, as lax does; check explicit pads."""
-    if padding is None or padding == "VALID":
+    if padding == "VALID":
         return tuple((0, 0) for _ in in_spatial)
     if isinstance(padding, str):
         windows = [dilate_dim(k, d) for k, d in zip(kernel_spatial, rhs_dilation)]
@@ -223,7 +171,7 @@ def assemble(spec: Sequence[int], first: int, second: int, spatial_sizes: Sequen
 
 
 def check_group_counts(v: OpView) -> tuple[int, int]:
-    fgc, bgc = v.attr("feature_group_count"), v.attr("batch_group_count")
+    fgc, bgc = v.feature_group_count, v.batch_group_count
     if fgc <= 0:
         raise VerifyError(f"feature_group_count must be positive, got {fgc}", "C21", attr="feature_group_count")
     if bgc <= 0:
@@ -259,7 +207,7 @@ class Forward:
 
 def read_forward(v: OpView, rank: int) -> Forward:
     n = rank - 2
-    dn = resolve_dimension_numbers(v.attr("dimension_numbers"), rank)
+    dn = resolve_dimension_numbers(v.dimension_numbers, rank)
     strides = window_attr(v, "window_strides", n, "C2", "C3")
     lhs_dilation = window_attr(v, "lhs_dilation", n, "C5", "C6")
     rhs_dilation = window_attr(v, "rhs_dilation", n, "C7", "C8")
@@ -302,10 +250,10 @@ def infer_conv(v: OpView) -> TensorType:
     in_spatial, kernel_spatial = spatial(lhs.shape, dn.lhs_spec), spatial(rhs.shape, dn.rhs_spec)
     if 0 in kernel_spatial:  # MLIR's verifier: "expects window to have positive value"
         raise VerifyError(f"rhs spatial dimensions {list(kernel_spatial)} must be positive: a conv window cannot be empty", "M1", operand=1)
-    pads = explicit_padding(v.attr("padding"), in_spatial, kernel_spatial, fwd.strides, fwd.rhs_dilation)
+    pads = explicit_padding(v.padding, in_spatial, kernel_spatial, fwd.strides, fwd.rhs_dilation)
     out_spatial = conv_output_spatial(in_spatial, kernel_spatial, fwd.strides, pads, fwd.lhs_dilation, fwd.rhs_dilation)
-    dtype = v.attr("preferred_element_type") or lhs.dtype
-    check_lowering(v.attr("lowering"))
+    dtype = v.preferred_element_type or lhs.dtype
+    check_lowering(v.lowering)
     return TensorType(assemble(dn.out_spec, batch // bgc, out_features, out_spatial), dtype)
 
 
@@ -321,11 +269,11 @@ def check_lowering(lowering: str | None) -> None:
 
 
 CONV_ATTRS: dict[str, Attr] = {
-    "window_strides": Attr(INTS, doc="inter-window strides; default all 1"),
+    "window_strides": Attr(INTS, ones_per_spatial_dim, doc="inter-window strides; default all 1"),
     "padding": Attr(PADDING, "VALID", doc='"SAME", "SAME_LOWER", "VALID" or [[lo, hi], ...]'),
-    "lhs_dilation": Attr(INTS, doc="input (base) dilation; default all 1"),
-    "rhs_dilation": Attr(INTS, doc="kernel (window) dilation; default all 1"),
-    "dimension_numbers": Attr(DIMS, doc="[lhs, rhs, out] layouts; default NC.../OI.../NC..."),
+    "lhs_dilation": Attr(INTS, ones_per_spatial_dim, doc="input (base) dilation; default all 1"),
+    "rhs_dilation": Attr(INTS, ones_per_spatial_dim, doc="kernel (window) dilation; default all 1"),
+    "dimension_numbers": Attr(DIMS, lambda types: default_layouts(types[0].rank), doc="[lhs, rhs, out] layouts; default NC.../OI.../NC..."),
     "feature_group_count": Attr(INT, 1),
     "batch_group_count": Attr(INT, 1),
     "precision": Attr(PRECISION, doc='"DEFAULT" | "HIGH" | "HIGHEST" or a pair'),
@@ -334,7 +282,7 @@ CONV_ATTRS: dict[str, Attr] = {
 
 # Only the forward conv takes a pin: the gradient and transposed ops share CONV_ATTRS, and
 # their lowered convs are what autotune-conv-lowering pins.
-LOWERING_ATTR = Attr(STR, choices=LOWERINGS,
+LOWERING_ATTR = Attr(StrKind(LOWERINGS),
                      doc='which lowering the cpu target uses: "xla" (XLA\'s own conv) or a cpu-* rewrite pass; default: its cost model')
 
 CONV = OpDef(

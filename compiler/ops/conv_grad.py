@@ -23,7 +23,7 @@ from typing import Any
 
 from ..diagnostics import VerifyError
 from ..ir import TensorType
-from .base import BOOL, INTS, PADDING, Attr, ConvDimensionNumbers, OpDef, OpView
+from .base import BOOL, INTS, PADDING, Attr, ConvDimensionNumbers, OpDef, OpView, ones_per_spatial_dim
 from .conv import (
     CONV,
     CONV_ATTRS,
@@ -88,7 +88,7 @@ class ConvPlan:
     def result_type(self, lhs: TensorType, rhs: TensorType, attr_names: Sequence[str]) -> TensorType:
         kernel = rhs.shape if self.kernel_move is None else self.kernel_move.merged_shape(rhs.shape)
         try:
-            out = infer_conv(OpView(CONV, [lhs, TensorType(kernel, rhs.dtype)], self.conv_attrs))
+            out = infer_conv(CONV.bind([lhs, TensorType(kernel, rhs.dtype)], self.conv_attrs))
         except VerifyError as err:  # a user's padding can still empty a dim (L2)
             attr = err.attr if err.attr in attr_names else None
             raise VerifyError(err.message, err.constraint, attr=attr) from None
@@ -113,8 +113,8 @@ def _conv_attrs(v: OpView, dn: ConvDimensionNumbers, strides: Sequence[int], pad
     if batch_groups > 1:
         attrs["batch_group_count"] = batch_groups
     for name in ("precision", "preferred_element_type"):
-        if v.attr(name) is not None:
-            attrs[name] = v.attr(name)
+        if v.has(name):
+            attrs[name] = v.attrs[name]
     return attrs
 
 
@@ -146,7 +146,7 @@ def conv_transpose_padding(window: int, stride: int, padding: str | tuple[int, i
 
 
 def _transpose_pads(v: OpView, kernel: Sequence[int], strides: Sequence[int], rhs_dilation: Sequence[int]) -> Pads:
-    padding = v.attr("padding")
+    padding = v.padding
     if padding == "SAME_LOWER":
         raise VerifyError("conv_transpose padding must be SAME, VALID or [[lo, hi], ...] (as lax.conv_transpose), got SAME_LOWER",
                           "T2", attr="padding")
@@ -154,7 +154,7 @@ def _transpose_pads(v: OpView, kernel: Sequence[int], strides: Sequence[int], rh
         raise VerifyError(f"padding has {len(padding)} [lo, hi] pairs, expected {len(kernel)} (one per spatial dimension)",
                           "C4", attr="padding")
     rows = padding if isinstance(padding, tuple) else (padding,) * len(kernel)
-    consistent = bool(v.attr("use_consistent_padding"))
+    consistent = v.use_consistent_padding
     return tuple(conv_transpose_padding(dilate_dim(k, d), s, row, consistent)
                  for k, s, d, row in zip(kernel, strides, rhs_dilation, rows))
 
@@ -185,14 +185,13 @@ def plan_conv_transpose(v: OpView) -> ConvPlan:
     lhs, rhs = v.operand(0), v.operand(1)
     rank = check_ranks(lhs, rhs)
     n = rank - 2
-    layouts = v.attr("dimension_numbers") or transpose_default_layouts(rank)
-    dn = resolve_dimension_numbers(layouts, rank)
+    dn = resolve_dimension_numbers(v.dimension_numbers, rank)
     strides = window_attr(v, "strides", n, "C2", "C3")
     rhs_dilation = window_attr(v, "rhs_dilation", n, "C7", "C8")
-    groups = v.attr("feature_group_count")
+    groups = v.feature_group_count
     if groups <= 0:
         raise VerifyError(f"feature_group_count must be positive, got {groups}", "C21", attr="feature_group_count")
-    transpose_kernel = bool(v.attr("transpose_kernel"))
+    transpose_kernel = v.transpose_kernel
     _check_transpose_features(lhs, rhs, dn, groups, transpose_kernel)
     pads = _transpose_pads(v, spatial(rhs.shape, dn.rhs_spec), strides, rhs_dilation)
     rhs_spec = swap_roles(dn.rhs_spec) if transpose_kernel else dn.rhs_spec
@@ -214,9 +213,9 @@ def infer_conv_transpose(v: OpView) -> TensorType:
 def forward_type(v: OpView, lhs: TensorType, rhs: TensorType, operand_attr: dict[int, str]) -> TensorType:
     """The forward conv's result type; its errors about an operand that the gradient op only
     knows as a shape attribute (`input_shape`, `kernel_shape`) point at that attribute."""
-    attrs = {name: v.attr(name) for name in CONV_ATTRS if v.attr(name) is not None}
+    attrs = {name: value for name, value in v.attrs.items() if name in CONV_ATTRS}
     try:
-        return infer_conv(OpView(CONV, [lhs, rhs], attrs))
+        return infer_conv(CONV.bind([lhs, rhs], attrs))
     except VerifyError as err:
         if err.operand in operand_attr:
             raise VerifyError(err.message, err.constraint, attr=operand_attr[err.operand]) from None
@@ -252,16 +251,14 @@ def check_shape_attr(v: OpView, name: str, rank: int, constraint: str) -> tuple[
 
 def _forward_pads(v: OpView, fwd: Forward, out: Sequence[int], kernel: Sequence[int], input_spatial: Sequence[int] | None) -> Pads:
     """The forward pads; a SAME family resolves on the forward input (`input_shape`, else out * stride)."""
-    padding = v.attr("padding")
+    padding = v.padding
     if input_spatial is None:
         input_spatial = tuple(o * s for o, s in zip(out, fwd.strides))
     return explicit_padding(padding, input_spatial, kernel, fwd.strides, fwd.rhs_dilation)
 
 
 def _check_output_padding(v: OpView, fwd: Forward, n: int) -> tuple[int, ...]:
-    extra = v.attr("output_padding")
-    if extra is None:
-        return (0,) * n
+    extra = v.output_padding
     if len(extra) != n:
         raise VerifyError(f"output_padding has {len(extra)} entries, expected {n} (one per spatial dimension)", "B5", attr="output_padding")
     for dim, (p, s, d) in enumerate(zip(extra, fwd.strides, fwd.rhs_dilation)):
@@ -276,7 +273,7 @@ def _scatter_sizes(v: OpView, fwd: Forward, out: Sequence[int], kernel: Sequence
     extra = _check_output_padding(v, fwd, len(out))
     sizes = []
     for dim, (o, s, w, (lo, hi), p, ld) in enumerate(zip(out, fwd.strides, fwd.windows(kernel), pads, extra, fwd.lhs_dilation)):
-        if v.attr("padding") in SAME_FAMILY:
+        if v.padding in SAME_FAMILY:
             sizes.append(o * s + p)
             continue
         extent = (o - 1) * s + w - lo - hi + p  # in the forward input's dilated coordinates
@@ -360,7 +357,7 @@ def _check_filter_sizes(v: OpView, fwd: Forward, lhs: TensorType, out_grad: Tens
     forward_out = forward_type(v, lhs, kernel_type, {1: "kernel_shape"})
     check_non_spatial(forward_out, out_grad, fwd.dn.out_spec, "F2", "kernel_shape", operand=1)
     in_spatial, kernel = spatial(lhs.shape, fwd.dn.lhs_spec), spatial(kernel_type.shape, fwd.dn.rhs_spec)
-    pads = explicit_padding(v.attr("padding"), in_spatial, kernel, fwd.strides, fwd.rhs_dilation)
+    pads = explicit_padding(v.padding, in_spatial, kernel, fwd.strides, fwd.rhs_dilation)
     sizes = zip(spatial(out_grad.shape, fwd.dn.out_spec), spatial(forward_out.shape, fwd.dn.out_spec), in_spatial, kernel, fwd.strides, pads)
     for dim, (actual, computed, size, k, s, lo_hi) in enumerate(sizes):
         if actual != computed:
@@ -394,10 +391,10 @@ def infer_backprop_filter(v: OpView) -> TensorType:
 # --- declarations -----------------------------------------------------------------
 
 CONV_TRANSPOSE_ATTRS: dict[str, Attr] = {
-    "strides": Attr(INTS, doc="fractional strides (the lhs dilation of the lowered conv); default all 1"),
+    "strides": Attr(INTS, ones_per_spatial_dim, doc="fractional strides (the lhs dilation of the lowered conv); default all 1"),
     "padding": Attr(PADDING, "VALID", doc='"SAME", "VALID" (as the forward conv) or [[lo, hi], ...] of the lowered conv'),
     "rhs_dilation": CONV_ATTRS["rhs_dilation"],
-    "dimension_numbers": Attr(CONV_ATTRS["dimension_numbers"].kind, doc="[lhs, rhs, out] layouts; default NHC/HIO/NHC, NHWC/HWIO/NHWC, ..."),
+    "dimension_numbers": Attr(CONV_ATTRS["dimension_numbers"].kind, lambda types: transpose_default_layouts(types[0].rank), doc="[lhs, rhs, out] layouts; default NHC/HIO/NHC, NHWC/HWIO/NHWC, ..."),
     "transpose_kernel": Attr(BOOL, False, doc="reverse the kernel's spatial dims and swap its I/O roles (Keras Conv2DTranspose)"),
     "use_consistent_padding": Attr(BOOL, False, doc="explicit pads mean the forward conv's (lax, PyTorch)"),
     "feature_group_count": CONV_ATTRS["feature_group_count"],
@@ -408,7 +405,7 @@ CONV_TRANSPOSE_ATTRS: dict[str, Attr] = {
 BACKPROP_INPUT_ATTRS: dict[str, Attr] = {
     **CONV_ATTRS,
     "input_shape": Attr(INTS, doc="the forward input's shape (TF input_sizes, ONNX output_shape)"),
-    "output_padding": Attr(INTS, doc="extra result elements on the high side per spatial dim (PyTorch, ONNX)"),
+    "output_padding": Attr(INTS, lambda types: (0,) * (types[0].rank - 2), doc="extra result elements on the high side per spatial dim (PyTorch, ONNX)"),
 }
 
 BACKPROP_FILTER_ATTRS: dict[str, Attr] = {

@@ -15,16 +15,16 @@ from .base import (
     DTYPE,
     FLOAT,
     INT,
-    INT_ROWS,
     INTS,
+    TENSOR,
     Attr,
+    IntRowsKind,
     OpDef,
     OpView,
     check_axes,
     check_permutation,
+    ones_per_dim,
 )
-
-TENSOR = "tensor"  # attribute kind of a constant's value: a numpy array
 
 
 def _same_types(v: OpView) -> TensorType:
@@ -101,9 +101,7 @@ def _pad(v: OpView) -> TensorType:
 
 def _slice(v: OpView) -> TensorType:
     x, start, limit = v.operand(0), v.attr("start_indices"), v.attr("limit_indices")
-    strides = v.attr("strides")
-    if strides is None:  # only an absent attribute defaults: `[]` is a wrong length, as lax.slice says
-        strides = (1,) * x.rank
+    strides = v.attr("strides")  # only an absent attribute defaults: `[]` is a wrong length, as lax.slice says
     for name, values in (("start_indices", start), ("limit_indices", limit), ("strides", strides)):
         if len(values) != x.rank:
             raise VerifyError(f"{name} has {len(values)} entries, expected {x.rank}", attr=name)
@@ -145,13 +143,13 @@ TENSOR_OPS: tuple[OpDef, ...] = (
     OpDef("transpose", ("x",), _transpose, {"permutation": Attr(INTS, required=True)}, doc="lax.transpose"),
     OpDef("reverse", ("x",), _reverse, {"dimensions": Attr(INTS, required=True)}, doc="lax.rev"),
     OpDef("pad", ("x",), _pad, {
-        "padding_config": Attr(INT_ROWS, required=True, row_width=3),
+        "padding_config": Attr(IntRowsKind(3), required=True),
         "padding_value": Attr(FLOAT, 0.0),
     }, doc="lax.pad with a scalar padding value; negative lo/hi crop"),
     OpDef("slice", ("x",), _slice, {
         "start_indices": Attr(INTS, required=True),
         "limit_indices": Attr(INTS, required=True),
-        "strides": Attr(INTS),
+        "strides": Attr(INTS, ones_per_dim),
     }, doc="lax.slice"),
     OpDef("concatenate", ("inputs",), _concatenate, {"dimension": Attr(INT, required=True)}, variadic=True, doc="lax.concatenate"),
     OpDef("convert", ("x",), _convert, {"new_dtype": Attr(DTYPE, required=True)}, doc="lax.convert_element_type"),

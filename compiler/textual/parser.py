@@ -15,8 +15,7 @@ from ..diagnostics import ConvcError, Location
 from ..dtypes import canonical_dtype, numpy_dtype
 from ..ir import Graph, Op, TensorType, Value
 from ..ops import OPS, suggest
-from ..ops.base import FLOAT
-from ..ops.conv import parse_dimension_numbers
+from ..ops.attr_kinds import parse_dimension_numbers
 from ..verify import coerce_attrs, infer_type
 
 _TOKEN = re.compile(
@@ -37,9 +36,6 @@ _TOKEN = re.compile(
     """,
     re.VERBOSE,
 )
-
-
-_NON_FINITE = ("inf", "-inf", "nan")
 
 
 class _Token:
@@ -83,11 +79,11 @@ def _unescape(match: re.Match[str]) -> str:
     return {"n": "\n", "t": "\t"}.get(escaped, escaped)
 
 
-def _non_finite_floats(kind: str, raw: dict[str, Any]) -> dict[str, Any]:
-    """The printer quotes non-finite float attributes ("-inf": no decimal literal spells them); read them back."""
+def _by_kind(kind: str, raw: dict[str, Any]) -> dict[str, Any]:
+    """Each declared attribute's generic value as its kind reads it (unknown names are left
+    for `coerce_attrs` to diagnose)."""
     specs = OPS[kind].attrs
-    return {name: float(value) if name in specs and specs[name].kind == FLOAT and isinstance(value, str) and value in _NON_FINITE else value
-            for name, value in raw.items()}
+    return {name: specs[name].kind.parse(value) if name in specs else value for name, value in raw.items()}
 
 
 def _symbol_name(text: str) -> str:
@@ -267,7 +263,7 @@ class _Parser:
         if operand_types != [v.type for v in operands]:
             raise self.error("operand types do not match the operands' declared types", kind_tok)
         loc = Location(file=self.file, line=result_tok.line, col=result_tok.col, node=name, op=kind)
-        attrs = coerce_attrs(kind, _non_finite_floats(kind, raw), loc)
+        attrs = coerce_attrs(kind, _by_kind(kind, raw), loc)
         inferred = infer_type(kind, operand_types, attrs, loc)
         if inferred != result_type:
             raise ConvcError(f"result type {result_type} does not match the inferred type {inferred}", loc)

@@ -8,8 +8,9 @@ import numpy as np
 
 from ..dtypes import from_numpy
 from ..ir import Graph, Op, TensorType, Value
+from ..literals import is_ssa_id, is_symbol_id, quote
 from ..ops import OPS
-from .attrs import format_attr, is_ssa_id, is_symbol_id, quote
+from ..ops.attr_kinds import TENSOR
 
 ELIDED = "dense_resource<__elided__>"  # MLIR's spelling of an elided elements attribute
 
@@ -71,9 +72,9 @@ def _elided(value: Any, elide_larger: int | None) -> bool:
 
 def _print_attr(op: Op, name: str, elide_larger: int | None) -> str:
     attr, value = OPS[op.kind].attrs[name], op.attrs[name]
-    if attr.kind == "tensor" and _elided(value, elide_larger):
+    if attr.kind is TENSOR and _elided(value, elide_larger):
         return f"{ELIDED} : {TensorType(tuple(value.shape), from_numpy(value.dtype) or op.result.type.dtype).mlir()}"
-    return format_attr(attr.kind, value, attr.row_width)
+    return attr.kind.print(value)
 
 
 def _print_op(op: Op, namer: _Namer, elide_larger: int | None = None) -> str:

@@ -1,30 +1,16 @@
-"""Attribute and literal spellings shared by the convc printer and the StableHLO emitter."""
+"""MLIR literal spellings (strings, i64 arrays and rows, floats, dense tensors, identifiers)
+shared by the attribute kinds, the convc printer and the StableHLO emitter."""
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from ..dtypes import from_numpy, is_float
-from ..ir import TensorType
-from ..ops.base import (
-    BOOL,
-    DIMS,
-    DTYPE,
-    FLOAT,
-    INT,
-    INT_ROWS,
-    INTS,
-    PADDING,
-    PRECISION,
-    STR,
-    ConvDimensionNumbers,
-)
-from ..ops.conv import format_dimension_numbers
+from .dtypes import from_numpy, is_float
+from .ir import TensorType
 
 INLINE_ELEMENTS = 16  # larger constants are printed as a hex blob
 _SSA_ID = re.compile(r"[A-Za-z_$.\-][A-Za-z0-9_$.\-]*")
@@ -98,32 +84,3 @@ def _nested(array: np.ndarray, dtype: str) -> str:
     if array.ndim == 0:
         return _scalar(array.item() if dtype.startswith("i") else float(array), dtype)
     return "[" + ", ".join(_nested(sub, dtype) for sub in array) + "]"
-
-
-def format_attr(kind: str, value: Any, row_width: int = 2) -> str:
-    """The convc-text spelling of a typed attribute value."""
-    if kind == INT:
-        return f"{value} : i64"
-    if kind == INTS:
-        return i64_array(value)
-    if kind == INT_ROWS:
-        return i64_rows(value, row_width)
-    if kind == PADDING:
-        return quote(value) if isinstance(value, str) else i64_rows(value, 2)
-    if kind == DIMS:
-        if isinstance(value, ConvDimensionNumbers):
-            return f"#convc.dims<{format_dimension_numbers(value)}>"
-        return "[" + ", ".join(quote(spec) for spec in value) + "]"
-    if kind == PRECISION:
-        return quote(value) if isinstance(value, str) else "[" + ", ".join(quote(p) for p in value) + "]"
-    if kind == DTYPE:
-        return str(value)
-    if kind == FLOAT:
-        return f"{float_literal(value)} : f64" if math.isfinite(value) else f"{quote(repr(value))}"
-    if kind == BOOL:
-        return "true" if value else "false"
-    if kind == STR:
-        return quote(value)
-    if kind == "tensor":
-        return dense_literal(value)
-    raise AssertionError(f"unknown attribute kind {kind}")
