@@ -154,8 +154,10 @@ def check_spec(spec: ShardingSpec, shape: Sequence[int], mesh: Mesh | None, what
     for index, dim in enumerate(spec.dims):
         for axis in dim:
             if axis not in mesh.names:
-                raise ConvcError(f"{what}: sharding names axis '{axis}', which the mesh ({', '.join(mesh.names) or 'no axes'}) lacks",
-                                 loc.child(index), "S1")
+                from .ops import suggest
+
+                raise ConvcError(f"{what}: sharding names axis '{axis}', which the mesh ({', '.join(mesh.names) or 'no axes'}) "
+                                 f"lacks{suggest(axis, mesh.names)}", loc.child(index), "S1")
             if axis in seen:
                 raise ConvcError(f"{what}: sharding uses axis '{axis}' twice", loc.child(index), "S2")
             seen.add(axis)
@@ -171,7 +173,7 @@ def verify_shardings(graph: Any) -> None:
     """Every pinned spec fits the graph's mesh and its value (S1-S4, S7)."""
     for value in graph.values():
         if value.sharding is not None:
-            check_spec(value.sharding, value.type.shape, graph.mesh, f"'{value.name}'")
+            value.sharding = check_spec(value.sharding, value.type.shape, graph.mesh, f"'{value.name}'")
 
 
 def apply_mesh_override(graph: Any, mesh: Mesh, file: str | None) -> None:
