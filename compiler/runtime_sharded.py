@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,7 +43,7 @@ def request_host_devices(count: int) -> bool:
 
     if xla_bridge.backends_are_initialized():
         return False
-    current = max(_flag_count(), int(jax.config.jax_num_cpu_devices))
+    current = max(_flag_count(), int(xla_bridge.num_cpu_devices.value))
     if current < count:
         jax.config.update("jax_num_cpu_devices", count)
     return True
@@ -58,6 +58,10 @@ def devices_for(count: int, platform: str | None = None) -> list[Any]:
                 if client.platform == "cpu" else "")
         raise TooFewDevicesError(str(client.platform), count, len(devices), hint)
     return devices[:count]
+
+
+def _slicer(array: np.ndarray) -> Callable[[Any], np.ndarray]:
+    return lambda index: array[index]
 
 
 @dataclass
@@ -77,8 +81,7 @@ class ShardedExecutable:
         placed = []
         with jax.enable_x64(True):  # f64 inputs stay f64
             for array, sharding in zip(arrays, self.input_shardings):
-                array = np.asarray(array)
-                placed.append(jax.make_array_from_callback(array.shape, sharding, lambda index, a=array: a[index]))
+                placed.append(jax.make_array_from_callback(np.shape(array), sharding, _slicer(np.asarray(array))))
         return placed
 
     def run_on_device(self, placed: Sequence[Any]) -> list[list[Any]]:

@@ -17,8 +17,8 @@ from ..dtypes import numpy_dtype
 from ..ir import Graph, Op, TensorType, Value
 from ..ops.base import ConvDimensionNumbers
 from ..ops.conv import format_dimension_numbers
-from . import sdy
 from ..textual.attrs import dense_literal, int_list, is_ssa_id, is_symbol_id, quote
+from . import sdy
 
 
 class EmitContext:
