@@ -248,3 +248,20 @@ def _brief(value: Any) -> str:
 def specs_of(graph: Any) -> Iterable[tuple[Any, ShardingSpec]]:
     """(value, spec) for every pinned value, in definition order."""
     return ((v, v.sharding) for v in graph.values() if v.sharding is not None)
+
+
+# --- JSON Schema (tools/gen_schema.py) -----------------------------------------------
+
+
+def mesh_schema() -> dict[str, Any]:
+    return {"type": "object", "description": "named mesh axes and their sizes, in order (devices: their product, row-major)",
+            "propertyNames": {"pattern": f"^{AXIS_NAME.pattern}$"},
+            "additionalProperties": {"type": "integer", "minimum": 1}}
+
+
+def shardings_schema() -> dict[str, Any]:
+    axis = {"type": "string", "pattern": f"^{AXIS_NAME.pattern}$"}
+    dim = {"oneOf": [{"type": "null"}, axis, {"type": "array", "items": axis, "description": "axes, major to minor"}]}
+    return {"type": "object", "description": "value name -> one entry per dimension (null: not split); needs a mesh. "
+                                             "See docs/sharding.md.",
+            "additionalProperties": {"type": "array", "items": dim}}

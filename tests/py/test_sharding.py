@@ -186,3 +186,15 @@ def test_unsharded_bytecode_is_unchanged() -> None:
     compiler = driver.Compiler(target="generic")
     payload = compiler.emit(compiler.run_passes(graph), "bytecode")
     assert payload[:4] == b"ML\xefR" and np.frombuffer(payload, np.uint8).size > 0
+
+
+@pytest.mark.parametrize("model", [*SHARDED_EXAMPLES, ROOT / "tests" / "lit" / "json" / "inputs" / "sharded.json"], ids=lambda p: p.stem)
+def test_sharded_models_validate_against_the_schema(model: Path) -> None:
+    import jsonschema
+    from convc.tools import gen_schema
+
+    validator = jsonschema.Draft202012Validator(json.loads(gen_schema.SCHEMA_PATH.read_text(encoding="utf-8")))
+    assert list(validator.iter_errors(json.loads(model.read_text(encoding="utf-8")))) == []
+    bad = json.loads(model.read_text(encoding="utf-8"))
+    bad["mesh"] = {"data": 0}
+    assert list(validator.iter_errors(bad))
