@@ -47,7 +47,8 @@ class Row:
 
 def collective_bytes(hlo: str) -> tuple[int, dict[str, int]]:
     """Bytes of every collective's per-device result, and a count per kind."""
-    total, kinds = 0, {}
+    total = 0
+    kinds: dict[str, int] = {}
     for dtype, dims, kind in _COLLECTIVE.findall(hlo):
         total += math.prod(int(d) for d in dims.split(",") if d) * BYTES.get(dtype, 4)
         kinds[kind] = kinds.get(kind, 0) + 1
