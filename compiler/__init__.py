@@ -12,13 +12,26 @@ from .frontend import load_model, load_model_text
 from .ir import Graph, Op, TensorType, Value
 from .textual import parse_ir, print_graph
 
-__version__ = "0.1.0"
+
+def _installed_version() -> str:
+    """The installed distribution's version; a source tree that was never installed has none."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("convc")
+    except PackageNotFoundError:
+        return "0+unknown"
 
 
-def compile_graph(graph: Graph, pipeline: str | None = None, target: str = "generic", verify: bool = True,
+__version__ = _installed_version()
+
+
+def compile_graph(graph: Graph, pipeline: str | None = None, target: str | None = None, verify: bool = True,
                   autotune: bool = False, autotune_cache: str | None = None) -> str:
-    """Run the pipeline on a copy of `graph` and return verified StableHLO text. `autotune`
-    (target "cpu") measures each conv's candidate lowerings, as `convc --autotune`."""
+    """Run the pipeline on a copy of `graph` and return verified StableHLO text. `target`
+    defaults, as `convc --target` does, to the platform PJRT finds ("cpu" or "gpu", else
+    "generic"), as jax.jit compiles for the default backend. `autotune` (target "cpu")
+    measures each conv's candidate lowerings, as `convc --autotune`."""
     from .driver import Compiler
 
     compiler = Compiler(pipeline=pipeline, target=target, verify=verify, autotune=autotune, autotune_cache=autotune_cache)
@@ -28,5 +41,5 @@ def compile_graph(graph: Graph, pipeline: str | None = None, target: str = "gene
 
 __all__ = [
     "Builder", "ConvcError", "Graph", "Location", "Op", "TensorType", "Value",
-    "compile_graph", "load_model", "load_model_text", "parse_ir", "print_graph",
+    "__version__", "compile_graph", "load_model", "load_model_text", "parse_ir", "print_graph",
 ]

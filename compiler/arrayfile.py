@@ -21,6 +21,8 @@ from typing import IO
 import numpy as np
 from numpy.lib import format as npy
 
+from .dtypes import numpy_dtype
+
 # Everything numpy/zipfile raise on a corrupt, truncated or hostile file.
 # (numpy tokenizes version-1 headers: a damaged one can raise TokenError or SyntaxError.)
 _READ_ERRORS = (OSError, ValueError, TypeError, EOFError, KeyError, RuntimeError, NotImplementedError, OverflowError,
@@ -124,7 +126,11 @@ def open_array_file(path: str | os.PathLike[str]) -> Iterator[ArrayFile]:
 
 
 def as_dtype(array: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """`array` in `dtype`. np.save stores bfloat16 as raw 2-byte voids; those are reinterpreted."""
-    if array.dtype.kind == "V" and array.dtype.names is None and array.dtype.itemsize == dtype.itemsize:
-        return array.view(dtype)
+    """`array` in `dtype`. np.save stores bfloat16 as raw 2-byte voids: those are bf16 bits, so
+    they are reinterpreted as bf16 and refused for any other type (read as f16 they would be
+    silently wrong numbers)."""
+    if array.dtype.kind == "V" and array.dtype.names is None:
+        if dtype == numpy_dtype("bf16") and array.dtype.itemsize == dtype.itemsize:
+            return array.view(dtype)
+        raise ValueError(f"raw {array.dtype.itemsize}-byte voids are read only as bf16 (np.save stores bfloat16 as 2-byte voids)")
     return array.astype(dtype)

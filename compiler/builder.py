@@ -38,6 +38,10 @@ def _call_site() -> Location:
 
 
 class Builder:
+    """Builds a `Graph` call by call: `input`, `constant`, the op helpers (or `op` for any
+    registered op), then `output` and `build`. Each call checks its operands and
+    attributes and infers the result type, so a mistake fails where it was made."""
+
     def __init__(self, name: str = "main", mesh: Mapping[str, int] | None = None):
         self.graph = Graph(name)
         self._names: set[str] = set()
@@ -78,7 +82,8 @@ class Builder:
         return self.op("constant", name=name, value=array)
 
     def output(self, *values: Value, sharding: Sequence[Any] | None = None) -> None:
-        """Mark results; `sharding` (with one value) pins the result's sharding."""
+        """Mark `values` as the graph's results, in order (may be called more than once);
+        `sharding` (with one value) pins the result's sharding."""
         if sharding is not None:
             if len(values) != 1:
                 raise ConvcError(f"output(..., sharding=) takes one value, got {len(values)}", _call_site())
@@ -97,6 +102,9 @@ class Builder:
         value.sharding = check_spec(read_spec(spec, loc), value.type.shape, self.graph.mesh, f"'{value.name}'")
 
     def build(self) -> Graph:
+        """The graph; it needs at least one output, as a JSON model does."""
+        if not self.graph.outputs:
+            raise ConvcError(f"graph '{self.graph.name}' has no outputs: call output(...) before build()", _call_site())
         return self.graph
 
     # --- ops ------------------------------------------------------------------
@@ -122,13 +130,14 @@ class Builder:
              lhs_dilation: Sequence[int] | None = None, rhs_dilation: Sequence[int] | None = None,
              dimension_numbers: Sequence[str] | None = None, feature_group_count: int = 1,
              batch_group_count: int = 1, precision: Any = None, preferred_element_type: str | None = None,
-             name: str | None = None) -> Value:
-        """jax.lax.conv_general_dilated."""
+             lowering: str | None = None, name: str | None = None) -> Value:
+        """jax.lax.conv_general_dilated; `lowering` pins how the cpu target lowers it
+        ("xla" or a cpu rewrite pass's name), as the JSON attribute does."""
         return self.op("conv", lhs, rhs, name=name, window_strides=window_strides, padding=padding,
                        lhs_dilation=lhs_dilation, rhs_dilation=rhs_dilation,
                        dimension_numbers=dimension_numbers, feature_group_count=feature_group_count,
                        batch_group_count=batch_group_count, precision=precision,
-                       preferred_element_type=preferred_element_type)
+                       preferred_element_type=preferred_element_type, lowering=lowering)
 
     def conv_transpose(self, lhs: Value, rhs: Value, strides: Sequence[int] | None = None, padding: Any = "VALID",
                        rhs_dilation: Sequence[int] | None = None, dimension_numbers: Sequence[str] | None = None,

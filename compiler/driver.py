@@ -6,7 +6,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import gc
+import os
 import sys
+import time
 import traceback
 import zlib
 from collections.abc import Callable, Iterator, Sequence
@@ -25,7 +27,9 @@ from .runtime import PlatformUnavailableError, require_platform
 from .textual import parse_ir, print_graph
 
 EXIT_OK, EXIT_USER_ERROR, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+EXIT_BROKEN_PIPE = 128 + 13  # what a shell reports for a tool killed by SIGPIPE (`yes | head -1`)
 EMIT_KINDS = ("stablehlo", "convc", "bytecode")
+DEFAULT_ELIDE_LARGER = 16  # convc's printed IR: constants beyond the inline size become dense_resource<__elided__>
 DEFAULT_MAX_BYTES = 1 << 31
 _BYTE_SUFFIXES = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
@@ -60,9 +64,23 @@ class Compiler:
     autotune: bool = False  # target cpu: measured choices of each conv's lowering (autotune-conv-lowering)
     autotune_cache: str | None = None  # None: $XDG_CACHE_HOME/convc/autotune.json
     autotune_platform: str | None = None  # the PJRT platform to measure on; None: the one PJRT finds
+    elide_constants_larger: int | None = None  # printed IR: elide constants with more elements (None: whole)
     mesh: str | None = None  # --mesh AXIS=SIZE,...: the mesh to partition over (convc.sharding)
     log: Callable[[str], None] = field(default=lambda text: print(text, file=sys.stderr))
-    timings: list[tuple[str, float]] = field(default_factory=list)
+    timings: list[tuple[str, float]] = field(default_factory=list)  # the last run_passes's, per pass
+    phases: list[tuple[str, float, int]] = field(default_factory=list)  # (phase, seconds, depth), for --timing
+
+    @contextlib.contextmanager
+    def timed(self, phase: str) -> Iterator[None]:
+        """Record the wall time of one phase (load, emit, PJRT compile, ...) for --timing."""
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.phases.append((phase, time.perf_counter() - start, 0))
+
+    def print_ir(self, graph: Graph) -> str:
+        return print_graph(graph, elide_larger=self.elide_constants_larger)
 
     def load(self, path: str) -> Graph:
         if path == "-":
@@ -75,7 +93,7 @@ class Compiler:
         return self.load_bytes(data, path, Path(path).resolve().parent)
 
     def load_bytes(self, data: bytes, file: str, base_dir: Path | None = None) -> Graph:
-        with _gc_paused():
+        with self.timed("load (parse + verify)"), _gc_paused():
             return self._load_bytes(data, file, base_dir)
 
     def _load_bytes(self, data: bytes, file: str, base_dir: Path | None) -> Graph:
@@ -87,7 +105,7 @@ class Compiler:
         return graph
 
     def _read(self, data: bytes, file: str, base_dir: Path | None) -> Graph:
-        if data.lstrip()[:1] in (b"{", b"["):
+        if file.lower().endswith(".json") or data.lstrip()[:1] in (b"{", b"["):
             return load_model_text(data, file, base_dir=base_dir, allow_external_data=self.allow_external_data,
                                    max_constant_bytes=self.max_bytes)
         try:
@@ -119,23 +137,29 @@ class Compiler:
         return replace(p, cache=self.autotune_cache or "", platform=self.autotune_platform or "")
 
     def resolved_target(self) -> str:
+        """`target`, else the platform PJRT finds ("cpu" or "gpu"; "generic" otherwise)."""
         if self.target is not None:
             return self.target
         from .runtime import default_platform
 
-        platform = default_platform()
-        return platform if platform in ("cpu", "gpu") else "generic"
+        with self.timed("find the platform (import jax, start PJRT)"):
+            platform = default_platform()
+        self.target = platform if platform in ("cpu", "gpu") else "generic"
+        return self.target
 
     def run_passes(self, graph: Graph, passes: Sequence[Pass] | None = None) -> Graph:
         hook = self._print_after if self.print_ir_after_all else None
         manager = PassManager(self.passes() if passes is None else passes, print_after=hook)
+        start = time.perf_counter()
         with _gc_paused():
             manager.run(graph)
         self.timings = manager.timings
+        self.phases.append(("passes (with the verifier after each)", time.perf_counter() - start, 0))
+        self.phases += [(name, t, 1) for name, t in manager.timings]
         return graph
 
     def _print_after(self, p: Pass, graph: Graph) -> None:
-        self.log(f"// -----// IR Dump After {p.spelling()} //----- //\n{print_graph(graph)}")
+        self.log(f"// -----// IR Dump After {p.spelling()} //----- //\n{self.print_ir(graph)}")
 
     def emit(self, graph: Graph, kind: str) -> bytes:
         with _gc_paused():
@@ -143,28 +167,94 @@ class Compiler:
 
     def _emit(self, graph: Graph, kind: str) -> bytes:
         if kind == "convc":
-            return print_graph(graph).encode()
-        text = emit_stablehlo(graph)
+            with self.timed("print"):
+                return self.print_ir(graph).encode()
+        with self.timed("emit stablehlo"):
+            text = emit_stablehlo(graph)
         from . import mlir
 
         if self.verify or kind == "bytecode":
-            mlir.verify_stablehlo(text)
+            with self.timed("mlir verify"):
+                mlir.verify_stablehlo(text)
         if kind == "bytecode":
-            return mlir.portable_artifact(text, sharded=graph.mesh is not None)
+            with self.timed("serialize bytecode"):
+                return mlir.portable_artifact(text, sharded=graph.mesh is not None)
         return text.encode()
 
+    def timing_report(self) -> str:
+        """`--timing`: every phase in order, passes indented under theirs, as `mlir-opt --mlir-timing`."""
+        total = sum(t for _, t, depth in self.phases if depth == 0) or 1e-12
+        lines = ["===- Execution timing report -===", f"  Total: {total * 1e3:.3f} ms"]
+        lines += [f"  {t * 1e3:9.3f} ms ({100 * t / total:5.1f}%)  {'  ' * depth}{name}" for name, t, depth in self.phases]
+        return "\n".join(lines)
 
-def _common_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("-p", "--pipeline", help='pass pipeline, e.g. "infer-shapes,resolve-padding"')
+
+class UsageError(PipelineError):
+    """A command line whose flags do not fit together (exit 2, as argparse's errors)."""
+
+
+def _common_arguments(parser: argparse.ArgumentParser, run_flags: bool) -> None:
+    parser.add_argument("-p", "--pipeline", help='pass pipeline, e.g. "infer-shapes,resolve-padding" (see --list-passes)')
+    parser.add_argument("--list-passes", action=_ListPasses, help="list every pass with its options and summary, then exit")
     parser.add_argument("--print-ir-after-all", action="store_true", help="print the IR after every pass (stderr)")
-    parser.add_argument("--timing", action="store_true", help="print per-pass wall time (stderr)")
+    parser.add_argument("--timing", action="store_true", help="print the wall time of every phase and pass (stderr)")
     parser.add_argument("--allow-external-data", action="store_true", help="let constants load files outside the model's directory")
+    also = " (and with --run: inputs or any intermediate tensor)" if run_flags else ""
     parser.add_argument("--max-bytes", type=byte_count, default=DEFAULT_MAX_BYTES, metavar="N[K|M|G]",
-                        help="refuse, before allocating, models whose constants (and with --run: inputs or any "
-                             "intermediate tensor) need more than this many bytes (default 2G)")
+                        help=f"refuse, before allocating, models whose constants{also} need more than this many "
+                             "bytes (default 2G)")
     parser.add_argument("--mesh", metavar="AXIS=SIZE,...", help="device mesh, e.g. data=4,space=2: sets the mesh of a model "
                         "without one, or resizes the model's (same axes, same order); see docs/sharding.md")
     parser.add_argument("--debug", action="store_true", help="show tracebacks for internal errors")
+    parser.add_argument("--version", action="version", version=version_line())
+
+
+def version_line() -> str:
+    """`convc X.Y.Z (jax A, jaxlib B)`: read from package metadata, so nothing is imported."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from . import __version__
+
+    found = []
+    for name in ("jax", "jaxlib"):
+        try:
+            found.append(f"{name} {version(name)}")
+        except PackageNotFoundError:
+            found.append(f"{name} not installed")
+    return f"convc {__version__} ({', '.join(found)})"
+
+
+def pass_listing() -> str:
+    """Every registered pass in pipeline order: name, summary, options with their defaults."""
+    import dataclasses
+
+    from convc.passes import ALL_PASSES
+
+    lines = ["Passes (-p NAME{OPTION=VALUE ...}, comma-separated):"]
+    for cls in ALL_PASSES:
+        lines.append(f"  {cls.name:34} {cls.summary}")
+        lines += [f"      {f.name}={_type_name(f.type)} (default {_default_text(f.default)})" for f in dataclasses.fields(cls)]
+    return "\n".join(lines)
+
+
+def _type_name(kind: object) -> str:
+    return kind if isinstance(kind, str) else getattr(kind, "__name__", str(kind))
+
+
+def _default_text(value: object) -> str:
+    return ("true" if value else "false") if isinstance(value, bool) else repr(value) if isinstance(value, str) else str(value)
+
+
+class _ListPasses(argparse.Action):
+    """`--list-passes`: like --version, answered before the positional arguments are required."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, help: str | None = None):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
+                 option_string: str | None = None) -> None:
+        print(pass_listing())
+        parser.exit()
 
 
 def byte_count(text: str) -> int:
@@ -173,6 +263,12 @@ def byte_count(text: str) -> int:
     if suffix not in _BYTE_SUFFIXES or not number.isdigit():
         raise argparse.ArgumentTypeError(f"expected a byte count such as 512M or 2G, got '{text}'")
     return int(number) * _BYTE_SUFFIXES[suffix]
+
+
+def _element_count(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"expected a number of elements, got '{text}'")
+    return int(text)
 
 
 def convc_parser() -> argparse.ArgumentParser:
@@ -184,24 +280,35 @@ def convc_parser() -> argparse.ArgumentParser:
     parser.add_argument("--emit", choices=EMIT_KINDS, default="stablehlo", help="what to write (default: stablehlo)")
     parser.add_argument("--target", choices=TARGETS, help="lowering target (default: the platform PJRT finds)")
     parser.add_argument("--no-verify", action="store_true", help="skip parsing/verifying the emitted module with MLIR")
+    parser.add_argument("--elide-constants-larger", type=_element_count, default=DEFAULT_ELIDE_LARGER, metavar="N",
+                        help="in printed IR (--emit convc, --print-ir-after-all), write constants of more than N elements "
+                             f"as dense_resource<__elided__> (default {DEFAULT_ELIDE_LARGER}; such text cannot be read back)")
+    parser.add_argument("--print-constants-whole", action="store_true",
+                        help="print every constant whole in printed IR (text that reads back)")
     parser.add_argument("--run", action="store_true", help="compile with PJRT and execute")
     parser.add_argument("--check", action="store_true", help="with --run: compare against jax.lax (implies --run)")
-    parser.add_argument("--platform", choices=("cpu", "gpu", "tpu"), help="PJRT platform for --run (default: best available)")
-    parser.add_argument("--inputs", help=".npz of input arrays by name (default: random)")
-    parser.add_argument("--outputs", help="write the outputs to this .npz")
-    parser.add_argument("--seed", type=int, default=0, help="seed for random inputs (default 0)")
+    parser.add_argument("--platform", choices=("cpu", "gpu", "tpu"), help="PJRT platform for --run and --autotune (default: best available)")
+    parser.add_argument("--inputs", help="with --run: .npz of input arrays by name (default: random)")
+    parser.add_argument("--outputs", help="with --run: write the outputs to this .npz")
+    parser.add_argument("--seed", type=int, help="with --run: seed for random inputs (default 0)")
     parser.add_argument("--autotune", action="store_true",
                         help="target cpu: choose each conv's lowering by measuring the candidates on the PJRT device "
                              "(--platform's), cached per conv signature and device")
     parser.add_argument("--autotune-cache", metavar="PATH", help="the autotune cache file (default: $XDG_CACHE_HOME/convc/autotune.json)")
-    _common_arguments(parser)
+    _common_arguments(parser, run_flags=True)
     return parser
 
 
 def _guarded(main: Callable[[argparse.Namespace], int], args: argparse.Namespace, prog: str) -> int:
-    """Exit codes: 0 ok, 1 user error (one line), 2 usage, 3 internal error."""
+    """Exit codes: 0 ok, 1 user error (one line), 2 usage, 3 internal error; a reader that
+    closed the pipe early (`| head`) ends the command quietly, as it ends other Unix tools."""
     try:
-        return main(args)
+        status = main(args)
+        sys.stdout.flush()
+        return status
+    except BrokenPipeError:
+        _discard_stdout()
+        return EXIT_BROKEN_PIPE
     except ConvcError as err:
         print(err, file=sys.stderr)
         return EXIT_USER_ERROR
@@ -221,8 +328,18 @@ def _guarded(main: Callable[[argparse.Namespace], int], args: argparse.Namespace
         return EXIT_INTERNAL
 
 
-def _print_timing(timings: list[tuple[str, float]]) -> None:
-    print(PassManager([], timings=timings).timing_report(), file=sys.stderr)
+def _discard_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's final flush of what is still
+    buffered cannot raise BrokenPipeError again on its way out."""
+    try:
+        target = sys.stdout.fileno()
+    except (OSError, ValueError):  # not a file (a test's StringIO): nothing will flush to a pipe
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, target)
+    finally:
+        os.close(devnull)
 
 
 def _write(output: str | None, data: bytes) -> None:
@@ -233,11 +350,47 @@ def _write(output: str | None, data: bytes) -> None:
         write_atomic(output, data)
 
 
+def _check_run_flags(args: argparse.Namespace) -> None:
+    """Flags that only --run reads are an error without it, as --autotune-cache is without --autotune."""
+    if args.run or args.check:
+        return
+    for flag in ("inputs", "outputs", "seed", "platform"):
+        if getattr(args, flag) is not None and not (flag == "platform" and args.autotune):
+            raise UsageError(f"--{flag} needs --run (or --check)")
+
+
+def _writes_stdout(args: argparse.Namespace) -> bool:
+    return args.output == "-" or (args.output is None and not (args.run or args.check))
+
+
+def _check_binary_to_terminal(args: argparse.Namespace) -> None:
+    """Bytecode is binary: not to a terminal (as gzip refuses), to a file or pipe as asked."""
+    if args.emit == "bytecode" and _writes_stdout(args) and sys.stdout.isatty():
+        raise UsageError("--emit bytecode: refusing to write binary to a terminal; use -o FILE or redirect stdout")
+
+
+def _target_platform_warning(compiler: Compiler, args: argparse.Namespace) -> str | None:
+    """One line when --run executes a module lowered for one target on another platform
+    (e.g. --target gpu on a machine without a GPU): valid, but not what was tuned for."""
+    from .runtime import available_platforms, platform_name
+
+    if args.pipeline is not None:
+        return None
+    target, platform = compiler.resolved_target(), platform_name(args.platform)
+    if target == "generic" or target == platform:
+        return None
+    why = f" (no {target} device here)" if target not in available_platforms() else f" (--platform {platform})"
+    return f"convc: warning: --run executes the --target {target} module on PJRT platform {platform}{why}"
+
+
 def _convc_main(args: argparse.Namespace) -> int:
+    _check_run_flags(args)
+    _check_binary_to_terminal(args)
+    elide = None if args.print_constants_whole else args.elide_constants_larger
     compiler = Compiler(pipeline=args.pipeline, target=args.target, verify=not args.no_verify,
                         print_ir_after_all=args.print_ir_after_all, allow_external_data=args.allow_external_data,
                         max_bytes=args.max_bytes, autotune=args.autotune, autotune_cache=args.autotune_cache,
-                        autotune_platform=args.platform, mesh=args.mesh)
+                        autotune_platform=args.platform, elide_constants_larger=elide, mesh=args.mesh)
     graph = compiler.load(args.model)
     if graph.mesh is not None and (args.run or args.check):  # --- sharding: host devices, before JAX starts ---
         from .runtime_sharded import request_host_devices
@@ -247,14 +400,19 @@ def _convc_main(args: argparse.Namespace) -> int:
         require_platform(args.platform)  # before compiling: --run and --autotune need that device
     source = graph.clone() if args.check else None
     compiler.run_passes(graph)
-    if args.timing:
-        _print_timing(compiler.timings)
     payload = compiler.emit(graph, args.emit)
     if args.run or args.check:  # before writing -o: a failed run or check leaves it untouched
-        stablehlo = payload.decode() if args.emit == "stablehlo" else emit_stablehlo(graph)
-        _run(graph, _runnable(compiler, graph, stablehlo, args), args, source)
+        warning = _target_platform_warning(compiler, args)
+        if warning is not None:
+            print(warning, file=sys.stderr)
+        with compiler.timed("emit stablehlo") if args.emit != "stablehlo" else contextlib.nullcontext():
+            stablehlo = payload.decode() if args.emit == "stablehlo" else emit_stablehlo(graph)
+        _run(graph, _runnable(compiler, graph, stablehlo, args), args, source, compiler)
     if args.output is not None or not (args.run or args.check):
-        _write(args.output, payload)
+        with compiler.timed("write"):
+            _write(args.output, payload)
+    if args.timing:
+        print(compiler.timing_report(), file=sys.stderr)
     return EXIT_OK
 
 
@@ -264,7 +422,7 @@ def _inputs(graph: Graph, args: argparse.Namespace) -> list[np.ndarray]:
     _check_run_sizes(graph, args.max_bytes, args.model)
     if args.inputs:
         return load_inputs(graph, args.inputs, args.max_bytes)
-    return random_inputs(graph, args.seed, args.max_bytes)
+    return random_inputs(graph, 0 if args.seed is None else args.seed, args.max_bytes)
 
 
 def _check_run_sizes(graph: Graph, max_bytes: int, file: str) -> None:
@@ -334,21 +492,27 @@ def _cropped_run_warning(misread: Sequence[Op], compiler: Compiler, args: argpar
                     f"the emitted {emitted} module is unchanged")
 
 
-def _run(graph: Graph, stablehlo: str, args: argparse.Namespace, source: Graph | None) -> int:
+def _run(graph: Graph, stablehlo: str, args: argparse.Namespace, source: Graph | None, compiler: Compiler) -> int:
     from .runtime import compile_stablehlo
     from .runtime_inputs import save_outputs
 
-    inputs = _inputs(graph, args)
+    with compiler.timed("inputs"):
+        inputs = _inputs(graph, args)
     if graph.mesh is not None:  # --- sharding: N devices ---
         from .runtime_sharded import run_graph
 
-        outputs = run_graph(graph, stablehlo, inputs, args.platform, args.model)
+        with compiler.timed("pjrt compile + run on N devices"):
+            outputs = run_graph(graph, stablehlo, inputs, args.platform, args.model)
     else:
-        outputs = compile_stablehlo(stablehlo, args.platform)(*inputs)
+        with compiler.timed("pjrt compile"):
+            executable = compile_stablehlo(stablehlo, args.platform)
+        with compiler.timed("pjrt run"):
+            outputs = executable(*inputs)
     for value, out in zip(graph.outputs, outputs):
         print(f"{value.name}: {list(out.shape)} {value.type.dtype} {_checksum(out)}")
     if source is not None:
-        _check(graph, source, inputs, outputs, args.model)
+        with compiler.timed("check (jax.lax reference)"):
+            _check(graph, source, inputs, outputs, args.model)
     if args.outputs:  # after --check: a failed check writes nothing
         save_outputs(args.outputs, graph, outputs)
     return EXIT_OK
@@ -384,14 +548,18 @@ SPLIT_MARKER = "// -----"
 def opt_parser() -> argparse.ArgumentParser:
     from convc.passes import TARGETS
 
-    parser = argparse.ArgumentParser(prog="convc-opt", description="Run named passes on convc IR or a JSON model and print the IR.")
+    parser = argparse.ArgumentParser(prog="convc-opt", description="Run named passes on convc IR or a JSON model and print the IR.",
+                                     epilog=pass_listing(), formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("input", help="convc IR text or JSON model; '-' reads stdin")
     parser.add_argument("-o", "--output", help="output file (default: stdout)")
     parser.add_argument("--emit", choices=("convc", "stablehlo"), default="convc", help="print convc IR (default) or StableHLO")
     parser.add_argument("--split-input-file", action="store_true", help="treat '// -----' separated chunks as separate inputs")
     parser.add_argument("--default-pipeline", metavar="TARGET", choices=TARGETS,
                         help="run the pipeline `convc --target TARGET` runs (instead of -p)")
-    _common_arguments(parser)
+    parser.add_argument("--elide-constants-larger", type=_element_count, metavar="N",
+                        help="write constants of more than N elements as dense_resource<__elided__> "
+                             "(default: every constant whole, as mlir-opt)")
+    _common_arguments(parser, run_flags=False)
     return parser
 
 
@@ -406,7 +574,8 @@ def _opt_main(args: argparse.Namespace) -> int:
         raise PipelineError("--default-pipeline and -p are exclusive")
     pipeline = None if args.default_pipeline else args.pipeline or ""
     compiler = Compiler(pipeline=pipeline, target=args.default_pipeline or "generic", print_ir_after_all=args.print_ir_after_all,
-                        allow_external_data=args.allow_external_data, max_bytes=args.max_bytes, mesh=args.mesh)
+                        allow_external_data=args.allow_external_data, max_bytes=args.max_bytes,
+                        elide_constants_larger=args.elide_constants_larger, mesh=args.mesh)
     compiler.passes()  # a bad pipeline is a usage error before anything is read
     if args.input == "-":
         data, base_dir = sys.stdin.buffer.read(), None
@@ -417,17 +586,20 @@ def _opt_main(args: argparse.Namespace) -> int:
             raise ConvcError(f"cannot read input: {err.strerror}", Location(file=args.input)) from None
     file = "<stdin>" if args.input == "-" else args.input
     if not args.split_input_file:
-        _write(args.output, _opt_one(compiler, data, file, base_dir, args.emit).encode())
-        if args.timing:
-            _print_timing(compiler.timings)
-        return EXIT_OK
-    return _opt_split(compiler, data, file, base_dir, args)
+        text = _opt_one(compiler, data, file, base_dir, args.emit)
+        with compiler.timed("write"):
+            _write(args.output, text.encode())
+        status = EXIT_OK
+    else:
+        status = _opt_split(compiler, data, file, base_dir, args)
+    if args.timing:
+        print(compiler.timing_report(), file=sys.stderr)
+    return status
 
 
 def _opt_split(compiler: Compiler, data: bytes, file: str, base_dir: Path | None, args: argparse.Namespace) -> int:
     """Each chunk alone; line numbers stay those of the whole file. Errors do not stop later chunks."""
     results, status, line_offset = [], EXIT_OK, 0
-    timings: list[tuple[str, float]] = []
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:  # as without --split-input-file, not silently replaced
@@ -437,13 +609,11 @@ def _opt_split(compiler: Compiler, data: bytes, file: str, base_dir: Path | None
         line_offset += chunk.count("\n")
         try:
             results.append(_opt_one(compiler, padded.encode(), file, base_dir, args.emit))
-            timings += compiler.timings
         except ConvcError as err:
             print(err, file=sys.stderr)
             status = EXIT_USER_ERROR
-    _write(args.output, f"\n{SPLIT_MARKER}\n".join(results).encode())
-    if args.timing:
-        _print_timing(timings)
+    with compiler.timed("write"):
+        _write(args.output, f"\n{SPLIT_MARKER}\n".join(results).encode())
     return status
 
 

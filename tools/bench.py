@@ -5,6 +5,12 @@ same computation as JAX writes it (`jax.jit` of jax.lax / jax.vjp) and PyTorch e
     python -m convc.tools.bench                      # full shapes, table on stdout
     python -m convc.tools.bench --quick --json out.json
     python -m convc.tools.bench --cases depthwise,grouped --target generic
+    python -m convc.tools.bench --platform gpu       # CUDA: PyTorch on cuDNN, batches x32
+
+Everything runs on one PJRT platform (`--platform`, default the one PJRT picks): on `gpu`,
+PyTorch runs on CUDA with cudnn.benchmark, every timed call ends with the device
+synchronised, and each case records the library calls (custom-call targets, e.g.
+`__cudnn$convBackwardFilter`) its compiled HLO makes.
 
 Runs are interleaved (one call of each implementation per round, the order rotating),
 warmed up, and repeated until the medians are stable or the case's time budget is
@@ -20,6 +26,7 @@ import json
 import math
 import os
 import platform
+import re
 import statistics
 import sys
 import time
@@ -32,7 +39,13 @@ import numpy as np
 
 SPATIAL_LETTERS = {1: "W", 2: "HW", 3: "DHW"}
 IMPLEMENTATIONS = ("convc", "jax", "torch")
+PLATFORMS = ("cpu", "gpu")
 TOLERANCE = 1e-4  # max |convc - jax| / (1 + max |jax|), f32
+# On the GPU, f32 convs run in TF32 (operands rounded to 2^-11 relative) and XLA autotunes
+# the cuDNN algorithm per compile, so two compiles of one conv may round differently.
+GPU_TOLERANCE = 5e-3
+GPU_BATCH_SCALE = 32  # the suite's batches are sized for a CPU; x32 keeps a GPU busy
+CUSTOM_CALL_TARGET = re.compile(r'custom_call_target="([^"]+)"')
 
 
 # --- the cases ------------------------------------------------------------------------
@@ -191,9 +204,10 @@ def jax_function(spec: ConvSpec) -> Callable[..., Any]:
                                            dimension_numbers=spec.layouts(), transpose_kernel=True)
 
 
-def torch_function(spec: ConvSpec, arrays: Sequence[np.ndarray]) -> Callable[[], Any] | None:
-    """A thunk running the case in PyTorch eager on channels-last tensors (None without torch);
-    `torch_result_to_channels_last` turns its result back into the convc/JAX layout."""
+def torch_function(spec: ConvSpec, arrays: Sequence[np.ndarray], device: str = "cpu") -> Callable[[], Any] | None:
+    """A thunk running the case in PyTorch eager on channels-last tensors on `device` ("cpu",
+    "cuda"; None without torch); `torch_result_to_channels_last` turns its result back into
+    the convc/JAX layout. On CUDA the thunk waits for the device before it returns."""
     try:
         import torch
     except ImportError:
@@ -204,10 +218,10 @@ def torch_function(spec: ConvSpec, arrays: Sequence[np.ndarray]) -> Callable[[],
     kernel_to_torch = (n + 1, n, *range(n))  # HWIO -> OIHW
 
     def activation(array: np.ndarray) -> Any:
-        return torch.from_numpy(array).permute(*to_channels_first).contiguous(memory_format=memory_format)
+        return torch.from_numpy(array).to(device).permute(*to_channels_first).contiguous(memory_format=memory_format)
 
     def kernel(array: np.ndarray) -> Any:
-        return torch.from_numpy(array).permute(*kernel_to_torch).contiguous(memory_format=memory_format)
+        return torch.from_numpy(array).to(device).permute(*kernel_to_torch).contiguous(memory_format=memory_format)
 
     stride, dilation, groups = (spec.stride,) * n, (spec.dilation,) * n, spec.groups
     pads = spec.explicit_pads()
@@ -223,7 +237,7 @@ def torch_function(spec: ConvSpec, arrays: Sequence[np.ndarray]) -> Callable[[],
             with torch.no_grad():
                 padded = x if symmetric else torch.nn.functional.pad(x, flat_pads)
                 return conv(padded, w, None, stride, padding, dilation, groups)
-        return run
+        return _synchronised(run, device)
     if spec.kind == "transposed":
         transposed = {1: torch.nn.functional.conv_transpose1d, 2: torch.nn.functional.conv_transpose2d,
                       3: torch.nn.functional.conv_transpose3d}[n]
@@ -232,14 +246,14 @@ def torch_function(spec: ConvSpec, arrays: Sequence[np.ndarray]) -> Callable[[],
         def run_transposed() -> Any:
             with torch.no_grad():
                 return transposed(x, w, None, stride, padding, (spec.output_padding,) * n, groups, dilation)
-        return run_transposed
+        return _synchronised(run_transposed, device)
     assert symmetric, "PyTorch gradient cases need symmetric padding"
-    weight = torch.zeros(spec.kernel_shape(), dtype=torch.float32).permute(*kernel_to_torch).contiguous(memory_format=memory_format)
+    weight = torch.zeros(spec.kernel_shape(), dtype=torch.float32, device=device).permute(*kernel_to_torch).contiguous(memory_format=memory_format)
     if spec.kind == "weight_grad":
         x, dy = activation(a), activation(b)
         mask, pick = (False, True, False), 1
     else:
-        x = torch.zeros(spec.input_shape(), dtype=torch.float32).permute(*to_channels_first).contiguous(memory_format=memory_format)
+        x = torch.zeros(spec.input_shape(), dtype=torch.float32, device=device).permute(*to_channels_first).contiguous(memory_format=memory_format)
         dy, weight = activation(a), kernel(b)
         mask, pick = (True, False, False), 0
 
@@ -247,12 +261,25 @@ def torch_function(spec: ConvSpec, arrays: Sequence[np.ndarray]) -> Callable[[],
         with torch.no_grad():
             return torch.ops.aten.convolution_backward(dy, x, weight, None, stride, padding, dilation, False, (0,) * n,
                                                        groups, mask)[pick]
-    return run_backward
+    return _synchronised(run_backward, device)
+
+
+def _synchronised(thunk: Callable[[], Any], device: str) -> Callable[[], Any]:
+    """`thunk` made to return only once the device has finished (CUDA launches are async)."""
+    if device == "cpu":
+        return thunk
+    import torch
+
+    def run() -> Any:
+        result = thunk()
+        torch.cuda.synchronize()
+        return result
+    return run
 
 
 def torch_result_to_channels_last(spec: ConvSpec, result: Any) -> np.ndarray:
     n = spec.rank
-    array = result.detach().numpy()
+    array = result.detach().cpu().numpy()
     if spec.kind == "weight_grad":  # OIHW -> HWIO
         return np.ascontiguousarray(array.transpose(*range(2, n + 2), 1, 0))
     return np.ascontiguousarray(array.transpose(0, *range(2, n + 2), 1))
@@ -333,26 +360,40 @@ class CaseResult:
     max_error_vs_jax: float
     torch_error_vs_jax: float | None
     percent_of_sgemm_peak: float | None = None
+    custom_calls: dict[str, list[str]] = field(default_factory=dict)  # per implementation run by XLA
 
 
-def run_case(spec: ConvSpec, target: str, budget_s: float, use_torch: bool, seed: int = 0, autotune: bool = False) -> CaseResult:
-    import convc
-    import jax
+def custom_call_targets(hlo_text: str) -> list[str]:
+    """The distinct library calls (custom-call targets) in XLA's HLO text, sorted: what a
+    compiled module hands to cuDNN, cuBLAS, LAPACK and the like rather than to generated code."""
+    return sorted(set(CUSTOM_CALL_TARGET.findall(hlo_text)))
+
+
+def compile_case(spec: ConvSpec, target: str, pjrt_platform: str, autotune: bool) -> Any:
+    """convc's executable for the case on `pjrt_platform` (--autotune measures there, or reads its cache)."""
+    from convc.driver import Compiler
     from convc.runtime import compile_stablehlo
+
+    compiler = Compiler(target=target, autotune=autotune, autotune_platform=pjrt_platform)
+    text = compiler.emit(compiler.run_passes(convc_graph(spec)), "stablehlo").decode()
+    return compile_stablehlo(text, pjrt_platform)
+
+
+def run_case(spec: ConvSpec, target: str, budget_s: float, use_torch: bool, seed: int = 0, autotune: bool = False,
+             pjrt_platform: str = "cpu") -> CaseResult:
+    import jax
 
     rng = np.random.default_rng(seed)
     arrays = [rng.standard_normal(shape).astype(np.float32) for shape in spec.operand_shapes()]
-    # --autotune measures (or reads from its cache) before any timing here starts
-    executable = compile_stablehlo(convc.compile_graph(convc_graph(spec), target=target, autotune=autotune))
-    convc_buffers = [jax.device_put(a, executable.device) for a in arrays]
+    executable = compile_case(spec, target, pjrt_platform, autotune)  # before any timing starts
+    buffers = [jax.device_put(a, executable.device) for a in arrays]  # committed: jit runs there too
     jax_fn = jax.jit(jax_function(spec))
-    jax_buffers = [jax.device_put(a) for a in arrays]
 
     def convc_run() -> Any:
-        return executable.run_on_device(convc_buffers)
+        return executable.run_on_device(buffers)
 
     def jax_run() -> Any:
-        return jax_fn(*jax_buffers)
+        return jax_fn(*buffers)
 
     convc_out = np.asarray(convc_run()[0])
     jax_out = np.asarray(jax_run())
@@ -360,7 +401,7 @@ def run_case(spec: ConvSpec, target: str, budget_s: float, use_torch: bool, seed
     error = float(np.abs(convc_out - jax_out).max(initial=0.0)) / scale if convc_out.shape == jax_out.shape else math.inf
     thunks: dict[str, Callable[[], None]] = {"convc": lambda: _block(convc_run()), "jax": lambda: _block(jax_run())}
     torch_error = None
-    torch_run = torch_function(spec, arrays) if use_torch else None
+    torch_run = torch_function(spec, arrays, "cuda" if pjrt_platform == "gpu" else "cpu") if use_torch else None
     if torch_run is not None:
         torch_out = torch_result_to_channels_last(spec, torch_run())
         torch_error = float(np.abs(torch_out - jax_out).max(initial=0.0)) / scale if torch_out.shape == jax_out.shape else math.inf
@@ -370,20 +411,24 @@ def run_case(spec: ConvSpec, target: str, budget_s: float, use_torch: bool, seed
     best = {name: min(times) * 1e3 for name, times in samples.items()}
     iqr = {name: float(np.subtract(*np.percentile(times, (75, 25)))) * 1e3 for name, times in samples.items()}
     gflop = spec.flops() / 1e9
+    calls = {"convc": custom_call_targets(executable.hlo_text()),
+             "jax": custom_call_targets(jax_fn.lower(*buffers).compile().as_text() or "")}
     return CaseResult(
         spec.name, spec.describe(), gflop, medians, best, iqr, len(samples["convc"]),
         {name: gflop / (ms / 1e3) for name, ms in medians.items()},
         medians["convc"] / medians["jax"],
         medians["convc"] / medians["torch"] if "torch" in medians else None,
-        error, torch_error)
+        error, torch_error, custom_calls=calls)
 
 
-def sgemm_peak_gflops(size: int = 2048, repeats: int = 5) -> float:
-    """The machine's f32 GEMM rate through XLA (the ceiling a conv lowered to GEMMs can reach)."""
+def sgemm_peak_gflops(size: int = 2048, repeats: int = 5, pjrt_platform: str | None = None) -> float:
+    """The device's f32 GEMM rate through XLA at its default precision (the ceiling a conv
+    lowered to GEMMs can reach)."""
     import jax
     import jax.numpy as jnp
+    from convc.runtime import first_device
 
-    a = jax.device_put(np.random.default_rng(0).standard_normal((size, size)).astype(np.float32))
+    a = jax.device_put(np.random.default_rng(0).standard_normal((size, size)).astype(np.float32), first_device(pjrt_platform))
     matmul = jax.jit(jnp.matmul)
     matmul(a, a).block_until_ready()
     best = math.inf
@@ -394,22 +439,38 @@ def sgemm_peak_gflops(size: int = 2048, repeats: int = 5) -> float:
     return 2 * size**3 / best / 1e9
 
 
-def machine() -> dict[str, Any]:
+def machine(pjrt_platform: str = "cpu") -> dict[str, Any]:
+    """The machine, the device the suite runs on, and the versions of everything timed."""
     import jax
     import jaxlib
+    from convc.runtime import first_device
 
     info: dict[str, Any] = {
         "cpu": _cpu_model(), "cores": os.cpu_count(), "python": platform.python_version(),
-        "jax": jax.__version__, "jaxlib": jaxlib.__version__, "platform": jax.default_backend(),
-        "load_average": list(os.getloadavg()),
+        "convc": _convc_version(), "jax": jax.__version__, "jaxlib": jaxlib.__version__, "platform": pjrt_platform,
+        "device_kind": first_device(pjrt_platform).device_kind, "load_average": list(os.getloadavg()),
     }
     try:
         import torch
-
-        info["torch"], info["torch_threads"] = torch.__version__, torch.get_num_threads()
     except ImportError:
         info["torch"] = None
+        return info
+    info["torch"], info["torch_threads"] = torch.__version__, torch.get_num_threads()
+    if pjrt_platform == "gpu":
+        info["torch_device"] = torch.cuda.get_device_name()
+        info["cudnn"] = torch.backends.cudnn.version()
+        info["torch_cudnn_allow_tf32"] = torch.backends.cudnn.allow_tf32
     return info
+
+
+def _convc_version() -> str | None:
+    """The installed convc's version (package metadata: present for editable installs too)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("convc")
+    except PackageNotFoundError:
+        return None
 
 
 def _cpu_model() -> str:
@@ -443,6 +504,10 @@ def format_table(results: Sequence[CaseResult]) -> str:
     mean_vs_torch = geomean([r.ratio_vs_torch for r in results if r.ratio_vs_torch is not None])
     lines.append("-" * len(head))
     lines.append(f"geometric mean convc/jax: {mean_vs_jax:.3f}" + (f"   convc/torch: {mean_vs_torch:.3f}" if mean_vs_torch else ""))
+    if any(calls for r in results for calls in r.custom_calls.values()):
+        lines.append("library calls (custom-call targets in the compiled HLO):")
+        lines += [f"  {r.name:<24} " + "   ".join(f"{name}: {', '.join(calls) or '-'}" for name, calls in r.custom_calls.items())
+                  for r in results]
     return "\n".join(lines)
 
 
@@ -450,7 +515,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m convc.tools.bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="small shapes (smoke testing), short budgets")
     parser.add_argument("--cases", help="comma-separated substrings of case names to run (default: all)")
-    parser.add_argument("--target", choices=("generic", "cpu", "gpu"), help="convc's lowering target (default: the PJRT platform)")
+    parser.add_argument("--platform", choices=PLATFORMS,
+                        help="the PJRT platform convc and JAX run on, and PyTorch's device (gpu: CUDA); default: the one PJRT picks")
+    parser.add_argument("--batch-scale", type=_positive_int, metavar="N",
+                        help=f"multiply every case's batch by N (default {GPU_BATCH_SCALE} on gpu, to fill the device; 1 on cpu)")
+    parser.add_argument("--target", choices=("generic", "cpu", "gpu"), help="convc's lowering target (default: the platform's)")
     parser.add_argument("--autotune", action="store_true",
                         help="target cpu: convc chooses each conv's lowering by measurement (convc --autotune, default cache)")
     parser.add_argument("--json", help="write the results (and the machine) to this JSON file")
@@ -462,31 +531,57 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def _positive_int(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got '{text}'")
+    return int(text)
+
+
+class BenchError(Exception):
+    """A command line this machine cannot run (reported in one line, exit 1)."""
+
+
+def resolve_platform(args: argparse.Namespace) -> None:
+    """Fill in `args.platform` and `args.batch_scale`, checking that PJRT has the platform
+    (PlatformUnavailableError otherwise) before anything is compiled."""
+    from convc.runtime import default_platform, require_platform
+
+    if args.platform is None:
+        args.platform = default_platform()
+        if args.platform not in PLATFORMS:
+            raise BenchError(f"the suite runs on {' or '.join(PLATFORMS)}; PJRT's platform here is '{args.platform}' (pass --platform)")
+    require_platform(args.platform)
+    if args.batch_scale is None:
+        args.batch_scale = GPU_BATCH_SCALE if args.platform == "gpu" else 1
+
+
 def selected_cases(args: argparse.Namespace) -> list[ConvSpec]:
     cases = _cases()
     if args.cases:
         wanted = [w.strip() for w in args.cases.split(",") if w.strip()]
         cases = [c for c in cases if any(w in c.name for w in wanted)]
-    return [c.shrunk() for c in cases] if args.quick else cases
+    cases = [c.shrunk() for c in cases] if args.quick else cases
+    return [replace(c, batch=c.batch * (args.batch_scale or 1)) for c in cases]
 
 
 def run_suite(args: argparse.Namespace, log: Callable[[str], None] = print) -> dict[str, Any]:
-    from convc.driver import Compiler
-
-    target = Compiler(target=args.target).resolved_target()
+    resolve_platform(args)
+    target = args.target or args.platform
     if args.autotune and target != "cpu":
-        raise SystemExit(f"bench: --autotune chooses among the cpu target's lowerings; the target is '{target}'")
+        raise BenchError(f"--autotune chooses among the cpu target's lowerings; the target is '{target}'")
     budget = args.budget if args.budget is not None else (1.0 if args.quick else 8.0)
-    _limit_torch_threads()
+    use_torch = not args.no_torch and _configure_torch(args.platform)
     if not args.no_malloc_tuning:
         keep_freed_memory()
-    info = machine()
-    peak = None if args.no_peak else sgemm_peak_gflops(512 if args.quick else 2048)
-    log(f"machine: {info['cpu']}, {info['cores']} cores, jax {info['jax']}, torch {info['torch']}; "
-        f"target {target}; load {info['load_average'][0]:.2f}" + (f"; sgemm peak {peak:.0f} GFLOP/s" if peak else ""))
+    info = machine(args.platform)
+    peak_size = 512 if args.quick else 8192 if args.platform == "gpu" else 2048
+    peak = None if args.no_peak else sgemm_peak_gflops(peak_size, pjrt_platform=args.platform)
+    log(f"machine: {info['cpu']}, {info['cores']} cores, {info['device_kind']}, jax {info['jax']}, torch {info['torch']}; "
+        f"platform {args.platform}, target {target}, batch x{args.batch_scale}; load {info['load_average'][0]:.2f}"
+        + (f"; sgemm peak {peak:.0f} GFLOP/s" if peak else ""))
     results = []
     for spec in selected_cases(args):
-        result = run_case(spec, target, budget, use_torch=not args.no_torch, autotune=args.autotune)
+        result = run_case(spec, target, budget, use_torch=use_torch, autotune=args.autotune, pjrt_platform=args.platform)
         if peak:
             result.percent_of_sgemm_peak = 100 * result.gflops["convc"] / peak
         log(f"  {spec.name}: convc {result.ms['convc']:.2f} ms, jax {result.ms['jax']:.2f} ms"
@@ -494,7 +589,8 @@ def run_suite(args: argparse.Namespace, log: Callable[[str], None] = print) -> d
         results.append(result)
     info["load_average_after"] = list(os.getloadavg())
     return {
-        "machine": info, "target": target, "autotune": args.autotune, "quick": args.quick, "budget_s": budget, "sgemm_peak_gflops": peak,
+        "machine": info, "platform": args.platform, "target": target, "batch_scale": args.batch_scale, "autotune": args.autotune,
+        "quick": args.quick, "budget_s": budget, "sgemm_peak_gflops": peak, "tolerance": tolerance(args.platform),
         "cases": [asdict(r) for r in results],
         "geomean_convc_over_jax": geomean([r.ratio_vs_jax for r in results]),
         "geomean_convc_over_torch": geomean([r.ratio_vs_torch for r in results if r.ratio_vs_torch is not None]),
@@ -517,25 +613,46 @@ def keep_freed_memory() -> None:
     libc.mallopt(m_trim_threshold, (1 << 31) - 1)
 
 
-def _limit_torch_threads() -> None:
+def tolerance(pjrt_platform: str) -> float:
+    return GPU_TOLERANCE if pjrt_platform == "gpu" else TOLERANCE
+
+
+def _configure_torch(pjrt_platform: str) -> bool:
+    """Set PyTorch up for the platform; False without torch. On gpu: cuDNN picks each conv's
+    fastest algorithm (cudnn.benchmark), as XLA's autotuner does on the JAX/convc side."""
     try:
         import torch
     except ImportError:
-        return
+        return False
     torch.set_num_threads(os.cpu_count() or 1)
+    if pjrt_platform == "gpu":
+        if not torch.cuda.is_available():
+            raise BenchError(f"--platform gpu: PyTorch {torch.__version__} sees no CUDA device (install a CUDA build, or pass --no-torch)")
+        torch.backends.cudnn.benchmark = True
+    return True
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from convc.runtime import PlatformUnavailableError
+
     args = parse_args(argv)
-    if args.list:
-        for spec in selected_cases(args):
-            print(f"{spec.name:<24} {spec.describe()}  {spec.flops() / 1e9:.2f} GFLOP")
-        return 0
-    report = run_suite(args)
+    try:
+        if args.list:
+            resolve_platform(args)
+            for spec in selected_cases(args):
+                print(f"{spec.name:<24} {spec.describe()}  {spec.flops() / 1e9:.2f} GFLOP")
+            return 0
+        report = run_suite(args)
+    except PlatformUnavailableError as err:
+        print(f"bench: error: --platform {err.platform}: {err}", file=sys.stderr)
+        return 1
+    except BenchError as err:
+        print(f"bench: error: {err}", file=sys.stderr)
+        return 1
     print(report["table"])
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=2) + "\n")
-    mismatched = [c["name"] for c in report["cases"] if not c["max_error_vs_jax"] <= TOLERANCE]
+    mismatched = [c["name"] for c in report["cases"] if not c["max_error_vs_jax"] <= report["tolerance"]]
     if mismatched:
         print(f"convc's result differs from JAX's on: {', '.join(mismatched)}", file=sys.stderr)
         return 1

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..arrayfile import ArrayFileError, ArrayTooLarge, as_dtype, open_array_file
 from ..diagnostics import ConvcError, Location
-from ..dtypes import canonical_dtype, from_numpy, is_float, numpy_dtype
+from ..dtypes import DTYPES, canonical_dtype, from_numpy, is_float, numpy_dtype
 from ..ir import Graph, Op, TensorType, Value
 from ..ops import OPS, suggest
 from ..sharding import pin, read_mesh
@@ -58,6 +58,8 @@ def _parse_json(data: bytes | str, file: str) -> Any:
             data = data.decode("utf-8")
         except UnicodeDecodeError as err:
             raise ConvcError(f"model is not UTF-8 text (byte {err.start})", root) from None
+    if not data.strip():
+        raise ConvcError("the file is empty: expected a JSON model object", root)
     try:
         doc = json.loads(data, parse_constant=_reject_constant)
     except json.JSONDecodeError as err:
@@ -236,7 +238,8 @@ class _ModelReader:
                 if arrays.is_archive:
                     key = _expect(entry.get("key", "arr_0"), str, "a string", loc.child("key"))
                     if key not in arrays.names:
-                        raise ConvcError(f"'{ref}' has no array '{key}'{suggest(key, arrays.names)}", loc.child("key"))
+                        raise ConvcError(f"'{ref}' has no array '{key}'{suggest(key, arrays.names)} "
+                                         f"(has: {', '.join(arrays.names) or 'none'})", loc.child("key"))
                 array = arrays.read(key, remaining)
         except ArrayTooLarge as err:  # the header alone says so: report the total, as for inline values
             self._check_size(err.nbytes, loc)
@@ -405,11 +408,19 @@ def _brief(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
+# Spellings from other frameworks that name one convc dtype, for the suggestion only.
+_DTYPE_HINTS = {"float": "f32", "half": "f16", "double": "f64", "int": "i32", "long": "i32", "char": "i8"}
+
+
 def _dtype(value: Any, loc: Location) -> str:
     name = canonical_dtype(value) if isinstance(value, str) else None
     if name is None:
-        hint = suggest(value, ("f32", "f16", "bf16", "f64", "i8", "i32")) if isinstance(value, str) else ""
-        raise ConvcError(f"unknown dtype {json.dumps(value)}{hint}", loc)
+        hint = ""
+        if isinstance(value, str):
+            lowered = value.lower().removeprefix("torch.").removeprefix("np.").removeprefix("jnp.")
+            guess = canonical_dtype(lowered) or _DTYPE_HINTS.get(lowered)
+            hint = f" (did you mean '{guess}'?)" if guess else suggest(value, DTYPES)
+        raise ConvcError(f"unknown dtype {json.dumps(value)}{hint}; expected one of {', '.join(DTYPES)}", loc)
     return name
 
 

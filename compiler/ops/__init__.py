@@ -25,7 +25,9 @@ def register(opdef: OpDef) -> OpDef:
 
 def suggest(name: str, choices: Iterable[str]) -> str:
     """A ' (did you mean 'x'?)' suffix, or '' when nothing is close."""
-    close = difflib.get_close_matches(name, list(choices), n=1)
+    options = list(choices)
+    same_but_case = [c for c in options if c.lower() == name.lower()]  # "ReLU" for "relu"
+    close = same_but_case or difflib.get_close_matches(name, options, n=1)
     return f" (did you mean '{close[0]}'?)" if close else ""
 
 

@@ -267,6 +267,18 @@ def read_forward(v: OpView, rank: int) -> Forward:
     return Forward(dn, strides, lhs_dilation, rhs_dilation, feature_groups, batch_groups)
 
 
+def _layout_hint(lhs: Sequence[int], rhs: Sequence[int], dn: ConvDimensionNumbers, fgc: int) -> str:
+    """For an ungrouped conv whose kernel's input features match another lhs dimension than
+    the one the dimension numbers name, the likely mistake is the layout (NCHW dimension
+    numbers on NHWC data): say which dimension would fit."""
+    lhs_f, lhs_b = dn.lhs_spec[1], dn.lhs_spec[0]
+    fits = [d for d in range(len(lhs)) if d not in (lhs_f, lhs_b) and lhs[d] == rhs[dn.rhs_spec[1]]]
+    if fgc != 1 or not fits:
+        return ""
+    return (f"; the shapes fit if lhs dimension {fits[0]} (size {lhs[fits[0]]}) holds the features, not dimension {lhs_f}: "
+            "do the dimension_numbers match the data's layout?")
+
+
 def infer_conv(v: OpView) -> TensorType:
     lhs, rhs = v.operand(0), v.operand(1)
     fwd = read_forward(v, check_ranks(lhs, rhs))
@@ -280,8 +292,8 @@ def infer_conv(v: OpView) -> TensorType:
         raise VerifyError(f"lhs feature dimension {features} is not divisible by feature_group_count {fgc}", "C11", attr="feature_group_count")
     if in_features != features // fgc:
         raise VerifyError(
-            f"rhs input feature dimension {in_features} must equal lhs feature dimension {features} / feature_group_count {fgc} = {features // fgc}",
-            "C14", operand=1)
+            f"rhs input feature dimension {in_features} must equal lhs feature dimension {features} / feature_group_count {fgc} = {features // fgc}"
+            f"{_layout_hint(lhs.shape, rhs.shape, dn, fgc)}", "C14", operand=1)
     if out_features % bgc:
         raise VerifyError(f"rhs output feature dimension {out_features} is not divisible by batch_group_count {bgc}", "C15", attr="batch_group_count")
     if out_features % fgc:

@@ -26,6 +26,7 @@ _TOKEN = re.compile(
   | (?P<type>tensor<(?:\d+x)*[a-wyz]+\d*>)
   | (?P<array>array<i64(?::[^>]*)?>)
   | (?P<dense>dense<[^>]*>)
+  | (?P<resource>dense_resource<[^>]*>)
   | (?P<dims>\#convc\.dims<[^>]*->[^>]*>)
   | (?P<sdy>\#sdy\.sharding(?:_per_value<\[<@[A-Za-z0-9_$.\-]+,\s*\[[^\]]*\]>\]>|<@[A-Za-z0-9_$.\-]+,\s*\[[^\]]*\]>))
   | (?P<mesh><\[[^\]]*\]>)
@@ -363,6 +364,9 @@ class _Parser:
         if tok.kind == "dense":
             self.expect(":")
             return self.dense(tok, self.attr_type())
+        if tok.kind == "resource":
+            raise self.error("this constant was elided when the IR was printed (dense_resource<__elided__>), so its value "
+                             "is lost: print the IR again with its constants whole (convc --print-constants-whole)", tok)
         if tok.text == "[":
             items: list[Any] = []
             while not self.accept("]"):

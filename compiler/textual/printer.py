@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import numpy as np
+
+from ..dtypes import from_numpy
 from ..emit import sdy
-from ..ir import Graph, Op, Value
+from ..ir import Graph, Op, TensorType, Value
 from ..ops import OPS
 from .attrs import format_attr, is_ssa_id, is_symbol_id, quote
+
+ELIDED = "dense_resource<__elided__>"  # MLIR's spelling of an elided elements attribute
 
 
 class _Namer:
@@ -32,7 +39,10 @@ class _Namer:
         return "%" + self.names[id(value)]
 
 
-def print_graph(graph: Graph) -> str:
+def print_graph(graph: Graph, elide_larger: int | None = None) -> str:
+    """The graph as convc text. With `elide_larger`, constants of more elements (splats
+    excepted) print as `dense_resource<__elided__>`, as `mlir-opt
+    --mlir-elide-elementsattrs-if-larger` does: readable, but the parser refuses it."""
     namer = _Namer()
     args = []
     for value in graph.inputs:
@@ -44,7 +54,7 @@ def print_graph(graph: Graph) -> str:
     lines = [f"module @{_symbol(graph.name)} {{", *sdy.mesh_ops(graph.mesh), f"  func.func @main({', '.join(args)}) -> {results} {{"]
     constrained = sdy.constrained_values(graph)
     for op in graph.ops:
-        lines.append("    " + _print_op(op, namer, id(op.result) in constrained))
+        lines.append("    " + _print_op(op, namer, elide_larger, id(op.result) in constrained))
     outs = ", ".join(namer.use(v) for v in graph.outputs)
     out_types = ", ".join(str(v.type) for v in graph.outputs)
     lines += [f"    func.return {outs} : {out_types}", "  }", "}", ""]
@@ -55,12 +65,22 @@ def _symbol(name: str) -> str:
     return name if is_symbol_id(name) else quote(name)
 
 
-def _print_op(op: Op, namer: _Namer, constrained: bool = False) -> str:
-    opdef = OPS[op.kind]
+def _elided(value: Any, elide_larger: int | None) -> bool:
+    if elide_larger is None or not isinstance(value, np.ndarray) or value.size <= elide_larger:
+        return False
+    return not bool((value == value.flat[0]).all())  # a splat prints short anyway
+
+
+def _print_attr(op: Op, name: str, elide_larger: int | None) -> str:
+    attr, value = OPS[op.kind].attrs[name], op.attrs[name]
+    if attr.kind == "tensor" and _elided(value, elide_larger):
+        return f"{ELIDED} : {TensorType(tuple(value.shape), from_numpy(value.dtype) or op.result.type.dtype).mlir()}"
+    return format_attr(attr.kind, value, attr.row_width)
+
+
+def _print_op(op: Op, namer: _Namer, elide_larger: int | None = None, constrained: bool = False) -> str:
     operands = ", ".join(namer.use(v) for v in op.operands)
-    attrs = ", ".join(
-        f"{name} = {format_attr(opdef.attrs[name].kind, op.attrs[name], opdef.attrs[name].row_width)}"
-        for name in sorted(op.attrs))
+    attrs = ", ".join(f"{name} = {_print_attr(op, name, elide_larger)}" for name in sorted(op.attrs))
     if constrained and op.result.sharding is not None:  # a sharding constraint, as Shardy annotates op results
         attrs += f"{', ' if attrs else ''}sdy.sharding = {op.result.sharding.sdy_per_value()}"
     attr_text = f" {{{attrs}}}" if attrs else ""

@@ -2,23 +2,50 @@
 // RUN: convc %s -p infer-shapes,resolve-padding,dce --timing --emit=convc -o %t 2>&1 | filecheck %s
 // RUN: convc-opt %S/inputs/two-chunks.mlir --split-input-file -p infer-shapes,dce --timing -o %t 2>&1 | filecheck %s --check-prefix=SPLIT
 
-// --timing prints, on stderr, the total and one line per pass run, in pipeline order:
-// wall time, share of the total, pass name. Times vary, so only their form is checked.
+// --timing prints, on stderr, the total and one line per phase, in order (as mlir-opt
+// --mlir-timing): wall time, share of the total, phase; each pass indented under the pass
+// phase. Times vary, so only their form is checked. With -p, no platform lookup is needed.
 
-// CHECK: {{^}}===- Pass execution timing report -==={{$}}
+// CHECK: {{^}}===- Execution timing report -==={{$}}
 // CHECK-NEXT: {{^ +}}Total: {{[0-9]+\.[0-9]+}} ms{{$}}
-// CHECK-NEXT: {{^ +[0-9]+\.[0-9]+}} ms ({{ *[0-9]+\.[0-9]}}%)  infer-shapes{{$}}
-// CHECK-NEXT: {{^ +[0-9]+\.[0-9]+}} ms ({{ *[0-9]+\.[0-9]}}%)  resolve-padding{{$}}
-// CHECK-NEXT: {{^ +[0-9]+\.[0-9]+}} ms ({{ *[0-9]+\.[0-9]}}%)  dce{{$}}
+// CHECK-NEXT: {{^ +[0-9]+\.[0-9]+}} ms ({{ *[0-9]+\.[0-9]}}%)  load (parse + verify){{$}}
+// CHECK-NEXT: {{^ +[0-9]+\.[0-9]+}} ms ({{ *[0-9]+\.[0-9]}}%)  passes (with the verifier after each){{$}}
+// CHECK-NEXT: {{^ +[0-9]+\.[0-9]+}} ms ({{ *[0-9]+\.[0-9]}}%)    infer-shapes{{$}}
+// CHECK-NEXT: {{^ +[0-9]+\.[0-9]+}} ms ({{ *[0-9]+\.[0-9]}}%)    resolve-padding{{$}}
+// CHECK-NEXT: {{^ +[0-9]+\.[0-9]+}} ms ({{ *[0-9]+\.[0-9]}}%)    dce{{$}}
+// CHECK-NEXT: {{^ +[0-9]+\.[0-9]+}} ms ({{ *[0-9]+\.[0-9]}}%)  print{{$}}
+// CHECK-NEXT: {{^ +[0-9]+\.[0-9]+}} ms ({{ *[0-9]+\.[0-9]}}%)  write{{$}}
 // CHECK-NOT: {{.}}
 
-// With --split-input-file (two chunks), one report after all chunks, listing each chunk's passes.
-// SPLIT: {{^}}===- Pass execution timing report -==={{$}}
+// convc --run adds StableHLO emission, MLIR's verifier, PJRT's compile and run, and the
+// write of -o, in the order they ran.
+// RUN: convc %s -p canonicalize-dimension-numbers,resolve-padding,dce --timing --run --platform cpu -o %t 2>&1 >/dev/null | filecheck %s --check-prefix=EXEC
+// EXEC-LABEL: Execution timing report
+// EXEC: load (parse + verify)
+// EXEC-NEXT: passes
+// EXEC: dce{{$}}
+// EXEC-NEXT: emit stablehlo{{$}}
+// EXEC-NEXT: mlir verify{{$}}
+// EXEC-NEXT: inputs{{$}}
+// EXEC-NEXT: pjrt compile{{$}}
+// EXEC-NEXT: pjrt run{{$}}
+// EXEC-NEXT: write{{$}}
+// EXEC-NOT: {{.}}
+
+// With --split-input-file (two chunks), one report after all chunks, listing each chunk's phases.
+// SPLIT: {{^}}===- Execution timing report -==={{$}}
 // SPLIT-NEXT: Total:
+// SPLIT-NEXT: load
+// SPLIT-NEXT: passes
 // SPLIT-NEXT: infer-shapes{{$}}
 // SPLIT-NEXT: dce{{$}}
+// SPLIT-NEXT: print{{$}}
+// SPLIT-NEXT: load
+// SPLIT-NEXT: passes
 // SPLIT-NEXT: infer-shapes{{$}}
 // SPLIT-NEXT: dce{{$}}
+// SPLIT-NEXT: print{{$}}
+// SPLIT-NEXT: write{{$}}
 // SPLIT-NOT: {{.}}
 
 module @first {

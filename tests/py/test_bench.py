@@ -1,28 +1,93 @@
 """The benchmark suite runs: `--quick` on two tiny cases, in process, and convc's result
-matches JAX's. No timing is asserted (a benchmark, not a timed test)."""
+matches JAX's; its JSON names the versions and each case's library calls. No timing is
+asserted (a benchmark, not a timed test)."""
 
 from __future__ import annotations
 
 import json
+from importlib.metadata import version
 from pathlib import Path
 
+import pytest
 from convc.tools import bench
 
 
 def test_quick_suite_runs_and_matches_jax(tmp_path: Path) -> None:
+    import jax
+
     out = tmp_path / "bench.json"
-    code = bench.main(["--quick", "--cases", "depthwise3x3,weight_grad_g32", "--budget", "0.05", "--no-peak",
-                       "--json", str(out)])
+    code = bench.main(["--quick", "--platform", "cpu", "--batch-scale", "2", "--cases", "depthwise3x3,weight_grad_g32",
+                       "--budget", "0.05", "--no-peak", "--json", str(out)])
     assert code == 0
     report = json.loads(out.read_text())
+    assert (report["platform"], report["batch_scale"], report["tolerance"]) == ("cpu", 2, bench.TOLERANCE)
+    machine = report["machine"]
+    assert (machine["convc"], machine["jax"], machine["platform"]) == (version("convc"), jax.__version__, "cpu")
+    assert machine["device_kind"] == jax.devices("cpu")[0].device_kind
     names = [case["name"] for case in report["cases"]]
     assert names == ["depthwise3x3", "weight_grad_g32"]
+    assert report["cases"][0]["shape"] == "forward 3x3 2x14x14x32->32 G32"  # --quick's batch 1, x2
     for case in report["cases"]:
         assert case["max_error_vs_jax"] <= bench.TOLERANCE
         assert set(case["ms"]) >= {"convc", "jax"}
         if case["torch_error_vs_jax"] is not None:
             assert case["torch_error_vs_jax"] <= bench.TOLERANCE
+        assert set(case["custom_calls"]) == {"convc", "jax"}
+        assert all(isinstance(target, str) for calls in case["custom_calls"].values() for target in calls)
     assert report["geomean_convc_over_jax"] > 0
+
+
+def test_batch_scale_multiplies_every_batch() -> None:
+    plain = bench.selected_cases(bench.parse_args([]))
+    scaled = bench.selected_cases(bench.parse_args(["--batch-scale", "32"]))
+    assert [c.batch * 32 for c in plain] == [c.batch for c in scaled]
+    assert [c.flops() * 32 for c in plain] == [c.flops() for c in scaled]
+
+
+def test_custom_call_targets_of_literal_hlo() -> None:
+    """Distinct targets, sorted; other quoted attributes and op names are not targets."""
+    hlo = """
+  %cudnn-conv.1 = (f32[3,3,64,64]{3,2,1,0}, u8[0]{0}) custom-call(f32[8,56,56,64]{3,2,1,0} %p0, f32[8,56,56,64]{3,2,1,0} %p1), window={size=56x56 pad=1_1x1_1}, dim_labels=b01f_o01i->01bf, custom_call_target="__cudnn$convBackwardFilter", metadata={op_name="custom_call_target=\\"fake\\""}
+  %cudnn-conv.2 = (f32[8,56,56,64]{3,2,1,0}, u8[0]{0}) custom-call(%a, %b), custom_call_target="__cudnn$convBackwardInput", backend_config={"cudnn_conv_backend_config":{}}
+  %cudnn-conv.3 = (f32[8,56,56,64]{3,2,1,0}, u8[0]{0}) custom-call(%c, %d), custom_call_target="__cudnn$convBackwardFilter"
+  %convolution = f32[8,56,56,64]{3,2,1,0} convolution(%e, %f), window={size=3x3}, dim_labels=b01f_01io->b01f
+"""
+    assert bench.custom_call_targets(hlo) == ["__cudnn$convBackwardFilter", "__cudnn$convBackwardInput"]
+    assert bench.custom_call_targets("%c = f32[2]{0} convolution(%a, %b)") == []
+
+
+def test_table_lists_library_calls_only_when_there_are_some() -> None:
+    def result(name: str, calls: dict[str, list[str]]) -> bench.CaseResult:
+        return bench.CaseResult(name, "forward", 1.0, {"convc": 1.0, "jax": 1.0}, {}, {}, 6, {"convc": 1.0}, 1.0, None,
+                                0.0, None, custom_calls=calls)
+
+    on_cpu = bench.format_table([result("dense3x3", {"convc": [], "jax": []})])
+    assert "library calls" not in on_cpu
+    on_gpu = bench.format_table([result("input_grad_s2", {"convc": ["__cudnn$convBackwardInput"], "jax": []})])
+    assert on_gpu.splitlines()[-1].split() == ["input_grad_s2", "convc:", "__cudnn$convBackwardInput", "jax:", "-"]
+
+
+def test_custom_call_targets_of_compiled_cpu_hlo() -> None:
+    """XLA:CPU's compiled Cholesky calls LAPACK: the parser finds that call in real HLO text."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    x = jax.device_put(np.eye(4, dtype=np.float32) * 2, jax.devices("cpu")[0])
+    text = jax.jit(jnp.linalg.cholesky).lower(x).compile().as_text() or ""
+    targets = bench.custom_call_targets(text)
+    assert targets and all(t.startswith("lapack_") and "potrf" in t for t in targets), targets
+
+
+def test_gpu_platform_without_a_gpu_is_one_line_exit_1(capsys: pytest.CaptureFixture[str]) -> None:
+    from convc.runtime import available_platforms
+
+    if "gpu" in available_platforms():
+        pytest.skip("this machine has a GPU")
+    assert bench.main(["--platform", "gpu", "--quick", "--no-peak", "--cases", "conv1x1"]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == "bench: error: --platform gpu: no gpu device is available to PJRT here (found: cpu)\n"
 
 
 def test_every_case_builds_the_same_shapes_in_convc_and_jax() -> None:

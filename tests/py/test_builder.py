@@ -159,7 +159,7 @@ def test_invalid_conv_fails_at_the_call_site_with_its_constraint(bad: BadConv) -
     assert (err.loc.node, err.loc.op) == ("c", "conv")
     assert str(err).startswith(f"{err.loc.file}:{err.loc.line}:1: error: 'c' (conv): ")
     assert str(err).endswith(f"[{bad.constraint}]") and "\n" not in str(err)
-    assert [op.name for op in b.build().ops] == [], "a failed call must not add an op"
+    assert [op.name for op in b.graph.ops] == [], "a failed call must not add an op"
 
 
 BAD_PLAIN_CALLS: list[tuple[str, Callable[[Builder, Value], Value], str]] = [
@@ -189,7 +189,7 @@ def test_invalid_plain_op_fails_at_the_call_site(kind: str, call: Callable[[Buil
     err = caught.value
     assert (Path(err.loc.file).resolve(), err.loc.line) == (THIS_FILE, call.__code__.co_firstlineno)
     assert err.loc.op == kind
-    assert [op.kind for op in b.build().ops] == []
+    assert [op.kind for op in b.graph.ops] == []
 
 
 def test_input_and_name_errors_point_at_the_caller() -> None:
@@ -203,6 +203,25 @@ def test_input_and_name_errors_point_at_the_caller() -> None:
         b.input("z", (2, -1))  # bad shape
     for caught, marker in ((duplicate, "duplicate input"), (dtype, "bad dtype"), (shape, "bad shape")):
         assert caught.value.loc.line == line_of(marker)
+
+
+def test_build_without_outputs_is_a_user_error_at_the_call() -> None:
+    """As a JSON model without outputs: a located error at build(), not an emitter failure."""
+    b = Builder("forgot")
+    b.relu(b.input("x", (2, 3)))
+    with pytest.raises(ConvcError, match=r"graph 'forgot' has no outputs: call output\(\.\.\.\) before build\(\)") as caught:
+        b.build()  # no outputs
+    assert caught.value.loc.line == line_of("no outputs")
+
+
+def test_conv_takes_a_lowering_pin_as_json_does() -> None:
+    b = Builder()
+    x, w = b.input("x", (1, 8, 8, 4)), b.input("w", (3, 3, 4, 4))
+    pinned = b.conv(x, w, dimension_numbers=("NHWC", "HWIO", "NHWC"), lowering="cpu-conv-eigen-path")
+    assert b.graph.ops[-1].attrs["lowering"] == "cpu-conv-eigen-path" and pinned.type.shape == (1, 6, 6, 4)
+    with pytest.raises(ConvcError, match=r"\[P1\]"):
+        b.conv(x, w, dimension_numbers=("NHWC", "HWIO", "NHWC"), lowering="fastest")
+    assert Builder.__doc__ and "output" in Builder.__doc__
 
 
 def test_a_failed_call_leaves_its_name_free() -> None:

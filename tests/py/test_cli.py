@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import jax.numpy as jnp
+import ml_dtypes
 import numpy as np
 import pytest
 from convc import driver, fileio
@@ -338,3 +339,147 @@ def test_constant_outside_the_model_directory_needs_permission(convc: Runner, tm
     assert line.startswith("model/model.json:/constants/0/file: error: ") and "--allow-external-data" in line
     allowed = convc("model/model.json", "--allow-external-data")
     assert allowed.code == 0 and allowed.stdout.startswith("module @tiny")
+
+
+def test_bf16_npz_outputs_read_back_as_bf16_inputs_only(convc: Runner, write_model: Callable[..., Path], tmp_path: Path) -> None:
+    """np.savez keeps bfloat16 as raw 2-byte voids: --outputs writes them, --inputs reads them as
+    bf16, and refuses them for an f16 input (whose bits they are not)."""
+    write_model({"inputs": [{"name": "x", "shape": [3], "dtype": "bf16"}],
+                 "nodes": [{"name": "y", "op": "relu", "inputs": ["x"]}], "outputs": ["y"]})
+    np.savez(tmp_path / "in.npz", x=np.array([1.5, -2.0, 3.0], ml_dtypes.bfloat16))
+    assert convc("model.json", "--run", "--inputs", "in.npz", "--outputs", "out.npz").code == 0
+    with np.load(tmp_path / "out.npz") as saved:
+        assert saved["y"].dtype == np.dtype("V2")
+        assert saved["y"].view(ml_dtypes.bfloat16).tolist() == [1.5, 0.0, 3.0]
+        np.savez(tmp_path / "y.npz", x=saved["y"])
+    assert convc("model.json", "--run", "--inputs", "y.npz").code == 0
+    write_model({"inputs": [{"name": "x", "shape": [3], "dtype": "f16"}], "outputs": ["x"]})
+    result = convc("model.json", "--run", "--inputs", "in.npz")
+    assert result.code == 1
+    assert re.search(r"in\.npz: .*array 'x' \(\|V2\) cannot be converted to f16: raw 2-byte voids are read only as bf16",
+                     assert_one_line(result.stderr))
+
+
+# --- what a newcomer runs into ----------------------------------------------------------------
+
+
+def test_a_closed_pipe_ends_convc_quietly(write_model: Callable[..., Path], tmp_path: Path) -> None:
+    """`convc ... | head -1`: the reader has gone, so convc stops without a word, with the
+    status a shell reports for a tool SIGPIPE ended (128 + 13), not an internal error (3)."""
+    write_model(tiny_model())
+    proc = subprocess.Popen([console_script("convc"), "model.json", "--emit", "convc"], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # before convc writes anything: its write finds no reader
+    stderr = proc.stderr.read().decode()
+    assert (proc.wait(timeout=120), stderr) == (driver.EXIT_BROKEN_PIPE, "")
+
+
+@pytest.mark.parametrize("flags", [["--outputs", "out.npz"], ["--inputs", "in.npz"], ["--platform", "cpu"], ["--seed", "3"]],
+                         ids=["outputs", "inputs", "platform", "seed"])
+def test_run_flags_without_run_are_a_usage_error(convc_here: Runner, write_model: Callable[..., Path], tmp_path: Path,
+                                                 flags: list[str]) -> None:
+    write_model(tiny_model())
+    result = convc_here("model.json", *flags)
+    assert (result.code, result.stdout) == (2, "")
+    assert assert_one_line(result.stderr) == f"convc: error: {flags[0]} needs --run (or --check)"
+    assert not (tmp_path / "out.npz").exists()
+
+
+def test_run_of_a_module_for_another_target_says_so(convc_here: Runner, write_model: Callable[..., Path]) -> None:
+    write_model(tiny_model())
+    warned = convc_here("model.json", "--target", "gpu", "--platform", "cpu", "--run")
+    assert warned.code == 0 and warned.stdout.startswith("y: [1, 3, 5, 5] f32")
+    assert re.fullmatch(r"convc: warning: --run executes the --target gpu module on PJRT platform cpu \(.+\)",
+                        assert_one_line(warned.stderr)), warned.stderr
+    assert convc_here("model.json", "--target", "cpu", "--platform", "cpu", "--run").stderr == ""
+    assert convc_here("model.json", "--target", "generic", "--platform", "cpu", "--run").stderr == ""
+
+
+def test_bytecode_is_not_written_to_a_terminal(write_model: Callable[..., Path], tmp_path: Path) -> None:
+    pty = pytest.importorskip("pty")
+    write_model(tiny_model())
+    leader, follower = pty.openpty()
+    try:
+        done = subprocess.run([console_script("convc"), "model.json", "--emit", "bytecode"], cwd=tmp_path, stdout=follower,
+                              stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        os.close(follower)
+        os.close(leader)
+    assert done.returncode == 2
+    assert assert_one_line(done.stderr) == ("convc: error: --emit bytecode: refusing to write binary to a terminal; "
+                                            "use -o FILE or redirect stdout")
+    piped = subprocess.run([console_script("convc"), "model.json", "--emit", "bytecode"], cwd=tmp_path, capture_output=True,
+                           timeout=120)
+    assert piped.returncode == 0 and piped.stdout.startswith(b"ML\xefR")  # MLIR bytecode magic
+
+
+@pytest.mark.parametrize("tool", ["convc", "convc-opt"])
+def test_version_names_convc_jax_and_jaxlib(tool: str) -> None:
+    from importlib.metadata import version
+
+    done = subprocess.run([console_script(tool), "--version"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0
+    assert done.stdout == f"convc {version('convc')} (jax {version('jax')}, jaxlib {version('jaxlib')})\n"
+
+
+@pytest.mark.parametrize("argv", [["convc", "--list-passes"], ["convc-opt", "--list-passes"], ["convc-opt", "--help"]],
+                         ids=["convc", "convc-opt", "convc-opt-help"])
+def test_pass_listing_names_every_pass_with_its_summary_and_options(argv: list[str]) -> None:
+    import dataclasses
+
+    from convc.passes import ALL_PASSES
+
+    done = subprocess.run([console_script(argv[0]), *argv[1:]], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0
+    lines = done.stdout.splitlines()
+    for cls in ALL_PASSES:
+        row = next(i for i, line in enumerate(lines) if line.split()[:1] == [cls.name])
+        assert lines[row].endswith(cls.summary)
+        options = [line.split("=")[0].strip() for line in lines[row + 1:row + 1 + len(dataclasses.fields(cls))]]
+        assert options == [f.name for f in dataclasses.fields(cls)]
+
+
+def test_convc_opt_help_offers_only_its_own_flags() -> None:
+    done = subprocess.run([console_script("convc-opt"), "--help"], capture_output=True, text=True, timeout=120)
+    assert "--run" not in done.stdout and "--elide-constants-larger" in done.stdout
+
+
+NEWCOMER_MISTAKES = [
+    pytest.param({**tiny_model(), "nodes": [{"name": "y", "op": "ReLU", "inputs": ["x"]}]},
+                 r"model\.json:/nodes/0/op: error: 'y': unknown op 'ReLU' \(did you mean 'relu'\?\)", id="op-case"),
+    pytest.param({**tiny_model(), "inputs": [{"name": "x", "shape": [1, 2, 5, 5], "dtype": "float"}]},
+                 r"model\.json:/inputs/0/dtype: error: unknown dtype \"float\" \(did you mean 'f32'\?\); "
+                 r"expected one of f32, f16, bf16, f64, i8, i32", id="dtype-float"),
+    pytest.param({**tiny_model(), "inputs": [{"name": "x", "shape": [1, 5, 5, 2], "dtype": "f32"}]},
+                 r"model\.json:/nodes/0/inputs/1: error: 'c' \(conv\): rhs input feature dimension 2 must equal lhs feature "
+                 r"dimension 5 / feature_group_count 1 = 5; the shapes fit if lhs dimension 3 \(size 2\) holds the features, not "
+                 r"dimension 1: do the dimension_numbers match the data's layout\? \[C14\]", id="nhwc-data-nchw-specs"),
+]
+
+
+@pytest.mark.parametrize(("doc", "pattern"), NEWCOMER_MISTAKES)
+def test_newcomer_mistakes_get_a_hint(convc_here: Runner, write_model: Callable[..., Path], doc: dict[str, Any],
+                                      pattern: str) -> None:
+    write_model(doc)
+    result = convc_here("model.json")
+    assert (result.code, result.stdout) == (1, "")
+    assert re.fullmatch(pattern, assert_one_line(result.stderr)), result.stderr
+
+
+def test_a_missing_npz_key_lists_the_keys_the_file_has(convc_here: Runner, write_model: Callable[..., Path],
+                                                       tmp_path: Path) -> None:
+    np.savez(tmp_path / "weights.npz", kernel=KERNEL, bias=np.zeros(3, np.float32))
+    write_model(file_constant_model({"file": "weights.npz", "key": "weights"}))
+    result = convc_here("model.json")
+    assert result.code == 1
+    assert assert_one_line(result.stderr) == ("model.json:/constants/0/key: error: 'w' (constant): 'weights.npz' has no array "
+                                              "'weights' (has: kernel, bias)")
+
+
+@pytest.mark.parametrize("text", ["", "\n  \n"], ids=["empty", "blank"])
+def test_an_empty_json_file_is_a_json_error(convc_here: Runner, tmp_path: Path, text: str) -> None:
+    (tmp_path / "model.json").write_text(text)
+    result = convc_here("model.json")
+    assert result.code == 1
+    assert assert_one_line(result.stderr) == "model.json:/: error: the file is empty: expected a JSON model object"

@@ -97,7 +97,7 @@ def build(case: Case) -> tuple[convc.Graph, list[np.ndarray]]:
 
 
 def run_convc(graph: convc.Graph, arrays: Sequence[np.ndarray]) -> np.ndarray:
-    text = convc.compile_graph(graph)  # verifies the module with MLIR
+    text = convc.compile_graph(graph, target="generic")  # verifies the module with MLIR; the generic lowering is under test
     assert "window_reversal" not in text
     return _executable(text)(*arrays)[0]
 
@@ -163,7 +163,7 @@ def test_precision_and_preferred_element_type_reach_the_conv() -> None:
     lhs, rhs = b.input("lhs", case.lhs, "bf16"), b.input("rhs", case.rhs, "bf16")
     b.output(b.conv_transpose(lhs, rhs, case.strides, feature_group_count=case.feature_group_count, precision="HIGHEST",
                               preferred_element_type="f32", **case.attrs()))
-    text = convc.compile_graph(b.build())
+    text = convc.compile_graph(b.build(), target="generic")
     assert "precision_config = [#stablehlo<precision HIGHEST>, #stablehlo<precision HIGHEST>]" in text
     _, arrays = build(case)
     narrow = [a.astype(numpy_dtype("bf16")) for a in arrays]

@@ -244,7 +244,7 @@ def test_text_ir_round_trip_emits_the_same_module(model: dict[str, Any]) -> None
         root = Path(tmp)
         (root / "model.json").write_text(json.dumps(model))
         direct = run_cli([str(root / "model.json"), "--target", "generic", "-o", str(root / "direct.mlir")])
-        printed = run_cli([str(root / "model.json"), "--target", "generic", "--emit", "convc", "-o", str(root / "ir.convc")])
+        printed = run_cli([str(root / "model.json"), "--target", "generic", "--emit", "convc", "--print-constants-whole", "-o", str(root / "ir.convc")])
         assert direct.code == 0 and printed.code == 0, direct.stderr + printed.stderr
         reparsed = run_cli([str(root / "ir.convc"), "--emit", "stablehlo", "-o", str(root / "reparsed.mlir")], entry="convc-opt")
         assert reparsed.code == 0, reparsed.stderr

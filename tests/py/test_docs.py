@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
 from convc.ops import OPS
 from convc.passes import PASSES
 
@@ -49,3 +50,59 @@ def test_relative_links_between_docs_resolve() -> None:
     for doc in DOCS.glob("*.md"):
         for target in re.findall(r"\]\(([a-z\-]+\.md)(?:#[^)]*)?\)", doc.read_text(encoding="utf-8")):
             assert (DOCS / target).exists(), f"{doc.name} links to missing {target}"
+
+
+# --- documented commands ------------------------------------------------------------------------
+
+ROOT = DOCS.parent
+DOC_TEST = re.compile(r"<!-- doc-test -->\n```[a-z]*\n(.*?)```", re.S)
+# Figures XLA computes: another XLA version may round differently from the one the doc names.
+XLA_FIGURES = re.compile(r"(sum=)\S+ (crc32=)\S+|(error vs jax\.lax )\S+")
+
+
+def documented_sessions(doc: str) -> list[tuple[str, str]]:
+    """(command, expected output) for every `$ ` line of the blocks marked `<!-- doc-test -->`."""
+    sessions: list[tuple[str, str]] = []
+    for block in DOC_TEST.findall((DOCS / doc).read_text(encoding="utf-8")):
+        for chunk in re.split(r"^\$ ", block, flags=re.M)[1:]:
+            command, _, output = chunk.partition("\n")
+            sessions.append((command, output))
+    return sessions
+
+
+def _documented_jaxlib() -> str:
+    match = re.search(r"come from jaxlib (\S+) on XLA:CPU", (DOCS / "cli.md").read_text(encoding="utf-8"))
+    assert match, "docs/cli.md names the jaxlib its outputs come from"
+    return match.group(1)
+
+
+def _without_xla_figures(text: str) -> str:
+    return XLA_FIGURES.sub(lambda m: "".join(g for g in m.groups() if g) + "*", text)
+
+
+@pytest.mark.parametrize(("command", "expected"), documented_sessions("cli.md"), ids=lambda value: value[:60])
+def test_documented_commands_print_what_the_docs_show(command: str, expected: str) -> None:
+    """Run each documented command from the repository root, on the CPU platform, and compare
+    stdout and stderr with the doc: a changed checksum, message or listing fails here."""
+    import importlib.metadata
+    import os
+    import shlex
+    import shutil
+    import subprocess
+    import sys
+
+    argv = shlex.split(command)
+    tool = Path(sys.executable).with_name(argv[0])
+    executable = str(tool) if tool.exists() else shutil.which(argv[0])
+    if executable is None:
+        pytest.skip(f"console script '{argv[0]}' is not installed")
+    done = subprocess.run([executable, *argv[1:]], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          timeout=300, env=dict(os.environ, JAX_PLATFORMS="cpu"))
+    if importlib.metadata.version("jaxlib") == _documented_jaxlib():
+        assert done.stdout == expected
+    else:
+        assert _without_xla_figures(done.stdout) == _without_xla_figures(expected)
+
+
+def test_every_cli_doc_test_block_has_commands() -> None:
+    assert len(documented_sessions("cli.md")) >= 4

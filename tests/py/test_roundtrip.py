@@ -15,7 +15,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import pytest
-from convc import Builder, Graph, compile_graph, load_model, mlir, parse_ir, print_graph
+from convc import Builder, ConvcError, Graph, compile_graph, load_model, mlir, parse_ir, print_graph
 from convc.driver import Compiler
 from convc.driver import main as convc_main
 from convc.ops import OPS
@@ -152,6 +152,37 @@ def assert_same_attr(got: Any, want: Any) -> None:
         assert got == want
 
 
+def test_elided_constants_print_short_and_do_not_read_back() -> None:
+    """As mlir-opt --mlir-elide-elementsattrs-if-larger: constants of more elements than the
+    limit print as dense_resource<__elided__> (splats stay, they are short); the parser
+    refuses that text at the constant, since its value is gone."""
+    b = Builder("weights")
+    x = b.input("x", (4, 4))
+    ramp = b.add(x, b.constant("ramp", np.arange(16, dtype=np.float32).reshape(4, 4)))
+    b.output(b.add(ramp, b.constant("ones", np.ones((4, 4), np.float32))))
+    graph = b.build()
+    whole, elided = print_graph(graph), print_graph(graph, elide_larger=15)
+    assert print_graph(graph, elide_larger=16) == whole
+    ramp_line = next(n for n, line in enumerate(elided.splitlines(), start=1) if "%ramp" in line)
+    assert elided.splitlines()[ramp_line - 1].split("{")[1].startswith("value = dense_resource<__elided__> : tensor<4x4xf32>}")
+    assert "dense<1.0> : tensor<4x4xf32>" in elided
+    with pytest.raises(ConvcError) as caught:
+        parse_ir(elided, "elided.mlir")
+    assert caught.value.loc.line == ramp_line
+    assert "was elided when the IR was printed" in str(caught.value) and "--print-constants-whole" in str(caught.value)
+    assert print_graph(parse_ir(whole)) == whole
+
+
+def test_convc_elides_printed_constants_unless_asked_to_print_them_whole(tmp_path: Path, capsys: Any) -> None:
+    model = EXAMPLES[0]
+    assert convc_main([str(model), "--target", "generic", "--emit", "convc"]) == 0
+    assert "dense_resource<__elided__>" in capsys.readouterr().out
+    assert convc_main([str(model), "--target", "generic", "--emit", "convc", "--print-constants-whole", "-o",
+                       str(tmp_path / "whole.mlir")]) == 0
+    text = (tmp_path / "whole.mlir").read_text()
+    assert "dense_resource" not in text and print_graph(parse_ir(text)) == text
+
+
 def test_the_graphs_use_every_attribute_kind() -> None:
     """The round-trip graphs exercise every attribute kind any registered op declares."""
     used = {OPS[op.kind].attrs[name].kind for make in GRAPHS.values() for op in make().ops for name in op.attrs}
@@ -200,6 +231,15 @@ def test_compiling_twice_gives_identical_bytes(path: Path) -> None:
         fresh = subprocess.run([sys.executable, "-c", FRESH_PROCESS, str(path)], capture_output=True, text=True,
                                env=env, check=True, timeout=120)
         assert fresh.stdout == first
+
+
+def test_library_and_cli_default_to_the_same_target(tmp_path: Path, capsys: Any) -> None:
+    """compile_graph, like convc, lowers for the platform PJRT finds unless told otherwise."""
+    graph = load_model(EXAMPLES[0])
+    platform_target = Compiler().resolved_target()
+    assert compile_graph(graph) == compile_graph(graph, target=platform_target)
+    assert convc_main([str(EXAMPLES[0]), "-o", str(tmp_path / "cli.mlir")]) == 0
+    assert (tmp_path / "cli.mlir").read_text() == compile_graph(graph)
 
 
 def test_builder_graphs_compile_deterministically() -> None:

@@ -142,7 +142,7 @@ def test_builder_mesh_and_specs() -> None:
     y = b.shard(b.relu(x), (("data", "space"),))
     assert y.sharding == ShardingSpec((("data", "space"), (), (), ()))
     assert x.sharding == ShardingSpec((("data",), ("space",), (), ()))
-    assert b.build().mesh == Mesh((("data", 4), ("space", 2)))
+    assert b.graph.mesh == Mesh((("data", 4), ("space", 2)))
 
 
 def test_mesh_flag() -> None:
