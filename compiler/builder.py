@@ -16,7 +16,7 @@ the call site.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import numpy as np
@@ -25,6 +25,7 @@ from .diagnostics import ConvcError, Location
 from .dtypes import canonical_dtype, from_numpy, numpy_dtype
 from .ir import Graph, Op, TensorType, Value
 from .ops import OPS, Attr, suggest
+from .sharding import check_spec, read_mesh, read_spec
 from .verify import coerce_attrs, infer_type
 
 Helper = TypeVar("Helper", bound=Callable[..., Value])
@@ -62,14 +63,17 @@ class Builder:
     registered op), then `output` and `build`. Each call checks its operands and
     attributes and infers the result type, so a mistake fails where it was made."""
 
-    def __init__(self, name: str = "main"):
+    def __init__(self, name: str = "main", mesh: Mapping[str, int] | None = None):
         self.graph = Graph(name)
         self._names: set[str] = set()
         self._counter = 0
+        if mesh is not None:  # named axes and sizes, in order: {"data": 4, "space": 2}
+            self.graph.mesh = read_mesh(mesh, _call_site())
 
     # --- values -------------------------------------------------------------
 
-    def input(self, name: str, shape: Sequence[int], dtype: str = "f32") -> Value:
+    def input(self, name: str, shape: Sequence[int], dtype: str = "f32", sharding: Sequence[Any] | None = None) -> Value:
+        """A graph input; `sharding` (per dimension None, an axis or a tuple of axes) pins the argument's."""
         loc = _call_site()
         canonical = canonical_dtype(dtype)
         if canonical is None:
@@ -77,6 +81,8 @@ class Builder:
         if any(isinstance(d, bool) or not isinstance(d, int | np.integer) or d < 0 for d in shape):
             raise ConvcError(f"input '{name}' has an invalid shape {list(shape)}", loc)
         value = Value(self._claim(name, loc), TensorType(tuple(int(d) for d in shape), canonical))
+        if sharding is not None:
+            self._pin(value, sharding, loc)
         self.graph.inputs.append(value)
         self.graph.input_locs[value.name] = loc
         return value
@@ -96,9 +102,25 @@ class Builder:
             array = array.astype(np.float32) if array.dtype.kind == "f" else array.astype(np.int32)
         return self.op("constant", name=name, value=array)
 
-    def output(self, *values: Value) -> None:
-        """Mark `values` as the graph's results, in order (may be called more than once)."""
+    def output(self, *values: Value, sharding: Sequence[Any] | None = None) -> None:
+        """Mark `values` as the graph's results, in order (may be called more than once);
+        `sharding` (with one value) pins the result's sharding."""
+        if sharding is not None:
+            if len(values) != 1:
+                raise ConvcError(f"output(..., sharding=) takes one value, got {len(values)}", _call_site())
+            self._pin(values[0], sharding, _call_site())
         self.graph.outputs.extend(values)
+
+    def shard(self, value: Value, spec: Sequence[Any]) -> Value:
+        """A sharding constraint on `value` (on an input: the argument's sharding), as
+        `jax.lax.with_sharding_constraint`; returns `value`."""
+        self._pin(value, spec, _call_site())
+        return value
+
+    def _pin(self, value: Value, spec: Sequence[Any], loc: Location) -> None:
+        if self.graph.mesh is None:
+            raise ConvcError(f"'{value.name}' has a sharding but the builder has no mesh (Builder(..., mesh={{...}}))", loc, "S7")
+        value.sharding = check_spec(read_spec(spec, loc), value.type.shape, self.graph.mesh, f"'{value.name}'")
 
     def build(self) -> Graph:
         """The graph; it needs at least one output, as a JSON model does."""

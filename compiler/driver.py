@@ -65,6 +65,7 @@ class Compiler:
     autotune_cache: str | None = None  # None: $XDG_CACHE_HOME/convc/autotune.json
     autotune_platform: str | None = None  # the PJRT platform to measure on; None: the one PJRT finds
     elide_constants_larger: int | None = None  # printed IR: elide constants with more elements (None: whole)
+    mesh: str | None = None  # --mesh AXIS=SIZE,...: the mesh to partition over (convc.sharding)
     log: Callable[[str], None] = field(default=lambda text: print(text, file=sys.stderr))
     timings: list[tuple[str, float]] = field(default_factory=list)  # the last run_passes's, per pass
     phases: list[tuple[str, float, int]] = field(default_factory=list)  # (phase, seconds, depth), for --timing
@@ -96,6 +97,14 @@ class Compiler:
             return self._load_bytes(data, file, base_dir)
 
     def _load_bytes(self, data: bytes, file: str, base_dir: Path | None) -> Graph:
+        graph = self._read(data, file, base_dir)
+        if self.mesh is not None:  # --- sharding: --mesh sets or resizes the mesh ---
+            from .sharding import apply_mesh_override, parse_mesh_flag
+
+            apply_mesh_override(graph, parse_mesh_flag(self.mesh), file)
+        return graph
+
+    def _read(self, data: bytes, file: str, base_dir: Path | None) -> Graph:
         if file.lower().endswith(".json") or data.lstrip()[:1] in (b"{", b"["):
             return load_model_text(data, file, base_dir=base_dir, allow_external_data=self.allow_external_data,
                                    max_constant_bytes=self.max_bytes)
@@ -169,7 +178,7 @@ class Compiler:
                 mlir.verify_stablehlo(text)
         if kind == "bytecode":
             with self.timed("serialize bytecode"):
-                return mlir.portable_artifact(text)
+                return mlir.portable_artifact(text, sharded=graph.mesh is not None)
         return text.encode()
 
     def timing_report(self) -> str:
@@ -194,6 +203,8 @@ def _common_arguments(parser: argparse.ArgumentParser, run_flags: bool) -> None:
     parser.add_argument("--max-bytes", type=byte_count, default=DEFAULT_MAX_BYTES, metavar="N[K|M|G]",
                         help=f"refuse, before allocating, models whose constants{also} need more than this many "
                              "bytes (default 2G)")
+    parser.add_argument("--mesh", metavar="AXIS=SIZE,...", help="device mesh, e.g. data=4,space=2: sets the mesh of a model "
+                        "without one, or resizes the model's (same axes, same order); see docs/sharding.md")
     parser.add_argument("--debug", action="store_true", help="show tracebacks for internal errors")
     parser.add_argument("--version", action="version", version=version_line())
 
@@ -379,10 +390,14 @@ def _convc_main(args: argparse.Namespace) -> int:
     compiler = Compiler(pipeline=args.pipeline, target=args.target, verify=not args.no_verify,
                         print_ir_after_all=args.print_ir_after_all, allow_external_data=args.allow_external_data,
                         max_bytes=args.max_bytes, autotune=args.autotune, autotune_cache=args.autotune_cache,
-                        autotune_platform=args.platform, elide_constants_larger=elide)
-    if args.platform is not None and (args.run or args.check or args.autotune):
-        require_platform(args.platform)  # before any work: --run and --autotune need that device
+                        autotune_platform=args.platform, elide_constants_larger=elide, mesh=args.mesh)
     graph = compiler.load(args.model)
+    if graph.mesh is not None and (args.run or args.check):  # --- sharding: host devices, before JAX starts ---
+        from .runtime_sharded import request_host_devices
+
+        request_host_devices(graph.mesh.size)
+    if args.platform is not None and (args.run or args.check or args.autotune):
+        require_platform(args.platform)  # before compiling: --run and --autotune need that device
     source = graph.clone() if args.check else None
     compiler.run_passes(graph)
     payload = compiler.emit(graph, args.emit)
@@ -495,10 +510,16 @@ def _run(graph: Graph, stablehlo: str, args: argparse.Namespace, source: Graph |
 
     with compiler.timed("inputs"):
         inputs = _inputs(graph, args)
-    with compiler.timed("pjrt compile"):
-        executable = compile_stablehlo(stablehlo, args.platform)
-    with compiler.timed("pjrt run"):
-        outputs = executable(*inputs)
+    if graph.mesh is not None:  # --- sharding: N devices ---
+        from .runtime_sharded import run_graph
+
+        with compiler.timed("pjrt compile + run on N devices"):
+            outputs = run_graph(graph, stablehlo, inputs, args.platform, args.model)
+    else:
+        with compiler.timed("pjrt compile"):
+            executable = compile_stablehlo(stablehlo, args.platform)
+        with compiler.timed("pjrt run"):
+            outputs = executable(*inputs)
     for value, out in zip(graph.outputs, outputs):
         print(f"{value.name}: {list(out.shape)} {value.type.dtype} {_checksum(out)}")
     if source is not None:
@@ -566,7 +587,7 @@ def _opt_main(args: argparse.Namespace) -> int:
     pipeline = None if args.default_pipeline else args.pipeline or ""
     compiler = Compiler(pipeline=pipeline, target=args.default_pipeline or "generic", print_ir_after_all=args.print_ir_after_all,
                         allow_external_data=args.allow_external_data, max_bytes=args.max_bytes,
-                        elide_constants_larger=args.elide_constants_larger)
+                        elide_constants_larger=args.elide_constants_larger, mesh=args.mesh)
     compiler.passes()  # a bad pipeline is a usage error before anything is read
     if args.input == "-":
         data, base_dir = sys.stdin.buffer.read(), None

@@ -10,9 +10,12 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .diagnostics import UNKNOWN, Location
+
+if TYPE_CHECKING:
+    from .sharding import Mesh, ShardingSpec
 
 
 @dataclass(frozen=True)
@@ -47,13 +50,15 @@ def _tensor_text(shape: tuple[int, ...], dtype: str) -> str:
 class Value:
     """An SSA value: a graph input or the result of an op."""
 
-    __slots__ = ("name", "type", "producer", "users")
+    __slots__ = ("name", "type", "producer", "users", "sharding")
 
     def __init__(self, name: str, type: TensorType, producer: Op | None = None):
         self.name = name
         self.type = type
         self.producer = producer
         self.users: list[Op] = []
+        # pinned sharding (convc.sharding.ShardingSpec): an argument's, a result's, or a constraint
+        self.sharding: ShardingSpec | None = None
 
     def __repr__(self) -> str:
         return f"%{self.name}: {self.type}"
@@ -110,6 +115,8 @@ class Graph:
     outputs: list[Value] = field(default_factory=list)
     # where each graph input came from, for diagnostics (by input name)
     input_locs: dict[str, Location] = field(default_factory=dict)
+    # the device mesh the program is partitioned over (None: one device); see convc.sharding
+    mesh: Mesh | None = None
 
     def values(self) -> Iterator[Value]:
         yield from self.inputs
@@ -122,6 +129,17 @@ class Graph:
                 if operand is old:
                     user.set_operand(index, new)
         self.outputs = [new if v is old else v for v in self.outputs]
+        self._carry_sharding(old, new)
+
+    @staticmethod
+    def _carry_sharding(old: Value, new: Value) -> None:
+        """A pinned sharding follows the value that now stands for `old`; an argument's
+        stays on the argument too (it is still the argument's)."""
+        if old.sharding is None or new.sharding is not None:
+            return
+        new.sharding = old.sharding
+        if old.producer is not None:
+            old.sharding = None
 
     def erase_op(self, op: Op) -> None:
         if op.result.users:
@@ -142,12 +160,14 @@ class Graph:
     def clone(self) -> Graph:
         """A deep copy of the structure (attribute values are shared; they are immutable)."""
         mapping: dict[int, Value] = {}
-        copy = Graph(self.name, input_locs=dict(self.input_locs))
+        copy = Graph(self.name, input_locs=dict(self.input_locs), mesh=self.mesh)
         for value in self.inputs:
             mapping[id(value)] = Value(value.name, value.type)
+            mapping[id(value)].sharding = value.sharding
             copy.inputs.append(mapping[id(value)])
         for op in self.ops:
             new = Op(op.kind, [mapping[id(v)] for v in op.operands], op.attrs, op.name, op.result.type, op.loc)
+            new.result.sharding = op.result.sharding
             mapping[id(op.result)] = new.result
             copy.ops.append(new)
         copy.outputs = [mapping[id(v)] for v in self.outputs]

@@ -48,11 +48,19 @@ def verify_stablehlo(text: str) -> None:
         raise InternalError("emitted StableHLO does not verify: " + " | ".join(first[:4])) from None
 
 
-def portable_artifact(text: str, target_version: str | None = None) -> bytes:
-    """Versioned StableHLO bytecode (VHLO), readable by later StableHLO consumers."""
-    _, _, stablehlo = _modules()
+def portable_artifact(text: str, target_version: str | None = None, sharded: bool = False) -> bytes:
+    """Versioned StableHLO bytecode (VHLO), readable by later StableHLO consumers. A
+    `sharded` module keeps its Shardy ops through the serializer `jax.export` uses (mixed
+    serialization: StableHLO as VHLO, `sdy` as is); the plain call refuses `sdy` ops."""
+    _, ir, stablehlo = _modules()
     version = target_version or stablehlo.get_current_version()
-    return bytes(stablehlo.serialize_portable_artifact_str(text, version))
+    if not sharded:
+        return bytes(stablehlo.serialize_portable_artifact_str(text, version))
+    from jax._src.lib import _jax
+
+    with context():
+        module = ir.Module.parse(text)
+        return bytes(_jax.mlir.serialize_portable_artifact(module, version, True))
 
 
 def eval_module(text: str, arrays: list[Any]) -> list[Any]:

@@ -104,6 +104,10 @@ def verify_graph(graph: Graph) -> None:
     for value in graph.outputs:
         if id(value) not in defined:
             raise ConvcError(f"output '%{value.name}' is not defined in the graph", Location())
+    if graph.mesh is not None:  # shardings (a graph without a mesh holds none: S7 at every frontend)
+        from .sharding import verify_shardings
+
+        verify_shardings(graph)
 
 
 def _define(name: str, names: set[str], loc: Location) -> None:

@@ -23,6 +23,7 @@ from typing import Any
 from convc.dtypes import DTYPES, canonical_dtype, numpy_dtype
 from convc.frontend.json_model import MAX_DIM
 from convc.ops import OPS, Attr, OpDef
+from convc.sharding import mesh_schema, shardings_schema
 
 # compiler/schema/ in a checkout (the package folder of `convc`), shipped as package data
 SCHEMA_PATH = Path(str(resources.files("convc").joinpath("schema", "model.schema.json")))
@@ -134,11 +135,13 @@ def model_schema() -> dict[str, Any]:
         "type": "object",
         "properties": {
             "name": {"type": "string", "description": "the module's name (default: main)"},
+            "mesh": mesh_schema(),
             "inputs": {"type": "array", "items": {"$ref": "#/$defs/input"}, "description": "the entry function's arguments, in order"},
             "constants": {"type": "array", "items": {"$ref": "#/$defs/constant"}},
             "nodes": {"type": "array", "items": {"$ref": "#/$defs/node"}},
             "outputs": {"type": "array", "items": {"$ref": "#/$defs/value_name"}, "minItems": 1,
                         "description": "the entry function's results, in order"},
+            "shardings": shardings_schema(),
         },
         "required": ["inputs", "outputs"],
         "additionalProperties": False,

@@ -17,6 +17,7 @@ from ..literals import dense_literal, int_list, is_ssa_id, is_symbol_id, quote
 from ..memo import memoized
 from ..ops import ConvDimensionNumbers, view
 from ..ops.attr_kinds import format_dimension_numbers
+from . import sdy
 
 
 class EmitContext:
@@ -240,20 +241,30 @@ def _stacked_reduce_sum(op: Op, ctx: EmitContext, result: str) -> None:
     ctx.emit(result, f"stablehlo.concatenate {', '.join(rows)}, dim = 0 : ({', '.join([str(row)] * count)}) -> {op.result.type}")
 
 
+def _sharding_constraint(value: Value, ctx: EmitContext) -> None:
+    """Later uses of `value` read it through `sdy.sharding_constraint` (convc.sharding)."""
+    constrained = ctx.emit(ctx.fresh(f"{ctx.use(value)[1:]}_sharded"), sdy.constraint(ctx.use(value), value))
+    ctx._names[id(value)] = constrained
+
+
 def emit_stablehlo(graph: Graph) -> str:
     """The whole module: `module @<name>` with a public `@main` over the graph's inputs."""
     ctx = EmitContext()
-    args = ", ".join(f"{ctx.define(v)}: {v.type} loc({quote(v.name)})" for v in graph.inputs)
-    results = ", ".join(f"{v.type} {{jax.result_info = {quote(v.name)}}}" for v in graph.outputs)
+    args = ", ".join(f"{ctx.define(v)}: {v.type}{sdy.argument_attrs(v)} loc({quote(v.name)})" for v in graph.inputs)
+    results = ", ".join(f"{v.type} {{jax.result_info = {quote(v.name)}{sdy.result_attr(v)}}}" for v in graph.outputs)
+    constrained = sdy.constrained_values(graph)
     for op in graph.ops:
         emit_rule = RULES.get(op.kind)
         if emit_rule is None:
             raise InternalError(f"no StableHLO rule for op '{op.kind}' ('{op.name}'); is a lowering pass missing?")
         ctx.loc = f" loc({quote(op.name)})"
         emit_rule(op, ctx, ctx.define(op.result))
+        if id(op.result) in constrained:
+            _sharding_constraint(op.result, ctx)
     module_name = graph.name if is_symbol_id(graph.name) else quote(graph.name)
     returned = ", ".join(ctx.use(v) for v in graph.outputs)
     types = ", ".join(str(v.type) for v in graph.outputs)
-    head = [f"module @{module_name} {{", f"  func.func public @main({args}) -> ({results}) {{"]
+    head = [f"module @{module_name}{sdy.module_attributes(graph.mesh)} {{", *sdy.mesh_ops(graph.mesh),
+            f"  func.func public @main({args}) -> ({results}) {{"]
     tail = [f"    return {returned} : {types}", "  }", "}", ""]
     return "\n".join(head + ctx.lines + tail)

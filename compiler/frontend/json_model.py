@@ -16,9 +16,10 @@ from ..diagnostics import ConvcError, Location
 from ..dtypes import DTYPES, canonical_dtype, from_numpy, is_float, numpy_dtype
 from ..ir import Graph, Op, TensorType, Value
 from ..ops import OPS, suggest
+from ..sharding import pin, read_mesh
 from ..verify import coerce_attrs, infer_type
 
-TOP_LEVEL_KEYS = ("name", "inputs", "constants", "nodes", "outputs")
+TOP_LEVEL_KEYS = ("name", "mesh", "inputs", "constants", "nodes", "outputs", "shardings")
 INPUT_KEYS = ("name", "shape", "dtype")
 CONSTANT_KEYS = ("name", "shape", "dtype", "value", "file", "key")
 NODE_KEYS = ("name", "op", "inputs")
@@ -137,6 +138,8 @@ class _ModelReader:
         name = obj.get("name", "main")
         _expect(name, str, "a string", root.child("name"))
         graph = Graph(name or "main")
+        if "mesh" in obj:  # --- sharding (convc.sharding) ---
+            graph.mesh = read_mesh(_expect(obj["mesh"], dict, "an object of axis sizes", root.child("mesh")), root.child("mesh"))
         for index, entry in enumerate(_list(obj, "inputs", root, required=True)):
             self._read_input(graph, entry, self.loc(f"/inputs/{index}"))
         for index, entry in enumerate(_list(obj, "constants", root)):
@@ -153,6 +156,9 @@ class _ModelReader:
             if out not in self.values:
                 raise ConvcError(f"output '{out}' is not defined{suggest(out, self.values)}", loc)
             graph.outputs.append(self.values[out])
+        if "shardings" in obj:  # --- sharding (convc.sharding) ---
+            shardings = _expect(obj["shardings"], dict, "an object of value name -> sharding", root.child("shardings"))
+            pin(graph, self.values, shardings, root.child("shardings"))
         return graph
 
     # --- entries ---------------------------------------------------------------

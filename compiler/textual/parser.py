@@ -16,6 +16,7 @@ from ..dtypes import canonical_dtype, numpy_dtype
 from ..ir import Graph, Op, TensorType, Value
 from ..ops import OPS, suggest
 from ..ops.attr_kinds import parse_dimension_numbers
+from ..sharding import MESH_SYMBOL, Mesh, ShardingSpec, parse_sdy_mesh, parse_sdy_sharding, verify_shardings
 from ..verify import coerce_attrs, infer_type
 
 _TOKEN = re.compile(
@@ -26,6 +27,8 @@ _TOKEN = re.compile(
   | (?P<dense>dense<[^>]*>)
   | (?P<resource>dense_resource<[^>]*>)
   | (?P<dims>\#convc\.dims<[^>]*->[^>]*>)
+  | (?P<sdy>\#sdy\.sharding(?:_per_value<\[<@[A-Za-z0-9_$.\-]+,\s*\[[^\]]*\]>\]>|<@[A-Za-z0-9_$.\-]+,\s*\[[^\]]*\]>))
+  | (?P<mesh><\[[^\]]*\]>)
   | (?P<string>"(?:[^"\\]|\\.)*")
   | (?P<value>%[A-Za-z0-9_$.\-]+)
   | (?P<symbol>@(?:[A-Za-z0-9_$.\-]+|"(?:[^"\\]|\\.)*"))
@@ -176,12 +179,17 @@ class _Parser:
 
     def module(self) -> Graph:
         name = "main"
+        mesh = None
         wrapped = self.accept("module")
         if wrapped:
             if self.tok.kind == "symbol":
                 name = _symbol_name(self.next().text)
             self.expect("{")
+            mesh = self.mesh()
         graph = self.function(name)
+        if mesh is not None or any(v.sharding is not None for v in graph.values()):  # --- sharding ---
+            graph.mesh = mesh
+            verify_shardings(graph)
         if wrapped:
             self.expect("}")
         if self.tok.kind != "eof":
@@ -201,12 +209,14 @@ class _Parser:
             tok = self.expect_kind("value", "an argument name")
             self.expect(":")
             t = self.type()
+            sharding = self.sharding_attrs()
             name = self.name_loc(tok.text[1:])
             self.define(tok, Value(name, t))
+            self.values[tok.text].sharding = sharding
             graph.inputs.append(self.values[tok.text])
             graph.input_locs[name] = self.loc(tok)
         self.expect("->")
-        result_types = self.type_list()
+        result_types, result_shardings = self.result_types()
         self.expect("{")
         while self.tok.kind == "value":
             graph.ops.append(self.operation())
@@ -223,8 +233,44 @@ class _Parser:
         if [v.type for v in outputs] != declared or declared != result_types:
             raise self.error("return types do not match the function's result types", return_tok)
         graph.outputs = outputs
+        for value, sharding in zip(outputs, result_shardings):
+            value.sharding = sharding or value.sharding
         self.expect("}")
         return graph
+
+    # --- sharding (convc.sharding): the mesh op, `{sdy.sharding = ...}` on arguments and results ---
+
+    def mesh(self) -> Mesh | None:
+        if not self.accept("sdy.mesh"):
+            return None
+        symbol = self.expect_kind("symbol", "@mesh")
+        if _symbol_name(symbol.text) != MESH_SYMBOL:
+            raise self.error(f"the mesh must be named @{MESH_SYMBOL}", symbol)
+        self.expect("=")
+        body = self.expect_kind("mesh", 'a mesh like <["data"=4, "space"=2]>')
+        return parse_sdy_mesh(body.text, self.loc(body))
+
+    def sharding_attrs(self) -> ShardingSpec | None:
+        if self.tok.text != "{":
+            return None
+        self.next()
+        self.expect("sdy.sharding")
+        self.expect("=")
+        tok = self.expect_kind("sdy", "a #sdy.sharding<@mesh, [...]> attribute")
+        self.expect("}")
+        return parse_sdy_sharding(tok.text, self.loc(tok))
+
+    def result_types(self) -> tuple[list[TensorType], list[ShardingSpec | None]]:
+        if not self.accept("("):
+            return [self.type()], [None]
+        types: list[TensorType] = []
+        shardings: list[ShardingSpec | None] = []
+        while not self.accept(")"):
+            if types:
+                self.expect(",")
+            types.append(self.type())
+            shardings.append(self.sharding_attrs())
+        return types, shardings
 
     def define(self, tok: _Token, value: Value) -> None:
         if tok.text in self.values:
@@ -255,6 +301,9 @@ class _Parser:
                 self.expect(",")
             operands.append(self.use(self.expect_kind("value", "an operand")))
         raw = self.attr_dict() if self.tok.text == "{" else {}
+        sharding = raw.pop("sdy.sharding", None)
+        if sharding is not None and not isinstance(sharding, ShardingSpec):
+            raise self.error("sdy.sharding must be a #sdy.sharding_per_value<[<@mesh, [...]>]> attribute", kind_tok)
         self.expect(":")
         operand_types = self.type_list()
         self.expect("->")
@@ -268,6 +317,7 @@ class _Parser:
         if inferred != result_type:
             raise ConvcError(f"result type {result_type} does not match the inferred type {inferred}", loc)
         op = Op(kind, operands, attrs, name, result_type, loc)
+        op.result.sharding = sharding
         self.define(result_tok, op.result)
         return op
 
@@ -300,6 +350,8 @@ class _Parser:
                 return tuple(int(x) for x in body.split(",") if x.strip())
             except ValueError:
                 raise self.error(f"malformed integer array '{tok.text}'", tok) from None
+        if tok.kind == "sdy":
+            return parse_sdy_sharding(tok.text, self.loc(tok))
         if tok.kind == "dims":
             try:
                 return parse_dimension_numbers(tok.text[len("#convc.dims<"):-1])

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from ..dtypes import from_numpy
+from ..emit import sdy
 from ..ir import Graph, Op, TensorType, Value
 from ..literals import is_ssa_id, is_symbol_id, quote
 from ..ops import OPS
@@ -47,13 +48,14 @@ def print_graph(graph: Graph, elide_larger: int | None = None) -> str:
     args = []
     for value in graph.inputs:
         ssa, loc = namer.define(value)
-        args.append(f"{ssa}: {value.type}{loc}")
-    results = ", ".join(str(v.type) for v in graph.outputs)
-    if len(graph.outputs) != 1:
+        args.append(f"{ssa}: {value.type}{sdy.argument_attrs(value)}{loc}")
+    results = ", ".join(f"{v.type}{sdy.argument_attrs(v)}" for v in graph.outputs)
+    if len(graph.outputs) != 1 or any(v.sharding is not None for v in graph.outputs):
         results = f"({results})"
-    lines = [f"module @{_symbol(graph.name)} {{", f"  func.func @main({', '.join(args)}) -> {results} {{"]
+    lines = [f"module @{_symbol(graph.name)} {{", *sdy.mesh_ops(graph.mesh), f"  func.func @main({', '.join(args)}) -> {results} {{"]
+    constrained = sdy.constrained_values(graph)
     for op in graph.ops:
-        lines.append("    " + _print_op(op, namer, elide_larger))
+        lines.append("    " + _print_op(op, namer, elide_larger, id(op.result) in constrained))
     outs = ", ".join(namer.use(v) for v in graph.outputs)
     out_types = ", ".join(str(v.type) for v in graph.outputs)
     lines += [f"    func.return {outs} : {out_types}", "  }", "}", ""]
@@ -77,9 +79,11 @@ def _print_attr(op: Op, name: str, elide_larger: int | None) -> str:
     return attr.kind.print(value)
 
 
-def _print_op(op: Op, namer: _Namer, elide_larger: int | None = None) -> str:
+def _print_op(op: Op, namer: _Namer, elide_larger: int | None = None, constrained: bool = False) -> str:
     operands = ", ".join(namer.use(v) for v in op.operands)
     attrs = ", ".join(f"{name} = {_print_attr(op, name, elide_larger)}" for name in sorted(op.attrs))
+    if constrained and op.result.sharding is not None:  # a sharding constraint, as Shardy annotates op results
+        attrs += f"{', ' if attrs else ''}sdy.sharding = {op.result.sharding.sdy_per_value()}"
     attr_text = f" {{{attrs}}}" if attrs else ""
     operand_types = ", ".join(str(v.type) for v in op.operands)
     ssa, loc = namer.define(op.result)
