@@ -505,7 +505,7 @@ def _cropped_run_warning(misread: Sequence[Op], compiler: Compiler, args: argpar
 
 
 def _run(graph: Graph, stablehlo: str, args: argparse.Namespace, source: Graph | None, compiler: Compiler) -> int:
-    from .runtime import compile_stablehlo
+    from .runtime import compile_stablehlo, platform_name
     from .runtime_inputs import save_outputs
 
     with compiler.timed("inputs"):
@@ -515,16 +515,18 @@ def _run(graph: Graph, stablehlo: str, args: argparse.Namespace, source: Graph |
 
         with compiler.timed("pjrt compile + run on N devices"):
             outputs = run_graph(graph, stablehlo, inputs, args.platform, args.model)
+        platform = platform_name(args.platform)
     else:
         with compiler.timed("pjrt compile"):
             executable = compile_stablehlo(stablehlo, args.platform)
         with compiler.timed("pjrt run"):
             outputs = executable(*inputs)
+        platform = executable.platform
     for value, out in zip(graph.outputs, outputs):
         print(f"{value.name}: {list(out.shape)} {value.type.dtype} {_checksum(out)}")
     if source is not None:
         with compiler.timed("check (jax.lax reference)"):
-            _check(graph, source, inputs, outputs, args.model, executable.platform)
+            _check(graph, source, inputs, outputs, args.model, platform)
     if args.outputs:  # after --check: a failed check writes nothing
         save_outputs(args.outputs, graph, outputs)
     return EXIT_OK
