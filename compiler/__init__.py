@@ -6,6 +6,7 @@ Data flows one way: JSON model or `Builder` -> IR (`convc.ir`) -> passes
 
 from __future__ import annotations
 
+from .autodiff import grad
 from .builder import Builder
 from .diagnostics import ConvcError, Location
 from .frontend import load_model, load_model_text
@@ -41,5 +42,5 @@ def compile_graph(graph: Graph, pipeline: str | None = None, target: str | None 
 
 __all__ = [
     "Builder", "ConvcError", "Graph", "Location", "Op", "TensorType", "Value",
-    "__version__", "compile_graph", "load_model", "load_model_text", "parse_ir", "print_graph",
+    "__version__", "compile_graph", "grad", "load_model", "load_model_text", "parse_ir", "print_graph",
 ]

@@ -293,9 +293,20 @@ def _multiply(op: Op, args: Sequence[Any]) -> Any:
 
 @lax_rule("relu")
 def _relu(op: Op, args: Sequence[Any]) -> Any:
+    """jax.nn.relu: max(x, 0), whose derivative at 0 is 0 (lax.max's would be 1/2), so that
+    jax.vjp of the oracle is the gradient `relu_grad` computes."""
+    import jax
+
+    return jax.nn.relu(args[0])
+
+
+@lax_rule("relu_grad")
+def _relu_grad(op: Op, args: Sequence[Any]) -> Any:
     from jax import lax
 
-    return lax.max(args[0], lax.full_like(args[0], 0))
+    out_grad, x = args
+    zeros = lax.full_like(out_grad, 0)
+    return lax.select(x > lax.full_like(x, 0), out_grad, zeros)
 
 
 @lax_rule("reshape")

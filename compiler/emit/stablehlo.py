@@ -98,6 +98,17 @@ def _relu(op: Op, ctx: EmitContext, result: str) -> None:
     ctx.emit(result, f"stablehlo.maximum {ctx.use(x)}, {wide} : {x.type}")
 
 
+@rule("relu_grad")
+def _relu_grad(op: Op, ctx: EmitContext, result: str) -> None:
+    out_grad, x = op.operands
+    t = x.type
+    zero = _scalar_constant(ctx, 0, t.dtype, f"{result[1:]}_zero")
+    wide = _broadcast(ctx, zero, TensorType((), t.dtype), [], t, f"{result[1:]}_zeros")
+    mask_type = TensorType(t.shape, "i1")
+    mask = ctx.emit(ctx.fresh(f"{result[1:]}_positive"), f"stablehlo.compare  GT, {ctx.use(x)}, {wide},  FLOAT : ({t}, {t}) -> {mask_type}")
+    ctx.emit(result, f"stablehlo.select {mask}, {ctx.use(out_grad)}, {wide} : ({mask_type}, {t}, {t}) -> {t}")
+
+
 @rule("reshape")
 def _reshape(op: Op, ctx: EmitContext, result: str) -> None:
     x = op.operands[0]

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from ..diagnostics import VerifyError
-from ..ir import Op, TensorType
+from ..ir import Op, TensorType, Value
 from .attr_kinds import (
     BOOL,
     DIMS,
@@ -32,6 +32,19 @@ from .attr_kinds import (
 
 # A default that depends on the op's operand types (e.g. one stride per spatial dimension).
 DerivedDefault = Callable[[Sequence[TensorType]], Any]
+
+
+class OpFactory(Protocol):
+    """What a gradient rule builds its ops with (`convc.autodiff`; a `Rewriter` is one too):
+    `create` appends an op of `kind`, checked and typed as any other, and returns its result."""
+
+    def create(self, kind: str, *operands: Value, suffix: str, **attrs: Any) -> Value: ...
+
+
+# An op's vector-Jacobian product (reverse-mode rule): given the op's typed view, its operand
+# values and the cotangent of its result, the cotangent of each operand (None: none flows
+# there, e.g. an integer operand), built as convc ops. Gradients keep the operand's type.
+VjpRule = Callable[[OpFactory, "OpView", Sequence[Value], Value], Sequence["Value | None"]]
 
 
 @dataclass(frozen=True)
@@ -73,6 +86,7 @@ class OpDef:
     attrs: dict[str, Attr] = field(default_factory=dict)
     variadic: bool = False  # operands repeat (concatenate)
     doc: str = ""
+    vjp: VjpRule | None = None  # the gradient rule; None: convc.grad refuses a model that needs one
     view_class: type[OpView] = field(init=False, repr=False)  # an accessor per attribute, from `attrs`
 
     def __post_init__(self) -> None:
@@ -166,6 +180,6 @@ def check_axes(axes: Sequence[int], rank: int, attr: str) -> None:
 
 __all__ = [
     "BOOL", "DIMS", "DTYPE", "FLOAT", "INT", "INTS", "PADDING", "PADDING_MODES", "PRECISION", "PRECISIONS", "STR", "TENSOR",
-    "Attr", "AttrKind", "ConvDimensionNumbers", "IntRowsKind", "OpDef", "OpView", "StrKind", "check_axes", "check_permutation",
+    "Attr", "AttrKind", "ConvDimensionNumbers", "IntRowsKind", "OpDef", "OpFactory", "OpView", "StrKind", "VjpRule", "check_axes", "check_permutation",
     "check_rank", "check_same_dtype", "ones_per_dim", "ones_per_spatial_dim", "shown",
 ]

@@ -5,9 +5,11 @@ The CPU lowerings use it to spread per-channel weights over a feature map.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ..diagnostics import VerifyError
-from ..ir import TensorType
-from .base import INTS, Attr, OpDef, OpView, check_axes
+from ..ir import TensorType, Value
+from .base import INTS, Attr, OpDef, OpFactory, OpView, check_axes
 
 
 def infer_broadcast_in_dim(v: OpView) -> TensorType:
@@ -25,6 +27,16 @@ def infer_broadcast_in_dim(v: OpView) -> TensorType:
     return TensorType(tuple(shape), x.dtype)
 
 
+def broadcast_in_dim_vjp(b: OpFactory, v: OpView, operands: Sequence[Value], g: Value) -> Sequence[Value | None]:
+    """Sum over the result dims no operand dim maps to and those a size-1 operand dim was
+    spread over, then reshape to the operand (JAX's transpose rule)."""
+    x = operands[0].type
+    kept = {target for size, target in zip(x.shape, v.broadcast_dimensions) if size != 1}
+    summed = tuple(d for d in range(g.type.rank) if d not in kept)
+    total = b.create("reduce_sum", g, suffix="d_x_sum", axes=summed) if summed else g
+    return (total if total.type.shape == x.shape else b.create("reshape", total, suffix="d_x", new_sizes=x.shape),)
+
+
 BROADCAST_IN_DIM = OpDef(
     "broadcast_in_dim",
     ("x",),
@@ -34,4 +46,5 @@ BROADCAST_IN_DIM = OpDef(
         "broadcast_dimensions": Attr(INTS, required=True, doc="the result dim each operand dim maps to"),
     },
     doc="lax.broadcast_in_dim",
+    vjp=broadcast_in_dim_vjp,
 )

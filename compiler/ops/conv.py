@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..diagnostics import VerifyError
-from ..ir import TensorType
+from ..ir import TensorType, Value
 from ..memo import memoized
 from .base import (
     DIMS,
@@ -24,6 +25,7 @@ from .base import (
     Attr,
     ConvDimensionNumbers,
     OpDef,
+    OpFactory,
     OpView,
     StrKind,
     check_same_dtype,
@@ -285,10 +287,54 @@ CONV_ATTRS: dict[str, Attr] = {
 LOWERING_ATTR = Attr(StrKind(LOWERINGS),
                      doc='which lowering the cpu target uses: "xla" (XLA\'s own conv) or a cpu-* rewrite pass; default: its cost model')
 
+# --- gradient rule ----------------------------------------------------------------------
+
+
+def gradient_conv_attrs(v: OpView, lhs: TensorType, rhs: TensorType) -> dict[str, Any]:
+    """The forward conv's attributes as its two gradient ops take them: padding resolved to
+    explicit pairs, group counts, precision and preferred_element_type as set (no `lowering`:
+    the gradient convs' own lowerings are chosen afresh)."""
+    dn = resolve_dimension_numbers(v.dimension_numbers, lhs.rank)
+    pads = explicit_padding(v.padding, spatial(lhs.shape, dn.lhs_spec), spatial(rhs.shape, dn.rhs_spec), v.window_strides,
+                            v.rhs_dilation)
+    attrs: dict[str, Any] = {"window_strides": v.window_strides, "padding": pads, "lhs_dilation": v.lhs_dilation,
+                             "rhs_dilation": v.rhs_dilation, "dimension_numbers": v.dimension_numbers}
+    for name in ("feature_group_count", "batch_group_count"):
+        if v.attr(name) != 1:
+            attrs[name] = v.attr(name)
+    for name in ("precision", "preferred_element_type"):
+        if v.attr(name) is not None:
+            attrs[name] = v.attr(name)
+    return attrs
+
+
+def conv_vjp(b: OpFactory, v: OpView, operands: Sequence[Value], g: Value) -> tuple[Value | None, Value | None]:
+    """`conv_backprop_input` (lhs) and `conv_backprop_filter` (rhs) of this very conv, which the
+    lowering passes turn into JAX's transpose convs. With a preferred_element_type other than
+    the operands', the other operand is converted to the cotangent's type and each gradient
+    back to its primal's, as JAX's rules do. An empty cotangent flows nowhere."""
+    lhs, rhs = operands
+    if g.type.num_elements() == 0:
+        return None, None
+    attrs = gradient_conv_attrs(v, lhs.type, rhs.type)
+    wide = g.type.dtype
+
+    def widened(x: Value, suffix: str) -> Value:
+        return x if x.type.dtype == wide else b.create("convert", x, suffix=suffix, new_dtype=wide)
+
+    def narrowed(x: Value, dtype: str, suffix: str) -> Value:
+        return x if x.type.dtype == dtype else b.create("convert", x, suffix=suffix, new_dtype=dtype)
+
+    d_lhs = b.create("conv_backprop_input", g, widened(rhs, "rhs_wide"), suffix="d_lhs", input_shape=lhs.type.shape, **attrs)
+    d_rhs = b.create("conv_backprop_filter", widened(lhs, "lhs_wide"), g, suffix="d_rhs", kernel_shape=rhs.type.shape, **attrs)
+    return narrowed(d_lhs, lhs.type.dtype, "d_lhs_narrow"), narrowed(d_rhs, rhs.type.dtype, "d_rhs_narrow")
+
+
 CONV = OpDef(
     "conv",
     ("lhs", "rhs"),
     infer_conv,
     {**CONV_ATTRS, "lowering": LOWERING_ATTR},
     doc="jax.lax.conv_general_dilated; emitted as stablehlo.convolution",
+    vjp=conv_vjp,
 )

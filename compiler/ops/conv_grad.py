@@ -22,14 +22,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..diagnostics import VerifyError
-from ..ir import TensorType
-from .base import BOOL, INTS, PADDING, Attr, ConvDimensionNumbers, OpDef, OpView, ones_per_spatial_dim
+from ..ir import TensorType, Value
+from .base import BOOL, INTS, PADDING, Attr, ConvDimensionNumbers, OpDef, OpFactory, OpView, ones_per_spatial_dim
 from .conv import (
     CONV,
     CONV_ATTRS,
     Forward,
     assemble,
     check_ranks,
+    conv_vjp,
     dilate_dim,
     explicit_padding,
     infer_conv,
@@ -388,6 +389,50 @@ def infer_backprop_filter(v: OpView) -> TensorType:
     return plan_backprop_filter(v).result_type(v.operand(0), v.operand(1), list(BACKPROP_FILTER_ATTRS))
 
 
+# --- gradient rule: the plan's ops, differentiated (the conv rule written once) -----------
+
+
+def _moved(b: OpFactory, value: Value, move: GroupMove, what: str) -> Value:
+    """The plan's group move as ops: reshape (split), transpose, reshape (merge)."""
+    split = b.create("reshape", value, suffix=f"{what}_split", new_sizes=move.split_shape(value.type.shape))
+    moved = b.create("transpose", split, suffix=f"{what}_moved", permutation=move.permutation(value.type.rank))
+    return b.create("reshape", moved, suffix=f"{what}_grouped", new_sizes=move.merged_shape(value.type.shape))
+
+
+def _moved_back(b: OpFactory, g: Value, move: GroupMove, shape: Sequence[int], what: str) -> Value:
+    """The cotangent through a group move of a `shape` value: the same steps undone in reverse."""
+    split = move.split_shape(shape)
+    perm = move.permutation(len(shape))
+    moved = b.create("reshape", g, suffix=f"{what}_ungrouped", new_sizes=tuple(split[d] for d in perm))
+    inverse = tuple(perm.index(d) for d in range(len(perm)))
+    unmoved = b.create("transpose", moved, suffix=f"{what}_unmoved", permutation=inverse)
+    return b.create("reshape", unmoved, suffix=f"{what}_merged", new_sizes=tuple(shape))
+
+
+def plan_vjp(b: OpFactory, v: OpView, operands: Sequence[Value], g: Value) -> tuple[Value | None, Value | None]:
+    """A transposed or gradient conv is its plan (kernel reverse and regroup, one conv, result
+    regroup): the cotangent goes back through the result regroup, then the conv's own rule
+    (`conv_vjp`), then through the kernel regroup and reverse."""
+    plan = PLANS[v.opdef.name](v)
+    lhs, rhs = operands
+    kernel = rhs
+    if plan.reverse_dims:
+        kernel = b.create("reverse", kernel, suffix="kernel_reversed", dimensions=plan.reverse_dims)
+    reversed_shape = kernel.type.shape
+    if plan.kernel_move is not None:
+        kernel = _moved(b, kernel, plan.kernel_move, "kernel")
+    conv_view = CONV.bind([lhs.type, kernel.type], plan.conv_attrs)
+    conv_out = infer_conv(conv_view)
+    if plan.result_move is not None:
+        g = _moved_back(b, g, plan.result_move, conv_out.shape, "d_result")
+    d_lhs, d_kernel = conv_vjp(b, conv_view, [lhs, kernel], g)
+    if d_kernel is not None and plan.kernel_move is not None:
+        d_kernel = _moved_back(b, d_kernel, plan.kernel_move, reversed_shape, "d_kernel")
+    if d_kernel is not None and plan.reverse_dims:
+        d_kernel = b.create("reverse", d_kernel, suffix="d_rhs", dimensions=plan.reverse_dims)
+    return d_lhs, d_kernel
+
+
 # --- declarations -----------------------------------------------------------------
 
 CONV_TRANSPOSE_ATTRS: dict[str, Attr] = {
@@ -414,11 +459,11 @@ BACKPROP_FILTER_ATTRS: dict[str, Attr] = {
 }
 
 CONV_TRANSPOSE = OpDef("conv_transpose", ("lhs", "rhs"), infer_conv_transpose, CONV_TRANSPOSE_ATTRS,
-                       doc="jax.lax.conv_transpose plus feature_group_count; lowered by lower-conv-transpose")
+                       doc="jax.lax.conv_transpose plus feature_group_count; lowered by lower-conv-transpose", vjp=plan_vjp)
 CONV_BACKPROP_INPUT = OpDef("conv_backprop_input", ("out_grad", "rhs"), infer_backprop_input, BACKPROP_INPUT_ATTRS,
-                            doc="input gradient (transposed conv) of a forward conv; lowered by lower-conv-backprop-input")
+                            doc="input gradient (transposed conv) of a forward conv; lowered by lower-conv-backprop-input", vjp=plan_vjp)
 CONV_BACKPROP_FILTER = OpDef("conv_backprop_filter", ("lhs", "out_grad"), infer_backprop_filter, BACKPROP_FILTER_ATTRS,
-                             doc="kernel gradient of a forward conv; lowered by lower-conv-backprop-filter")
+                             doc="kernel gradient of a forward conv; lowered by lower-conv-backprop-filter", vjp=plan_vjp)
 
 CONV_GRAD_OPS: tuple[OpDef, ...] = (CONV_TRANSPOSE, CONV_BACKPROP_INPUT, CONV_BACKPROP_FILTER)
 

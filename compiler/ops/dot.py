@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+
 from ..diagnostics import VerifyError
-from ..ir import TensorType
-from .base import DTYPE, INTS, PRECISION, Attr, OpDef, OpView, check_same_dtype
+from ..ir import TensorType, Value
+from .base import DTYPE, INTS, PRECISION, Attr, OpDef, OpFactory, OpView, check_same_dtype
 
 _DIM_ATTRS = (
     # attribute, which operand, range constraint
@@ -72,6 +74,43 @@ def infer_dot_general(v: OpView) -> TensorType:
     return TensorType(tuple(shape), v.attr("preferred_element_type") or lhs.dtype)
 
 
+# --- gradient rule: JAX's dot_general transpose, one helper for both operands -------------
+
+DotDims = tuple[Sequence[int], Sequence[int], Sequence[int], Sequence[int]]  # x batch, x contract, y batch, y contract
+
+
+def _dot_operand_grad(b: OpFactory, v: OpView, g: Value, x: Value, y: Value, dims: DotDims, x_first: bool, suffix: str) -> Value:
+    """The cotangent of `x` in a dot of `x` and `y` (`x_first`: x is the lhs): a dot of g with y
+    over y's free dims (and the batch dims), transposed into x's dim order. g's type when
+    it is wider (preferred_element_type): y is converted to it and the result back to x's."""
+    x_batch, x_contract, y_batch, y_contract = dims
+    x_free = free_dims(x.type.rank, x_batch, x_contract)
+    y_free = free_dims(y.type.rank, y_batch, y_contract)
+    n_batch = len(x_batch)
+    g_y_free = range(n_batch + len(x_free), g.type.rank) if x_first else range(n_batch, n_batch + len(y_free))
+    if y.type.dtype != g.type.dtype:
+        y = b.create("convert", y, suffix=f"{suffix}_wide", new_dtype=g.type.dtype)
+    product = b.create("dot_general", g, y, suffix=f"{suffix}_dot", lhs_batching_dimensions=tuple(range(n_batch)),
+                       rhs_batching_dimensions=tuple(y_batch), lhs_contracting_dimensions=tuple(g_y_free),
+                       rhs_contracting_dimensions=tuple(y_free), precision=v.precision,
+                       preferred_element_type=v.preferred_element_type)
+    contract_by_y = [x_contract[i] for i in np.argsort(y_contract)]
+    order = [*x_batch, *x_free, *contract_by_y]  # x's dim each product dim holds
+    inverse = tuple(int(d) for d in np.argsort(order))
+    result = product if inverse == tuple(range(len(inverse))) else b.create("transpose", product, suffix=suffix, permutation=inverse)
+    if result.type.dtype != x.type.dtype:
+        result = b.create("convert", result, suffix=f"{suffix}_narrow", new_dtype=x.type.dtype)
+    return result
+
+
+def dot_general_vjp(b: OpFactory, v: OpView, operands: Sequence[Value], g: Value) -> Sequence[Value | None]:
+    lhs, rhs = operands
+    lb, rb = v.lhs_batching_dimensions, v.rhs_batching_dimensions
+    lc, rc = v.lhs_contracting_dimensions, v.rhs_contracting_dimensions
+    return (_dot_operand_grad(b, v, g, lhs, rhs, (lb, lc, rb, rc), True, "d_lhs"),
+            _dot_operand_grad(b, v, g, rhs, lhs, (rb, rc, lb, lc), False, "d_rhs"))
+
+
 DOT_GENERAL = OpDef(
     "dot_general",
     ("lhs", "rhs"),
@@ -85,4 +124,5 @@ DOT_GENERAL = OpDef(
         "preferred_element_type": Attr(DTYPE, doc="result/accumulation element type"),
     },
     doc="jax.lax.dot_general; emitted as stablehlo.dot_general",
+    vjp=dot_general_vjp,
 )

@@ -9,9 +9,11 @@ variadic reduce as one loop over all its inputs, where separate reduces each re-
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ..diagnostics import VerifyError
-from ..ir import TensorType
-from .base import INTS, Attr, OpDef, OpView, check_axes
+from ..ir import TensorType, Value
+from .base import INTS, Attr, OpDef, OpFactory, OpView, check_axes
 
 
 def infer_reduce_sum(v: OpView) -> TensorType:
@@ -20,12 +22,20 @@ def infer_reduce_sum(v: OpView) -> TensorType:
     return TensorType(tuple(size for dim, size in enumerate(x.shape) if dim not in axes), x.dtype)
 
 
+def reduce_sum_vjp(b: OpFactory, v: OpView, operands: Sequence[Value], g: Value) -> Sequence[Value | None]:
+    """Spread the cotangent back over the summed dims."""
+    x = operands[0].type
+    kept = tuple(d for d in range(x.rank) if d not in v.axes)
+    return (b.create("broadcast_in_dim", g, suffix="d_x", shape=x.shape, broadcast_dimensions=kept),)
+
+
 REDUCE_SUM = OpDef(
     "reduce_sum",
     ("x",),
     infer_reduce_sum,
     {"axes": Attr(INTS, required=True, doc="the dims summed away")},
     doc="lax.reduce_sum",
+    vjp=reduce_sum_vjp,
 )
 
 

@@ -6,11 +6,13 @@ Attribute names follow jax.lax (`new_sizes`, `permutation`, `dimensions`,
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from ..diagnostics import VerifyError
-from ..dtypes import from_numpy
-from ..ir import TensorType
+from ..dtypes import from_numpy, is_float
+from ..ir import TensorType, Value
 from .base import (
     DTYPE,
     FLOAT,
@@ -20,6 +22,7 @@ from .base import (
     Attr,
     IntRowsKind,
     OpDef,
+    OpFactory,
     OpView,
     check_axes,
     check_permutation,
@@ -133,24 +136,102 @@ def _convert(v: OpView) -> TensorType:
     return TensorType(v.operand(0).shape, v.attr("new_dtype"))
 
 
+# --- gradient rules (reverse mode; JAX's transpose rules of the same lax ops) -------------
+
+Cotangents = Sequence[Value | None]
+
+
+def _bias_add_vjp(b: OpFactory, v: OpView, operands: Sequence[Value], g: Value) -> Cotangents:
+    axis = v.axis % g.type.rank
+    others = tuple(d for d in range(g.type.rank) if d != axis)
+    return g, b.create("reduce_sum", g, suffix="d_bias", axes=others)
+
+
+def _add_vjp(b: OpFactory, v: OpView, operands: Sequence[Value], g: Value) -> Cotangents:
+    return g, g
+
+
+def _multiply_vjp(b: OpFactory, v: OpView, operands: Sequence[Value], g: Value) -> Cotangents:
+    lhs, rhs = operands
+    return b.create("multiply", g, rhs, suffix="d_lhs"), b.create("multiply", lhs, g, suffix="d_rhs")
+
+
+def _relu_vjp(b: OpFactory, v: OpView, operands: Sequence[Value], g: Value) -> Cotangents:
+    return (b.create("relu_grad", g, operands[0], suffix="d_x"),)
+
+
+def _reshape_vjp(b: OpFactory, v: OpView, operands: Sequence[Value], g: Value) -> Cotangents:
+    return (b.create("reshape", g, suffix="d_x", new_sizes=operands[0].type.shape),)
+
+
+def _transpose_vjp(b: OpFactory, v: OpView, operands: Sequence[Value], g: Value) -> Cotangents:
+    inverse = tuple(int(d) for d in np.argsort(v.permutation))
+    return (b.create("transpose", g, suffix="d_x", permutation=inverse),)
+
+
+def _reverse_vjp(b: OpFactory, v: OpView, operands: Sequence[Value], g: Value) -> Cotangents:
+    return (b.create("reverse", g, suffix="d_x", dimensions=v.dimensions),)
+
+
+def _pad_vjp(b: OpFactory, v: OpView, operands: Sequence[Value], g: Value) -> Cotangents:
+    """Undo the edge pads (a crop where they padded, zeros where they cropped), then take every
+    (interior + 1)-th element."""
+    config = v.padding_config
+    unpadded = g
+    if any((lo, hi) != (0, 0) for lo, hi, _ in config):
+        unpadded = b.create("pad", g, suffix="d_x_edges", padding_config=tuple((-lo, -hi, 0) for lo, hi, _ in config))
+    if all(interior == 0 for _, _, interior in config):
+        return (unpadded,)
+    return (b.create("slice", unpadded, suffix="d_x", start_indices=(0,) * g.type.rank, limit_indices=unpadded.type.shape,
+                     strides=tuple(interior + 1 for _, _, interior in config)),)
+
+
+def _slice_vjp(b: OpFactory, v: OpView, operands: Sequence[Value], g: Value) -> Cotangents:
+    """Scatter back by padding with zeros: the start low, the rest high, stride - 1 between."""
+    config = []
+    for size, start, stride, out in zip(operands[0].type.shape, v.start_indices, v.strides, g.type.shape):
+        end = start + (0 if out == 0 else (out - 1) * stride + 1)
+        config.append((start, size - end, stride - 1))
+    return (b.create("pad", g, suffix="d_x", padding_config=tuple(config)),)
+
+
+def _concatenate_vjp(b: OpFactory, v: OpView, operands: Sequence[Value], g: Value) -> Cotangents:
+    dim, offset, parts = v.dimension, 0, []
+    for index, operand in enumerate(operands):
+        size = operand.type.shape[dim]
+        start = tuple(offset if d == dim else 0 for d in range(g.type.rank))
+        limit = tuple(offset + size if d == dim else g.type.shape[d] for d in range(g.type.rank))
+        parts.append(b.create("slice", g, suffix=f"d_{index}", start_indices=start, limit_indices=limit))
+        offset += size
+    return parts
+
+
+def _convert_vjp(b: OpFactory, v: OpView, operands: Sequence[Value], g: Value) -> Cotangents:
+    source = operands[0].type.dtype
+    if not is_float(source):
+        return (None,)
+    return (g if g.type.dtype == source else b.create("convert", g, suffix="d_x", new_dtype=source),)
+
+
 TENSOR_OPS: tuple[OpDef, ...] = (
     OpDef("constant", (), _constant, {"value": Attr(TENSOR, required=True)}, doc="a literal tensor"),
-    OpDef("bias_add", ("x", "bias"), _bias_add, {"axis": Attr(INT, -1)}, doc="x + bias broadcast along `axis`"),
-    OpDef("add", ("lhs", "rhs"), _same_types, doc="elementwise sum of equal types"),
-    OpDef("multiply", ("lhs", "rhs"), _same_types, doc="elementwise product of equal types"),
-    OpDef("relu", ("x",), _unary, doc="max(x, 0)"),
-    OpDef("reshape", ("x",), _reshape, {"new_sizes": Attr(INTS, required=True)}, doc="lax.reshape"),
-    OpDef("transpose", ("x",), _transpose, {"permutation": Attr(INTS, required=True)}, doc="lax.transpose"),
-    OpDef("reverse", ("x",), _reverse, {"dimensions": Attr(INTS, required=True)}, doc="lax.rev"),
+    OpDef("bias_add", ("x", "bias"), _bias_add, {"axis": Attr(INT, -1)}, doc="x + bias broadcast along `axis`", vjp=_bias_add_vjp),
+    OpDef("add", ("lhs", "rhs"), _same_types, doc="elementwise sum of equal types", vjp=_add_vjp),
+    OpDef("multiply", ("lhs", "rhs"), _same_types, doc="elementwise product of equal types", vjp=_multiply_vjp),
+    OpDef("relu", ("x",), _unary, doc="max(x, 0)", vjp=_relu_vjp),
+    OpDef("reshape", ("x",), _reshape, {"new_sizes": Attr(INTS, required=True)}, doc="lax.reshape", vjp=_reshape_vjp),
+    OpDef("transpose", ("x",), _transpose, {"permutation": Attr(INTS, required=True)}, doc="lax.transpose", vjp=_transpose_vjp),
+    OpDef("reverse", ("x",), _reverse, {"dimensions": Attr(INTS, required=True)}, doc="lax.rev", vjp=_reverse_vjp),
     OpDef("pad", ("x",), _pad, {
         "padding_config": Attr(IntRowsKind(3), required=True),
         "padding_value": Attr(FLOAT, 0.0),
-    }, doc="lax.pad with a scalar padding value; negative lo/hi crop"),
+    }, doc="lax.pad with a scalar padding value; negative lo/hi crop", vjp=_pad_vjp),
     OpDef("slice", ("x",), _slice, {
         "start_indices": Attr(INTS, required=True),
         "limit_indices": Attr(INTS, required=True),
         "strides": Attr(INTS, ones_per_dim),
-    }, doc="lax.slice"),
-    OpDef("concatenate", ("inputs",), _concatenate, {"dimension": Attr(INT, required=True)}, variadic=True, doc="lax.concatenate"),
-    OpDef("convert", ("x",), _convert, {"new_dtype": Attr(DTYPE, required=True)}, doc="lax.convert_element_type"),
+    }, doc="lax.slice", vjp=_slice_vjp),
+    OpDef("concatenate", ("inputs",), _concatenate, {"dimension": Attr(INT, required=True)}, variadic=True, doc="lax.concatenate",
+          vjp=_concatenate_vjp),
+    OpDef("convert", ("x",), _convert, {"new_dtype": Attr(DTYPE, required=True)}, doc="lax.convert_element_type", vjp=_convert_vjp),
 )
