@@ -91,7 +91,7 @@ def _check_new_names(graph: Graph, names: Sequence[str]) -> None:
     seen: set[str] = set()
     for name in names:
         if name in existing:
-            raise ConvcError(f"grad: the gradient name '{name}' clashes with the existing value '{name}'",
+            raise ConvcError(f"grad: the gradient name '{name}' clashes with an existing value",
                              _value_location(graph, existing[name]), "G5")
         if name in seen:
             raise ConvcError(f"grad: the gradient name '{name}' would be given twice (an output that is also a wrt value, "

@@ -16,6 +16,7 @@ from .cpu_crop_negative_padding import CpuCropNegativePadding
 from .cpu_depthwise_tap_sum import CpuDepthwiseTapSum
 from .cpu_transposed_conv_phases import CpuTransposedConvPhases
 from .dce import DeadCodeElimination
+from .grad import Grad
 from .infer_shapes import InferShapes
 from .lower_conv_backprop_filter import LowerConvBackpropFilter
 from .lower_conv_backprop_input import LowerConvBackpropInput
@@ -23,6 +24,7 @@ from .lower_conv_transpose import LowerConvTranspose
 from .resolve_padding import ResolvePadding
 
 ALL_PASSES: tuple[type[Pass], ...] = (
+    Grad,
     InferShapes,
     LowerConvTranspose,
     LowerConvBackpropInput,
