@@ -105,7 +105,7 @@ def _relu_grad(op: Op, ctx: EmitContext, result: str) -> None:
     zero = _scalar_constant(ctx, 0, t.dtype, f"{result[1:]}_zero")
     wide = _broadcast(ctx, zero, TensorType((), t.dtype), [], t, f"{result[1:]}_zeros")
     mask_type = TensorType(t.shape, "i1")
-    mask = ctx.emit(ctx.fresh(f"{result[1:]}_positive"), f"stablehlo.compare  GT, {ctx.use(x)}, {wide},  FLOAT : ({t}, {t}) -> {mask_type}")
+    mask = ctx.emit(ctx.fresh(f"{result[1:]}_positive"), f"stablehlo.compare GT, {ctx.use(x)}, {wide}, FLOAT : ({t}, {t}) -> {mask_type}")
     ctx.emit(result, f"stablehlo.select {mask}, {ctx.use(out_grad)}, {wide} : ({mask_type}, {t}, {t}) -> {t}")
 
 

@@ -75,6 +75,21 @@ module @relu {
 
 // -----
 
+// relu_grad: out_grad where x > 0 (a compare against a broadcast zero), else that zero.
+// CHECK-LABEL: module @relu_grad
+// CHECK: %[[ZERO:[^ ]+]] = stablehlo.constant dense<0.0> : tensor<f32> loc("r")
+// CHECK-NEXT: %[[ZEROS:[^ ]+]] = stablehlo.broadcast_in_dim %[[ZERO]], dims = [] : (tensor<f32>) -> tensor<4x5xf32> loc("r")
+// CHECK-NEXT: %[[POS:[^ ]+]] = stablehlo.compare GT, %x, %[[ZEROS]], FLOAT : (tensor<4x5xf32>, tensor<4x5xf32>) -> tensor<4x5xi1> loc("r")
+// CHECK-NEXT: %r = stablehlo.select %[[POS]], %g, %[[ZEROS]] : (tensor<4x5xi1>, tensor<4x5xf32>, tensor<4x5xf32>) -> tensor<4x5xf32> loc("r")
+module @relu_grad {
+  func.func @main(%g: tensor<4x5xf32>, %x: tensor<4x5xf32>) -> tensor<4x5xf32> {
+    %r = "convc.relu_grad"(%g, %x) : (tensor<4x5xf32>, tensor<4x5xf32>) -> tensor<4x5xf32>
+    func.return %r : tensor<4x5xf32>
+  }
+}
+
+// -----
+
 // reshape.
 // CHECK-LABEL: module @reshape
 // CHECK: stablehlo.reshape %{{[^ ]+}} : (tensor<2x3x4xf32>) -> tensor<6x4xf32> loc("r")
