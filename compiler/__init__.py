@@ -32,7 +32,7 @@ def compile_graph(graph: Graph, pipeline: str | None = None, target: str | None 
     defaults, as `convc --target` does, to the platform PJRT finds ("cpu" or "gpu", else
     "generic"), as jax.jit compiles for the default backend. `autotune` (target "cpu")
     measures each conv's candidate lowerings, as `convc --autotune`."""
-    from .driver import Compiler
+    from .compile import Compiler
 
     compiler = Compiler(pipeline=pipeline, target=target, verify=verify, autotune=autotune, autotune_cache=autotune_cache)
     lowered = compiler.run_passes(graph.clone())
