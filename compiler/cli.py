@@ -8,15 +8,19 @@ import contextlib
 import os
 import sys
 import traceback
+import zlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
+
+import numpy as np
 
 from .compile import DEFAULT_ELIDE_LARGER, DEFAULT_MAX_BYTES, EMIT_KINDS, Compiler
 from .diagnostics import ConvcError, InternalError, Location, one_line
 from .emit import emit_stablehlo
 from .fileio import write_atomic
+from .ir import Graph
 from .pass_manager import PipelineError
-from .runner import _run, _runnable, _target_platform_warning
+from .runner import check_outputs, prepare_run, run_lowered
 from .runtime import PlatformUnavailableError, require_platform
 
 EXIT_OK, EXIT_USER_ERROR, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
@@ -213,28 +217,50 @@ def _convc_main(args: argparse.Namespace) -> int:
                         max_bytes=args.max_bytes, autotune=args.autotune, autotune_cache=args.autotune_cache,
                         autotune_platform=args.platform, elide_constants_larger=elide, mesh=args.mesh)
     graph = compiler.load(args.model)
-    if graph.mesh is not None and (args.run or args.check):  # --- sharding: host devices, before JAX starts ---
-        from .runtime_sharded import request_host_devices
-
-        request_host_devices(graph.mesh.size)
-    if args.platform is not None and (args.run or args.check or args.autotune):
-        require_platform(args.platform)  # before compiling: --run and --autotune need that device
+    if args.run or args.check:
+        prepare_run(graph, args.platform)  # before compiling: host devices for a mesh, before JAX starts
+    elif args.platform is not None and args.autotune:
+        require_platform(args.platform)  # before compiling: --autotune measures on that device
     source = graph.clone() if args.check else None
     compiler.run_passes(graph)
     payload = compiler.emit(graph, args.emit)
     if args.run or args.check:  # before writing -o: a failed run or check leaves it untouched
-        warning = _target_platform_warning(compiler, args)
-        if warning is not None:
-            print(warning, file=sys.stderr)
-        with compiler.timed("emit stablehlo") if args.emit != "stablehlo" else contextlib.nullcontext():
-            stablehlo = payload.decode() if args.emit == "stablehlo" else emit_stablehlo(graph)
-        _run(graph, _runnable(compiler, graph, stablehlo, args), args, source, compiler)
+        _run_and_check(compiler, graph, payload, source, args)
     if args.output is not None or not (args.run or args.check):
         with compiler.timed("write"):
             _write(args.output, payload)
     if args.timing:
         print(compiler.timing_report(), file=sys.stderr)
     return EXIT_OK
+
+
+def _run_and_check(compiler: Compiler, graph: Graph, payload: bytes, source: Graph | None, args: argparse.Namespace) -> None:
+    """--run: one line per output; --check: one line per output, exit 1 on a mismatch; then --outputs."""
+    from .runtime_inputs import save_outputs
+
+    with compiler.timed("emit stablehlo") if args.emit != "stablehlo" else contextlib.nullcontext():
+        stablehlo = payload.decode() if args.emit == "stablehlo" else emit_stablehlo(graph)
+    result = run_lowered(compiler, graph, stablehlo, args.inputs or None, seed=0 if args.seed is None else args.seed,
+                         platform=args.platform, file=args.model, log=_print_warning)
+    for value, out in zip(graph.outputs, result.outputs):
+        print(f"{value.name}: {list(out.shape)} {value.type.dtype} {_checksum(out)}")
+    if source is not None:
+        with compiler.timed("check (jax.lax reference)"):
+            report = check_outputs(result, source)
+        for line in report.lines:
+            print(line)
+        if not report.passed:
+            raise ConvcError("--check: outputs differ from jax.lax beyond tolerance", Location(file=args.model))
+    if args.outputs:  # after --check: a failed check writes nothing
+        save_outputs(args.outputs, graph, result.outputs)
+
+
+def _print_warning(line: str) -> None:
+    print(line, file=sys.stderr)
+
+
+def _checksum(array: np.ndarray) -> str:
+    return f"sum={float(np.asarray(array, np.float64).sum()):.6g} crc32={zlib.crc32(np.ascontiguousarray(array).tobytes()):08x}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
