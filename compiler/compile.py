@@ -43,7 +43,7 @@ def gc_paused() -> Iterator[None]:
 
 @dataclass
 class Compiler:
-    """JSON/text -> passes -> emitted text; what both command lines share."""
+    """JSON/text -> passes -> emitted text; what both command lines and `convc.run` share."""
 
     pipeline: str | None = None  # None: the target's default pipeline
     target: str | None = None  # None: the platform PJRT finds
