@@ -1,7 +1,9 @@
 """convc: a convolution graph compiler that emits StableHLO.
 
 Data flows one way: JSON model or `Builder` -> IR (`convc.ir`) -> passes
-(`convc.passes`) -> emitter (`convc.emit`) -> PJRT (`convc.runtime`).
+(`convc.passes`) -> emitter (`convc.emit`) -> PJRT (`convc.runtime`). `Compiler`
+(`convc.compile`) loads, runs the pipeline and emits; `run` (`convc.runner`) compiles,
+runs and checks; `convc.cli` holds the two command lines over both.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from .builder import Builder
 from .diagnostics import ConvcError, Location
 from .frontend import load_model, load_model_text
 from .ir import Graph, Op, TensorType, Value
+from .runner import CheckReport, RunResult, run
 from .textual import parse_ir, print_graph
 
 
@@ -33,7 +36,7 @@ def compile_graph(graph: Graph, pipeline: str | None = None, target: str | None 
     defaults, as `convc --target` does, to the platform PJRT finds ("cpu" or "gpu", else
     "generic"), as jax.jit compiles for the default backend. `autotune` (target "cpu")
     measures each conv's candidate lowerings, as `convc --autotune`."""
-    from .driver import Compiler
+    from .compile import Compiler
 
     compiler = Compiler(pipeline=pipeline, target=target, verify=verify, autotune=autotune, autotune_cache=autotune_cache)
     lowered = compiler.run_passes(graph.clone())
@@ -41,6 +44,6 @@ def compile_graph(graph: Graph, pipeline: str | None = None, target: str | None 
 
 
 __all__ = [
-    "Builder", "ConvcError", "Graph", "Location", "Op", "TensorType", "Value",
-    "__version__", "compile_graph", "grad", "load_model", "load_model_text", "parse_ir", "print_graph",
+    "Builder", "CheckReport", "ConvcError", "Graph", "Location", "Op", "RunResult", "TensorType", "Value",
+    "__version__", "compile_graph", "grad", "load_model", "load_model_text", "parse_ir", "print_graph", "run",
 ]

@@ -371,7 +371,7 @@ def custom_call_targets(hlo_text: str) -> list[str]:
 
 def compile_case(spec: ConvSpec, target: str, pjrt_platform: str, autotune: bool) -> Any:
     """convc's executable for the case on `pjrt_platform` (--autotune measures there, or reads its cache)."""
-    from convc.driver import Compiler
+    from convc.compile import Compiler
     from convc.runtime import compile_stablehlo
 
     compiler = Compiler(target=target, autotune=autotune, autotune_platform=pjrt_platform)

@@ -61,7 +61,7 @@ def chain_model(convs: int, block: bool) -> dict[str, Any]:
 
 def convc_compile(path: Path, target: str | None = None) -> str:
     """Exactly the CLI's path for `convc model.json -o out.mlir [--target T]`, minus the file write."""
-    from convc.driver import Compiler
+    from convc.compile import Compiler
 
     compiler = Compiler(target=target)
     graph = compiler.load(str(path))
@@ -76,7 +76,7 @@ def stage_times(path: Path, target: str | None = None) -> list[float]:
     """convc_compile's seconds split by stage (the pass manager's timings separate the passes
     from the re-verification after them)."""
     from convc import mlir
-    from convc.driver import Compiler
+    from convc.compile import Compiler
 
     compiler = Compiler(target=target, verify=False)
     start = time.perf_counter()

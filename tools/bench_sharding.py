@@ -10,7 +10,7 @@ the bytes its collectives move per device (read from the partitioned HLO) agains
 analytic halo and all-reduce sizes, and wall time. The host devices share this machine's
 cores, so wall time is not a speed-up measurement.
 
-    python -m convc.tools.bench_sharding [--quick] [--json out.json]
+    python -m convc.tools.bench_sharding [--quick | --full] [--repeats N] [--json out.json]
 """
 
 from __future__ import annotations
@@ -90,24 +90,26 @@ def weight_grad_step(devices: int, shape: tuple[int, ...]) -> tuple[Any, int]:
     return b.build(), 0 if devices == 1 else math.prod(kernel) * 4
 
 
-WORKLOADS: dict[str, tuple[Callable[[int, tuple[int, ...]], tuple[Any, int]], tuple[int, ...], tuple[int, ...]]] = {
-    # name: (builder, shape, --quick shape)
-    "spatial-3d": (spatial_block, (2, 64, 64, 64, 16), (2, 32, 32, 32, 8)),
-    "dp-weight-grad": (weight_grad_step, (64, 32, 32, 32), (16, 16, 16, 16)),
+WORKLOADS: dict[str, tuple[Callable[[int, tuple[int, ...]], tuple[Any, int]], dict[str, tuple[int, ...]]]] = {
+    # name: (builder, shape per size: --size quick | default | full)
+    "spatial-3d": (spatial_block, {"quick": (2, 32, 32, 32, 8), "default": (2, 64, 64, 64, 16), "full": (2, 128, 128, 128, 16)}),
+    "dp-weight-grad": (weight_grad_step, {"quick": (16, 16, 16, 16), "default": (64, 32, 32, 32), "full": (64, 32, 32, 32)}),
 }
 
 
-def measure(name: str, devices: int, quick: bool, target: str, repeats: int) -> Row:
+def measure(name: str, devices: int, size: str, target: str, repeats: int) -> Row:
     import convc
     from convc.runtime_inputs import random_inputs
     from convc.runtime_sharded import compile_sharded
 
-    build, shape, quick_shape = WORKLOADS[name]
-    graph, analytic = build(devices, quick_shape if quick else shape)
+    build, shapes = WORKLOADS[name]
+    graph, analytic = build(devices, shapes[size])
     executable = compile_sharded(convc.compile_graph(graph, target=target), devices, "cpu")
     stats = executable.memory_stats()
     per_device = stats.argument_size_in_bytes + stats.output_size_in_bytes + stats.temp_size_in_bytes - stats.alias_size_in_bytes
     moved, kinds = collective_bytes(executable.hlo_text())
+    if repeats == 0:  # memory and collectives come from the compiled program alone
+        return Row(name, devices, per_device, 0.0, moved, analytic, kinds, float("nan"))
     placed = executable.place(random_inputs(graph, seed=0))
     times = []
     for _ in range(repeats + 1):
@@ -126,18 +128,22 @@ def table(rows: list[Row]) -> str:
         mem_ratio = row.per_device_bytes / row.ideal_bytes
         moved_ratio = f"{row.collective_bytes / row.analytic_bytes:.3f}" if row.analytic_bytes else "-"
         kinds = ", ".join(f"{k} x{v}" for k, v in sorted(row.collectives.items())) or "none"
+        wall = "-" if math.isnan(row.wall_ms) else f"{row.wall_ms:.1f}"
         lines.append(f"| {row.workload} | {row.devices} | {row.per_device_bytes / 2**20:.2f} MiB | {row.ideal_bytes / 2**20:.2f} MiB | "
                      f"{mem_ratio:.3f} | {row.collective_bytes / 2**10:.1f} KiB | {row.analytic_bytes / 2**10:.1f} KiB | {moved_ratio} | "
-                     f"{kinds} | {row.wall_ms:.1f} |")
+                     f"{kinds} | {wall} |")
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="bench_sharding", description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="small shapes (a smoke run)")
+    parser.add_argument("--quick", action="store_const", dest="size", const="quick", help="small shapes (a smoke run)")
+    parser.add_argument("--full", action="store_const", dest="size", const="full",
+                        help="the 3-D block at 2x128^3x16 (8x the default's work; with --repeats 0, compile only)")
     parser.add_argument("--target", default="generic", choices=("generic", "cpu", "gpu"), help="convc target (default generic)")
-    parser.add_argument("--repeats", type=int, default=3, help="timed runs per point (median; one warm-up first)")
+    parser.add_argument("--repeats", type=int, default=3, help="timed runs per point (median; one warm-up first); 0: no runs, memory and collectives only")
     parser.add_argument("--json", help="also write the rows here")
+    parser.set_defaults(size="default")
     args = parser.parse_args(argv)
     from convc.runtime_sharded import request_host_devices
 
@@ -148,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in WORKLOADS:
         single = None
         for devices in DEVICE_COUNTS:
-            row = measure(name, devices, args.quick, args.target, args.repeats)
+            row = measure(name, devices, args.size, args.target, args.repeats)
             single = single or row.per_device_bytes
             row.ideal_bytes = single / devices
             rows.append(row)

@@ -132,8 +132,9 @@ def collectives(hlo: str) -> list[dict[str, Any]]:
 
 
 def run_case(case: Case, target: str, cache: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    from convc.driver import Compiler, cropped_for_xla_cpu, xla_cpu_misread_convs
+    from convc.compile import Compiler
     from convc.reference import evaluate
+    from convc.runner import cropped_for_xla_cpu, xla_cpu_misread_convs
     from convc.runtime_inputs import TOLERANCE, compare, random_inputs
     from convc.runtime_sharded import compile_sharded
 

@@ -644,7 +644,7 @@ def run_cli(argv: Sequence[str], entry: str = "convc") -> CliResult:
     import contextlib
     import io
 
-    from convc.driver import main, opt_main
+    from convc.cli import main, opt_main
 
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):

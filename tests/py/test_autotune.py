@@ -18,10 +18,10 @@ from pathlib import Path
 import convc
 import numpy as np
 import pytest
-from convc import autotune, driver
+from convc import autotune, cli
 from convc.autotune import AutotuneCache, Autotuner, Measurement, candidates, device_key, signature
+from convc.compile import Compiler
 from convc.conv_facts import conv_facts
-from convc.driver import Compiler
 from convc.ops.conv import LOWERINGS
 from convc.passes import CONV_LOWERINGS, PASSES, default_pipeline
 from convc.reference import evaluate
@@ -358,10 +358,10 @@ def test_convc_autotune(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     model = Path(__file__).resolve().parents[2] / "examples" / "mobilenet_block.json"
     cache = tmp_path / "tuned.json"
     args = [str(model), "--target", "cpu", "--platform", "cpu", "--autotune", "--autotune-cache", str(cache), "--emit", "convc"]
-    assert driver.main(args) == 0
+    assert cli.main(args) == 0
     first = capsys.readouterr()
     assert summaries(first.err) == ["autotune: 2 convs: 2 measured, 0 cached, 0 with one candidate"] and cache.exists()
-    assert driver.main(args) == 0
+    assert cli.main(args) == 0
     second = capsys.readouterr()
     assert summaries(second.err) == ["autotune: 2 convs: 0 measured, 2 cached, 0 with one candidate"]
     assert second.out == first.out
@@ -374,5 +374,5 @@ def test_convc_autotune(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
 ])
 def test_convc_autotune_usage_errors(extra: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
     model = Path(__file__).resolve().parents[2] / "examples" / "mobilenet_block.json"
-    assert driver.main([str(model), *extra]) == 2
+    assert cli.main([str(model), *extra]) == 2
     assert capsys.readouterr().err.splitlines() == [message]

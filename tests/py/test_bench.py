@@ -5,6 +5,9 @@ asserted (a benchmark, not a timed test)."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from importlib.metadata import version
 from pathlib import Path
 
@@ -102,3 +105,21 @@ def test_every_case_builds_the_same_shapes_in_convc_and_jax() -> None:
         expected = jax.eval_shape(bench.jax_function(spec), *shapes)
         assert graph.outputs[0].type.shape == expected.shape, spec.name
         convc.compile_graph(graph, target="cpu")  # every case lowers for cpu and verifies
+
+
+def test_sharding_bench_counts_exactly_the_analytic_collectives(tmp_path: Path) -> None:
+    """bench_sharding --quick, compile only: halos and the kernel all-reduce move exactly
+    their analytic bytes on 2, 4 and 8 host devices, and the batch-split step's per-device
+    memory is within 1.15x of a single device's over N."""
+    out = tmp_path / "rows.json"
+    env = dict(os.environ, JAX_PLATFORMS="cpu")
+    completed = subprocess.run([sys.executable, "-m", "convc.tools.bench_sharding", "--quick", "--repeats", "0", "--json", str(out)],
+                               env=env, capture_output=True, text=True, timeout=300)
+    assert completed.returncode == 0, completed.stderr
+    rows = json.loads(out.read_text())
+    assert {(r["workload"], r["devices"]) for r in rows} == {(w, n) for w in ("spatial-3d", "dp-weight-grad") for n in (1, 2, 4, 8)}
+    for row in rows:
+        if row["devices"] > 1:
+            assert row["collective_bytes"] == row["analytic_bytes"], row
+        if row["workload"] == "dp-weight-grad":
+            assert row["per_device_bytes"] <= 1.15 * row["ideal_bytes"], row

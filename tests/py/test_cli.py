@@ -1,5 +1,5 @@
 """The `convc` command line, both as the installed console script (a subprocess) and
-in-process through `convc.driver.main`: exit codes, one-line located diagnostics,
+in-process through `convc.cli.main`: exit codes, one-line located diagnostics,
 --run/--check/--inputs/--outputs, atomic -o, and constants loaded from .npy/.npz."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import jax.numpy as jnp
 import ml_dtypes
 import numpy as np
 import pytest
-from convc import driver, fileio
+from convc import cli, fileio
 from convc.passes.dce import DeadCodeElimination
 from jax import lax
 
@@ -50,7 +50,7 @@ def run_in_process(args: list[str], capfd: pytest.CaptureFixture[str], cwd: Path
     old = Path.cwd()
     os.chdir(cwd)
     try:
-        code = driver.main(args)
+        code = cli.main(args)
     except SystemExit as stop:  # argparse's usage errors
         code = int(stop.code or 0)
     finally:
@@ -374,7 +374,7 @@ def test_a_closed_pipe_ends_convc_quietly(write_model: Callable[..., Path], tmp_
     assert proc.stdout is not None and proc.stderr is not None
     proc.stdout.close()  # before convc writes anything: its write finds no reader
     stderr = proc.stderr.read().decode()
-    assert (proc.wait(timeout=120), stderr) == (driver.EXIT_BROKEN_PIPE, "")
+    assert (proc.wait(timeout=120), stderr) == (cli.EXIT_BROKEN_PIPE, "")
 
 
 @pytest.mark.parametrize("flags", [["--outputs", "out.npz"], ["--inputs", "in.npz"], ["--platform", "cpu"], ["--seed", "3"]],

@@ -236,7 +236,7 @@ def test_check_oracle_agrees_with_vjp(fwd: Forward) -> None:
 
 
 def test_default_pipeline_leaves_only_plain_ops() -> None:
-    from convc.driver import Compiler
+    from convc.compile import Compiler
 
     graph, _ = build_gradients(BATCH_GROUPS)
     lowered = Compiler(target="generic").run_passes(graph.clone())

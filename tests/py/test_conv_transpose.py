@@ -141,7 +141,7 @@ def test_grouped_matches_per_group_lax(name: str) -> None:
 
 
 def test_default_pipeline_leaves_only_plain_ops() -> None:
-    from convc.driver import Compiler
+    from convc.compile import Compiler
 
     graph, _ = build(GROUPED_CASES["2d_g2_transpose_kernel"])
     lowered = Compiler(target="generic").run_passes(graph.clone())

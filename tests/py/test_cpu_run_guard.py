@@ -23,9 +23,10 @@ from typing import Any
 import convc
 import numpy as np
 import pytest
+from convc.compile import Compiler
 from convc.conv_facts import conv_facts
-from convc.driver import Compiler, cropped_for_xla_cpu, needs_xla_cpu_guard, xla_cpu_misread_convs
 from convc.passes.cpu_crop_negative_padding import crops, misread_by_xla_cpu
+from convc.runner import cropped_for_xla_cpu, needs_xla_cpu_guard, xla_cpu_misread_convs
 from convc.runtime import compile_stablehlo
 from convc.xla_probes import xla_cpu_misreads_crop_low_pad_high
 from jax import lax
@@ -74,7 +75,7 @@ def run(tmp_path: Path, model: dict[str, Any], *flags: str) -> tuple[CliResult, 
 
 
 def one_warning(stderr: str) -> re.Match[str]:
-    """The guard's warning line; --target gpu on cpu also gets the driver's line about the platform."""
+    """The guard's warning line; --target gpu on cpu also gets the CLI's line about the platform."""
     lines = [line for line in stderr.splitlines() if not line.startswith("convc: warning: --run executes the --target")]
     assert len(lines) == 1, stderr
     match = WARNING.fullmatch(lines[0])

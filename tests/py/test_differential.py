@@ -256,7 +256,7 @@ def test_text_ir_round_trip_emits_the_same_module(model: dict[str, Any]) -> None
 
 def _console_script() -> list[str]:
     script = shutil.which("convc")
-    return [script] if script else [sys.executable, "-c", "import sys; from convc.driver import main; sys.exit(main())"]
+    return [script] if script else [sys.executable, "-c", "import sys; from convc.cli import main; sys.exit(main())"]
 
 
 @budget(ci=3, soak=30)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from convc import driver
+from convc import cli
 
 PLATFORM = {"cpu": ["--platform", "cpu"], "generic": []}
 EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "examples").glob("*.json"))
@@ -18,7 +18,7 @@ EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "examples").glob("*.jso
 @pytest.mark.parametrize("model", EXAMPLES, ids=lambda p: p.stem)
 def test_example_runs_and_checks(model: Path, target: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "out.mlir"
-    code = driver.main([str(model), "-o", str(out), "--target", target, *PLATFORM[target], "--run", "--check"])
+    code = cli.main([str(model), "-o", str(out), "--target", target, *PLATFORM[target], "--run", "--check"])
     report = capsys.readouterr()
     assert code == 0, report.err
     text = out.read_text()

@@ -530,7 +530,7 @@ def test_nasty_inputs_through_the_console_script(name: str, tmp_path: Path) -> N
     """The real `convc` process, file and stdin: exit 1, one line, no traceback, in bounded time."""
     path = tmp_path / "model.json"
     path.write_bytes(NASTY_INPUTS[name])
-    command = [sys.executable, "-c", "import sys; from convc.driver import main; sys.exit(main())"]
+    command = [sys.executable, "-c", "import sys; from convc.cli import main; sys.exit(main())"]
     for argv, stdin, file in (([str(path)], None, str(path)), (["-"], NASTY_INPUTS[name], "<stdin>")):
         proc = subprocess.run([*command, *argv, "-o", str(tmp_path / "out.mlir")], input=stdin, capture_output=True, timeout=120)
         stderr = proc.stderr.decode("utf-8", "backslashreplace")

@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 
 import pytest
-from convc.driver import Compiler
+from convc.compile import Compiler
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((ROOT / "examples").glob("*.json"))

@@ -9,9 +9,10 @@ from typing import Any
 
 import numpy as np
 import pytest
-from convc.driver import Compiler, cropped_for_xla_cpu, xla_cpu_misread_convs
+from convc.compile import Compiler
 from convc.dtypes import numpy_dtype
 from convc.ir import Graph
+from convc.runner import cropped_for_xla_cpu, xla_cpu_misread_convs
 from convc.runtime import compile_stablehlo
 from convc.runtime_inputs import TOLERANCE, random_inputs
 

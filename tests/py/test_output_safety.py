@@ -260,7 +260,7 @@ LIMITED_CONVC = """
 import resource, signal, sys
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)    # a write past the limit fails with EFBIG instead
 resource.setrlimit(resource.RLIMIT_FSIZE, (64, 64))
-from convc.driver import main
+from convc.cli import main
 sys.exit(main(sys.argv[1:]))
 """
 

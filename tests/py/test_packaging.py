@@ -87,7 +87,7 @@ def test_wheel_declares_both_console_scripts(wheel: zipfile.ZipFile) -> None:
     entry_points = configparser.ConfigParser()
     entry_points.read_string(wheel.read(path).decode())
     scripts = dict(entry_points["console_scripts"])
-    assert scripts == {"convc": "convc.driver:main", "convc-opt": "convc.driver:opt_main"}
+    assert scripts == {"convc": "convc.cli:main", "convc-opt": "convc.cli:opt_main"}
     for target in scripts.values():
         module, function = target.split(":")
         assert callable(getattr(importlib.import_module(module), function))
@@ -96,7 +96,7 @@ def test_wheel_declares_both_console_scripts(wheel: zipfile.ZipFile) -> None:
 WHEEL_SMOKE = """
 import sys
 import convc, convc.passes, convc.tools
-from convc.driver import main
+from convc.cli import main
 assert convc.__file__.startswith(sys.argv[1]), convc.__file__
 sys.exit(main([sys.argv[2], "--emit", "convc"]))
 """

@@ -16,8 +16,8 @@ import ml_dtypes
 import numpy as np
 import pytest
 from convc import Builder, ConvcError, Graph, compile_graph, load_model, mlir, parse_ir, print_graph
-from convc.driver import Compiler
-from convc.driver import main as convc_main
+from convc.cli import main as convc_main
+from convc.compile import Compiler
 from convc.ops import OPS
 from convc.runtime import compile_stablehlo
 from jaxlib.mlir.dialects import stablehlo
@@ -209,7 +209,7 @@ def test_mlir_rejects_convc_text_without_unregistered_dialects() -> None:
 FRESH_PROCESS = """
 import sys
 import convc
-from convc.driver import Compiler
+from convc.compile import Compiler
 graph = convc.load_model(sys.argv[1])
 sys.stdout.write(convc.compile_graph(graph))
 sys.stdout.write("\\n// -----\\n")

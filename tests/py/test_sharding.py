@@ -17,7 +17,8 @@ from typing import Any
 import convc
 import numpy as np
 import pytest
-from convc import ConvcError, driver
+from convc import ConvcError, cli
+from convc.compile import Compiler
 from convc.sharding import Mesh, ShardingSpec, parse_mesh_flag
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -109,7 +110,7 @@ def test_too_few_devices_is_one_located_line(tmp_path: Path, capsys: pytest.Capt
     if len(jax.devices("cpu")) >= DEVICES:
         pytest.skip("this process already has 8 CPU devices")
     model = SHARDED_EXAMPLES[0]
-    code = driver.main([str(model), "--run"])
+    code = cli.main([str(model), "--run"])
     err = capsys.readouterr().err
     assert code == 1
     assert err.count("\n") == 1 and err.startswith(f"{model}: error: --run: the mesh needs") and err.rstrip().endswith("[S9]")
@@ -174,7 +175,7 @@ def test_bytecode_keeps_the_shardy_ops() -> None:
     from jax._src.lib import _jax
 
     graph = convc.load_model(ROOT / "tests" / "lit" / "json" / "inputs" / "sharded.json")
-    payload = driver.Compiler(target="generic").emit(driver.Compiler(target="generic").run_passes(graph), "bytecode")
+    payload = Compiler(target="generic").emit(Compiler(target="generic").run_passes(graph), "bytecode")
     with mlir.context():
         text = str(_jax.mlir.deserialize_portable_artifact(payload))
     assert 'sdy.mesh @mesh = <["data"=4, "space"=2]>' in text
@@ -183,7 +184,7 @@ def test_bytecode_keeps_the_shardy_ops() -> None:
 
 def test_unsharded_bytecode_is_unchanged() -> None:
     graph = convc.load_model(ROOT / "examples" / "resnet_block.json")
-    compiler = driver.Compiler(target="generic")
+    compiler = Compiler(target="generic")
     payload = compiler.emit(compiler.run_passes(graph), "bytecode")
     assert payload[:4] == b"ML\xefR" and np.frombuffer(payload, np.uint8).size > 0
 

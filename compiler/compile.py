@@ -1,0 +1,179 @@
+"""The compiler: load a model (JSON or convc IR), run the pass pipeline, emit StableHLO,
+convc IR or portable bytecode. `Compiler` is what both command lines (`convc.cli`) and
+`convc.run` (`convc.runner`) drive, and what tests drive without a subprocess."""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from .diagnostics import ConvcError, Location
+from .emit import emit_stablehlo
+from .frontend import load_model_text
+from .ir import Graph
+from .pass_manager import Pass, PassManager, PipelineError, parse_pipeline
+from .textual import parse_ir, print_graph
+
+EMIT_KINDS = ("stablehlo", "convc", "bytecode")
+DEFAULT_ELIDE_LARGER = 16  # convc's printed IR: constants beyond the inline size become dense_resource<__elided__>
+DEFAULT_MAX_BYTES = 1 << 31
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """No cyclic garbage collection while a graph is built, rewritten or emitted.
+
+    Those phases allocate many long-lived objects and free almost nothing, so the
+    collector's passes over the growing heap are pure cost: a third of the time of a
+    10,000-conv model, and what made time per node grow with size. (mypy raises its GC
+    thresholds for the same reason.) Cycles are collected as usual afterwards."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+@dataclass
+class Compiler:
+    """JSON/text -> passes -> emitted text; what both command lines and `convc.run` share."""
+
+    pipeline: str | None = None  # None: the target's default pipeline
+    target: str | None = None  # None: the platform PJRT finds
+    verify: bool = True
+    print_ir_after_all: bool = False
+    allow_external_data: bool = False
+    max_bytes: int = DEFAULT_MAX_BYTES  # constants, and with --run inputs and every intermediate tensor
+    autotune: bool = False  # target cpu: measured choices of each conv's lowering (autotune-conv-lowering)
+    autotune_cache: str | None = None  # None: $XDG_CACHE_HOME/convc/autotune.json
+    autotune_platform: str | None = None  # the PJRT platform to measure on; None: the one PJRT finds
+    elide_constants_larger: int | None = None  # printed IR: elide constants with more elements (None: whole)
+    mesh: str | None = None  # --mesh AXIS=SIZE,...: the mesh to partition over (convc.sharding)
+    log: Callable[[str], None] = field(default=lambda text: print(text, file=sys.stderr))
+    timings: list[tuple[str, float]] = field(default_factory=list)  # the last run_passes's, per pass
+    phases: list[tuple[str, float, int]] = field(default_factory=list)  # (phase, seconds, depth), for --timing
+
+    @contextlib.contextmanager
+    def timed(self, phase: str) -> Iterator[None]:
+        """Record the wall time of one phase (load, emit, PJRT compile, ...) for --timing."""
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.phases.append((phase, time.perf_counter() - start, 0))
+
+    def print_ir(self, graph: Graph) -> str:
+        return print_graph(graph, elide_larger=self.elide_constants_larger)
+
+    def load(self, path: str) -> Graph:
+        if path == "-":
+            data = sys.stdin.buffer.read()
+            return self.load_bytes(data, "<stdin>")
+        try:
+            data = Path(path).read_bytes()
+        except OSError as err:
+            raise ConvcError(f"cannot read input: {err.strerror}", Location(file=path)) from None
+        return self.load_bytes(data, path, Path(path).resolve().parent)
+
+    def load_bytes(self, data: bytes, file: str, base_dir: Path | None = None) -> Graph:
+        with self.timed("load (parse + verify)"), gc_paused():
+            return self._load_bytes(data, file, base_dir)
+
+    def _load_bytes(self, data: bytes, file: str, base_dir: Path | None) -> Graph:
+        graph = self._read(data, file, base_dir)
+        if self.mesh is not None:  # --- sharding: --mesh sets or resizes the mesh ---
+            from .sharding import apply_mesh_override, parse_mesh_flag
+
+            apply_mesh_override(graph, parse_mesh_flag(self.mesh), file)
+        return graph
+
+    def _read(self, data: bytes, file: str, base_dir: Path | None) -> Graph:
+        if file.lower().endswith(".json") or data.lstrip()[:1] in (b"{", b"["):
+            return load_model_text(data, file, base_dir=base_dir, allow_external_data=self.allow_external_data,
+                                   max_constant_bytes=self.max_bytes)
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise ConvcError(f"input is not UTF-8 text (byte {err.start})", Location(file=file)) from None
+        return parse_ir(text, file)
+
+    def passes(self) -> list[Pass]:
+        from convc.passes import PASSES, default_pipeline
+
+        if self.pipeline is not None:
+            if self.autotune or self.autotune_cache is not None:
+                raise PipelineError("--autotune tunes the default pipeline; with -p, name autotune-conv-lowering{cache=PATH} in it")
+            return parse_pipeline(self.pipeline, PASSES)
+        target = self.resolved_target()
+        if self.autotune_cache is not None and not self.autotune:
+            raise PipelineError("--autotune-cache needs --autotune")
+        if self.autotune and target != "cpu":
+            raise PipelineError(f"--autotune chooses among the cpu target's conv lowerings; the target is '{target}' (use --target cpu)")
+        return [self._with_autotune_options(p) for p in parse_pipeline(default_pipeline(target, self.autotune), PASSES)]
+
+    def _with_autotune_options(self, p: Pass) -> Pass:
+        """Options set here rather than in pipeline text, which cannot spell every path."""
+        from convc.passes.autotune_conv_lowering import AutotuneConvLowering
+
+        if not isinstance(p, AutotuneConvLowering):
+            return p
+        return replace(p, cache=self.autotune_cache or "", platform=self.autotune_platform or "")
+
+    def resolved_target(self) -> str:
+        """`target`, else the platform PJRT finds ("cpu" or "gpu"; "generic" otherwise)."""
+        if self.target is not None:
+            return self.target
+        from .runtime import default_platform
+
+        with self.timed("find the platform (import jax, start PJRT)"):
+            platform = default_platform()
+        self.target = platform if platform in ("cpu", "gpu") else "generic"
+        return self.target
+
+    def run_passes(self, graph: Graph, passes: Sequence[Pass] | None = None) -> Graph:
+        hook = self._print_after if self.print_ir_after_all else None
+        manager = PassManager(self.passes() if passes is None else passes, print_after=hook)
+        start = time.perf_counter()
+        with gc_paused():
+            manager.run(graph)
+        self.timings = manager.timings
+        self.phases.append(("passes (with the verifier after each)", time.perf_counter() - start, 0))
+        self.phases += [(name, t, 1) for name, t in manager.timings]
+        return graph
+
+    def _print_after(self, p: Pass, graph: Graph) -> None:
+        self.log(f"// -----// IR Dump After {p.spelling()} //----- //\n{self.print_ir(graph)}")
+
+    def emit(self, graph: Graph, kind: str) -> bytes:
+        with gc_paused():
+            return self._emit(graph, kind)
+
+    def _emit(self, graph: Graph, kind: str) -> bytes:
+        if kind == "convc":
+            with self.timed("print"):
+                return self.print_ir(graph).encode()
+        with self.timed("emit stablehlo"):
+            text = emit_stablehlo(graph)
+        from . import mlir
+
+        if self.verify or kind == "bytecode":
+            with self.timed("mlir verify"):
+                mlir.verify_stablehlo(text)
+        if kind == "bytecode":
+            with self.timed("serialize bytecode"):
+                return mlir.portable_artifact(text, sharded=graph.mesh is not None)
+        return text.encode()
+
+    def timing_report(self) -> str:
+        """`--timing`: every phase in order, passes indented under theirs, as `mlir-opt --mlir-timing`."""
+        total = sum(t for _, t, depth in self.phases if depth == 0) or 1e-12
+        lines = ["===- Execution timing report -===", f"  Total: {total * 1e3:.3f} ms"]
+        lines += [f"  {t * 1e3:9.3f} ms ({100 * t / total:5.1f}%)  {'  ' * depth}{name}" for name, t, depth in self.phases]
+        return "\n".join(lines)
