@@ -104,6 +104,11 @@ def byte_count(text: str) -> int:
     return int(number) * _BYTE_SUFFIXES[suffix]
 
 
+def _names(text: str) -> list[str]:
+    """`--grad` values: comma-separated names."""
+    return [name for name in text.split(",") if name]
+
+
 def _element_count(text: str) -> int:
     if not text.isdigit():
         raise argparse.ArgumentTypeError(f"expected a number of elements, got '{text}'")
@@ -124,6 +129,9 @@ def convc_parser() -> argparse.ArgumentParser:
                              f"as dense_resource<__elided__> (default {DEFAULT_ELIDE_LARGER}; such text cannot be read back)")
     parser.add_argument("--print-constants-whole", action="store_true",
                         help="print every constant whole in printed IR (text that reads back)")
+    parser.add_argument("--grad", metavar="NAME,...", type=_names,
+                        help="compile the model's gradient step with respect to these inputs or constants (convc.grad): "
+                             "inputs gain a cotangent per output (<output>.grad), outputs the gradients (<name>.grad)")
     parser.add_argument("--run", action="store_true", help="compile with PJRT and execute")
     parser.add_argument("--check", action="store_true", help="with --run: compare against jax.lax (implies --run)")
     parser.add_argument("--platform", choices=("cpu", "gpu", "tpu"), help="PJRT platform for --run and --autotune (default: best available)")
@@ -215,8 +223,8 @@ def _convc_main(args: argparse.Namespace) -> int:
     compiler = Compiler(pipeline=args.pipeline, target=args.target, verify=not args.no_verify,
                         print_ir_after_all=args.print_ir_after_all, allow_external_data=args.allow_external_data,
                         max_bytes=args.max_bytes, autotune=args.autotune, autotune_cache=args.autotune_cache,
-                        autotune_platform=args.platform, elide_constants_larger=elide, mesh=args.mesh)
-    graph = compiler.load(args.model)
+                        autotune_platform=args.platform, elide_constants_larger=elide, mesh=args.mesh, grad=args.grad)
+    graph = compiler.differentiate(compiler.load(args.model), args.model)
     if args.run or args.check:
         prepare_run(graph, args.platform)  # before compiling: host devices for a mesh, before JAX starts
     elif args.platform is not None and args.autotune:

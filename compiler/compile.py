@@ -56,6 +56,7 @@ class Compiler:
     autotune_platform: str | None = None  # the PJRT platform to measure on; None: the one PJRT finds
     elide_constants_larger: int | None = None  # printed IR: elide constants with more elements (None: whole)
     mesh: str | None = None  # --mesh AXIS=SIZE,...: the mesh to partition over (convc.sharding)
+    grad: Sequence[str] | None = None  # --grad W1,W2: compile the model's gradient step (convc.grad) instead
     log: Callable[[str], None] = field(default=lambda text: print(text, file=sys.stderr))
     timings: list[tuple[str, float]] = field(default_factory=list)  # the last run_passes's, per pass
     phases: list[tuple[str, float, int]] = field(default_factory=list)  # (phase, seconds, depth), for --timing
@@ -103,6 +104,20 @@ class Compiler:
         except UnicodeDecodeError as err:
             raise ConvcError(f"input is not UTF-8 text (byte {err.start})", Location(file=file)) from None
         return parse_ir(text, file)
+
+    def differentiate(self, graph: Graph, file: str) -> Graph:
+        """With `grad`, the model's gradient step (`convc.grad`), shown by --print-ir-after-all
+        as the `grad` pass would be; else `graph` itself. Before the pipeline, so that --run and
+        --check see the step's inputs (the cotangents too) and its outputs."""
+        if self.grad is None:
+            return graph
+        from .autodiff import grad
+
+        with self.timed("grad (reverse-mode autodiff)"), gc_paused():
+            step = grad(graph, self.grad, Location(file=file))
+        if self.print_ir_after_all:
+            self.log(f"// -----// IR Dump After grad{{wrt={':'.join(self.grad)}}} //----- //\n{self.print_ir(step)}")
+        return step
 
     def passes(self) -> list[Pass]:
         from convc.passes import PASSES, default_pipeline

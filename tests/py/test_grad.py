@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import convc
@@ -21,7 +22,7 @@ from convc.dtypes import numpy_dtype
 from convc.reference import LAX_RULES
 from convc.runtime import compile_stablehlo
 from hypothesis import given
-from strategies import budget, conv_models
+from strategies import budget, conv_models, run_cli
 
 TOLERANCE = {"f32": 1e-4, "f16": 1e-2, "bf16": 6e-2}
 TARGETS = ("generic", "cpu")
@@ -354,6 +355,37 @@ def test_op_without_rule_off_the_gradient_path_is_fine() -> None:
     x, other = b.input("x", (2, 3)), b.input("other", (2, 3))
     b.output(b.relu(x), b.op("stacked_reduce_sum", other, other, axes=(1,)))
     check_grad(b.build(), ["x"], "generic")
+
+
+# --- the command line: --grad ------------------------------------------------------------
+
+EXAMPLES = Path(__file__).parents[2] / "examples"
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_cli_grad_runs_and_checks(target: str) -> None:
+    model = str(EXAMPLES / "resnet_block.json")
+    done = run_cli([model, "--grad", "x,w1,b1,w2,b2,wp", "--target", target, "--check"])
+    assert done.code == 0, done.stderr
+    names = [line.split(":")[0] for line in done.stdout.splitlines()]
+    assert names[:7] == ["out", "x.grad", "w1.grad", "b1.grad", "w2.grad", "b2.grad", "wp.grad"]
+    assert done.stdout.count("(ok)") == 7
+
+
+def test_cli_grad_prints_the_step_after_grad() -> None:
+    done = run_cli([str(EXAMPLES / "dcgan_generator.json"), "--grad", "w3", "--target", "generic", "--print-ir-after-all",
+                    "-o", "/dev/null"])
+    assert done.code == 0, done.stderr
+    first = done.stderr.splitlines()[0]
+    assert first == "// -----// IR Dump After grad{wrt=w3} //----- //"
+    assert "%image.grad: tensor<1x32x32x3xf32>" in done.stderr and "%w3.grad = " in done.stderr
+
+
+def test_cli_grad_error_is_one_located_line() -> None:
+    model = str(EXAMPLES / "resnet_block.json")
+    done = run_cli([model, "--grad", "w1,w9"])
+    assert done.code == 1 and done.stdout == ""
+    assert done.stderr == f"{model}: error: grad: wrt names 'w9', which is no value of 'resnet_block' [G1]\n"
 
 
 # --- property: drawn models -------------------------------------------------------------
