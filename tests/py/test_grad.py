@@ -420,13 +420,14 @@ def test_grad_builds_the_hand_written_resnext_step() -> None:
 # --- property: drawn models -------------------------------------------------------------
 
 
+@pytest.mark.parametrize("target", TARGETS)
 @budget(ci=6, soak=300)
-@given(conv_models(odd_names=False, max_convs=2, max_plain_ops=2))
-def test_drawn_models_match_jax_vjp(model: dict[str, Any]) -> None:
+@given(model=conv_models(odd_names=False, max_convs=2, max_plain_ops=2))
+def test_drawn_models_match_jax_vjp(model: dict[str, Any], target: str) -> None:
     graph = convc.load_model_text(json.dumps(model))
     outputs = {v.name for v in graph.outputs}  # an output's cotangent input already takes `<name>.grad` (G5)
     sources = [*graph.inputs, *(op.result for op in graph.ops if op.kind == "constant")]
     wrt = [v.name for v in sources if v.type.dtype.startswith(("f", "bf")) and v.name not in outputs]
     dtypes = {v.type.dtype for v in graph.values()}
     tol = 6e-2 if "bf16" in dtypes else 2e-2 if "f16" in dtypes else 1e-3
-    check_grad(graph, wrt, "generic", tol=tol)
+    check_grad(graph, wrt, target, tol=tol)
