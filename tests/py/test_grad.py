@@ -422,7 +422,7 @@ def test_grad_builds_the_hand_written_resnext_step() -> None:
 
 @pytest.mark.parametrize("target", TARGETS)
 @budget(ci=6, soak=300)
-@given(model=conv_models(odd_names=False, max_convs=2, max_plain_ops=2))
+@given(model=conv_models(max_convs=2, max_plain_ops=2))
 def test_drawn_models_match_jax_vjp(model: dict[str, Any], target: str) -> None:
     graph = convc.load_model_text(json.dumps(model))
     outputs = {v.name for v in graph.outputs}  # an output's cotangent input already takes `<name>.grad` (G5)
