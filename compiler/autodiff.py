@@ -23,6 +23,7 @@ from .diagnostics import ConvcError, Location
 from .dtypes import is_float, numpy_dtype
 from .ir import Graph, Op, TensorType, Value
 from .ops import OPS, suggest, view
+from .ops.base import VjpRule
 from .verify import coerce_attrs, infer_type
 
 GRAD_SUFFIX = ".grad"
@@ -127,9 +128,9 @@ def _backpropagate(forward: Graph, targets: Sequence[Value], cotangents: Sequenc
             continue
         tape.anchor = op
         g = tape.sum(terms)
-        for operand, cotangent in zip(op.operands, _rule(op)(tape, view(op), op.operands, g)):
-            if cotangent is not None and id(operand) in active:
-                pending.setdefault(id(operand), []).append(cotangent)
+        for operand, flowing in zip(op.operands, _rule(op)(tape, view(op), op.operands, g)):
+            if flowing is not None and id(operand) in active:
+                pending.setdefault(id(operand), []).append(flowing)
     sums: list[Value | None] = []
     for target in targets:
         terms = pending.get(id(target))
@@ -139,7 +140,7 @@ def _backpropagate(forward: Graph, targets: Sequence[Value], cotangents: Sequenc
     return sums
 
 
-def _rule(op: Op) -> Any:
+def _rule(op: Op) -> VjpRule:
     rule = OPS[op.kind].vjp
     if rule is None:
         raise ConvcError(f"grad: op '{op.kind}' has no gradient rule, and the gradient flows through this node", op.loc, "G6")
