@@ -38,12 +38,15 @@ def grad(graph: Graph, wrt: Sequence[str], loc: Location | None = None) -> Graph
     cotangents = [Value(_grad_name(out.name), out.type) for out in forward.outputs]
     _check_new_names(forward, [v.name for v in cotangents] + [_grad_name(t.name) for t in targets])
     for out, cotangent in zip(forward.outputs, cotangents):
-        cotangent.sharding = out.sharding
+        cotangent.sharding = out.sharding  # a cotangent is laid out as its output
     result = Graph(forward.name, inputs=[*forward.inputs, *cotangents], ops=list(forward.ops),
                    input_locs=dict(forward.input_locs), mesh=forward.mesh)
     tape = _Tape(result, reserved=[_grad_name(t.name) for t in targets])
     grads = _backpropagate(forward, targets, cotangents, tape)
     result.outputs = [*forward.outputs, *(tape.named_result(g, t, _grad_name(t.name)) for g, t in zip(grads, targets))]
+    for target, gradient in zip(targets, result.outputs[len(forward.outputs):]):
+        if gradient.sharding is None:
+            gradient.sharding = target.sharding  # a gradient is laid out as its value (a replicated kernel: replicated)
     tape.prune()
     return result
 

@@ -86,6 +86,16 @@ def _two_convs_with_constraint() -> convc.Graph:
     return b.build()
 
 
+def _grad_batch_split() -> convc.Graph:
+    """convc.grad of a batch-split conv block: the kernel gradient sums over devices."""
+    b = convc.Builder("grad_batch_split", mesh={"data": 8})
+    x = b.input("x", (16, 8, 8, 8), sharding=("data",))
+    w = b.input("w", (3, 3, 8, 8), sharding=(None, None, None, None))
+    y = b.relu(b.conv(x, w, padding="SAME", dimension_numbers=NHWC, name="c"), name="y")
+    b.output(y, sharding=("data",))
+    return convc.grad(b.build(), ["x", "w"])
+
+
 BATCH, SPACE, BOTH = {"data": 8}, {"space": 8}, {"data": 4, "space": 2}
 CASES: tuple[Case, ...] = (
     _conv("conv2d_batch", BATCH, (8, 8, 8, 4), (3, 3, 4, 8), ("data",), ("data",), padding="SAME"),
@@ -117,6 +127,7 @@ CASES: tuple[Case, ...] = (
     _backprop_filter("conv_backprop_filter_depthwise", BATCH, ("data",), ("data",), x_shape=(8, 8, 8, 4),
                      dy_shape=(8, 8, 8, 4), kernel=(3, 3, 1, 4), padding="SAME", feature_group_count=4),
     Case("constraint_reshards", _two_convs_with_constraint),
+    Case("grad_batch_split", _grad_batch_split),
 )
 
 

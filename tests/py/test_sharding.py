@@ -76,6 +76,15 @@ def test_batch_split_weight_gradient_all_reduces_the_kernel(sharded_results: dic
         assert "all-gather" not in _kinds(record)
 
 
+def test_batch_split_grad_step_all_reduces_only_the_kernel_gradient(sharded_results: dict[tuple[str, str], dict[str, Any]]) -> None:
+    """convc.grad of a batch-split conv: the step (checked equal to the one-device oracle by
+    test_sharded_equals_unsharded) sums the kernel gradient across devices, and nothing else moves."""
+    for target in TARGETS:
+        record = sharded_results[("grad_batch_split", target)]
+        assert record["collectives"] == [{"kind": "all-reduce", "dtype": "f32", "shape": [3, 3, 8, 8]}], (target, record["collectives"])
+        assert record["shard_shapes"][2] == [[3, 3, 8, 8]] * DEVICES  # w.grad: whole (replicated, as w) on every device
+
+
 def test_each_device_holds_its_share_of_a_split_output(sharded_results: dict[tuple[str, str], dict[str, Any]]) -> None:
     for case in ("conv2d_batch", "conv2d_spatial_halo", "conv2d_2d_mesh_strided", "conv3d_spatial", "conv_transpose_spatial"):
         record = sharded_results[(case, "generic")]
