@@ -176,6 +176,15 @@ def dot_general() -> tuple[Graph, list[str]]:
 
 
 @case
+def dot_general_preferred_f32() -> tuple[Graph, list[str]]:
+    b = Builder("dot_wide")
+    x, y = b.input("x", (3, 4), "bf16"), b.input("y", (4, 5), "bf16")
+    b.output(b.op("dot_general", x, y, lhs_contracting_dimensions=(1,), rhs_contracting_dimensions=(0,),
+                  preferred_element_type="f32"))
+    return b.build(), ["x", "y"]
+
+
+@case
 def broadcast_in_dim() -> tuple[Graph, list[str]]:
     return _unary("broadcast_in_dim", (3, 1), shape=(2, 3, 4), broadcast_dimensions=(1, 2))
 
@@ -197,6 +206,8 @@ CONVS: dict[str, Callable[[], tuple[Graph, list[str]]]] = {
     "2d_nhwc_dilated": lambda: _conv_case((2, 7, 8, 3), (3, 2, 3, 4), window_strides=(2, 1), padding="SAME_LOWER",
                                           rhs_dilation=(2, 1), dimension_numbers=("NHWC", "HWIO", "NHWC")),
     "2d_lhs_dilated": lambda: _conv_case((1, 2, 4, 5), (3, 2, 3, 2), lhs_dilation=(2, 3), padding=((1, 2), (0, 1))),
+    "2d_lhs_dilated_same_lower": lambda: _conv_case((2, 2, 5, 4), (3, 2, 3, 3), lhs_dilation=(2, 2), window_strides=(1, 2),
+                                                    padding="SAME_LOWER", rhs_dilation=(2, 1)),
     "2d_negative_pads": lambda: _conv_case((2, 2, 8, 7), (4, 2, 3, 3), window_strides=(3, 2), padding=((-1, 2), (2, -2))),
     "2d_stride_above_kernel": lambda: _conv_case((1, 2, 9, 9), (2, 2, 2, 2), window_strides=(4, 3)),
     "2d_feature_groups": lambda: _conv_case((2, 6, 5, 5), (4, 3, 3, 3), feature_group_count=2, padding="SAME"),
@@ -250,6 +261,9 @@ ADJOINTS: dict[str, Callable[[], tuple[Graph, list[str]]]] = {
     "conv_transpose_kernel_groups": lambda: _two_operand_case(
         "conv_transpose", (1, 3, 3, 4), (2, 2, 3, 4), strides=(2, 2), padding=((1, 0), (2, 1)), transpose_kernel=True,
         feature_group_count=2),
+    "conv_transpose_consistent_dilated": lambda: _two_operand_case(
+        "conv_transpose", (1, 5, 4, 2), (3, 2, 2, 3), strides=(2, 3), padding=((1, 2), (0, 1)), rhs_dilation=(1, 2),
+        use_consistent_padding=True),
     "conv_backprop_input": lambda: _two_operand_case(
         "conv_backprop_input", (2, 4, 3, 3), (4, 3, 3, 3), window_strides=(2, 2), padding="SAME", input_shape=(2, 3, 6, 5)),
     "conv_backprop_input_batch_groups": lambda: _two_operand_case(
