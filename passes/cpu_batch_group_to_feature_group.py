@@ -14,7 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from convc.conv_facts import ConvFacts, permutation_between, reshape, split_dim, transpose
+from convc.builders import permutation_between, reshape, split_dim, transpose
+from convc.conv_facts import ConvFacts
 from convc.conv_lowering import ConvLowering
 from convc.ir import Graph, Op, Value
 from convc.pass_manager import Pass

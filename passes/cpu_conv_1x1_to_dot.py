@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from convc.conv_facts import ConvFacts, permutation_between, reshape, transpose
+from convc.builders import relayout, reshape, slice_along
+from convc.conv_facts import ConvFacts
 from convc.conv_lowering import ConvLowering
 from convc.ir import Graph, Op
 from convc.pass_manager import Pass
@@ -33,11 +34,8 @@ class Conv1x1ToDot(ConvLowering):
         lhs, rhs = op.operands
         dn = facts.dn
         if any(s > 1 for s in facts.strides):
-            strides = [1] * facts.lhs.rank
-            for dim, stride in zip(dn.lhs_spec[2:], facts.strides):
-                strides[dim] = stride
-            lhs = rewriter.create("slice", lhs, suffix="strided", start_indices=(0,) * facts.lhs.rank,
-                                  limit_indices=facts.lhs.shape, strides=tuple(strides))
+            every = {dim: (0, facts.lhs.shape[dim], stride) for dim, stride in zip(dn.lhs_spec[2:], facts.strides)}
+            lhs = slice_along(rewriter, lhs, every, "strided")
         # the kernel as a matrix, its two feature dims in their original order
         out_dim, in_dim = dn.rhs_spec[0], dn.rhs_spec[1]
         matrix_shape = (facts.out_features, facts.in_features) if out_dim < in_dim else (facts.in_features, facts.out_features)
@@ -47,11 +45,8 @@ class Conv1x1ToDot(ConvLowering):
             lhs_contracting_dimensions=(dn.lhs_spec[1],), rhs_contracting_dimensions=(1 if out_dim < in_dim else 0,),
             precision=facts.precision, preferred_element_type=facts.preferred_element_type)
         # dot_general's result: the lhs dims but its feature dim, in order, then the out feature
-        labels = [d for d in range(facts.lhs.rank) if d != dn.lhs_spec[1]] + [dn.lhs_spec[1]]
-        out_labels = [0] * facts.out.rank
-        for role, dim in enumerate(dn.out_spec):
-            out_labels[dim] = dn.lhs_spec[role]
-        rewriter.replace_anchor(transpose(rewriter, product, permutation_between(labels, out_labels), "layout"))
+        order = [d for d in range(facts.lhs.rank) if d != dn.lhs_spec[1]] + [dn.lhs_spec[1]]
+        rewriter.replace_anchor(relayout(rewriter, product, [order.index(d) for d in dn.lhs_spec], dn.out_spec, "layout"))
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from convc.builders import leading
 from convc.conv_facts import ConvFacts
 from convc.conv_lowering import ConvLowering
 from convc.ir import Graph, Op
@@ -74,8 +75,7 @@ class ConvEigenPath(ConvLowering):
         lo, hi = pads[i]
         pads[i] = (lo, hi + grow * facts.strides[i])
         grown = rewriter.create("conv", *op.operands, suffix="grown", **facts.with_attrs(op, padding=tuple(pads)))
-        rewriter.replace_anchor(rewriter.create("slice", grown, suffix="rows", start_indices=(0,) * facts.out.rank,
-                                                limit_indices=facts.out.shape))
+        rewriter.replace_anchor(leading(rewriter, grown, facts.out.shape, "rows"))
 
 
 @dataclass(frozen=True)

@@ -12,10 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
+from convc.builders import slice_along, zeros
 from convc.conv_facts import ConvFacts, conv_facts
-from convc.dtypes import numpy_dtype
-from convc.ir import Graph, Op, Value
+from convc.ir import Graph, Op
 from convc.ops import view
 from convc.ops.conv import spatial
 from convc.pass_manager import Pass
@@ -28,13 +27,6 @@ def crop(pad: int, dilation: int) -> tuple[int, int]:
         return 0, pad
     drop = -(pad // dilation)  # ceil(-pad / dilation)
     return drop, drop * dilation + pad
-
-
-def zeros(rewriter: Rewriter, op: Op) -> Value:
-    """A tensor of zeros of `op`'s result type."""
-    out = op.result.type
-    zero = rewriter.create("constant", suffix="zero", value=np.zeros((), numpy_dtype(out.dtype)))
-    return rewriter.create("broadcast_in_dim", zero, suffix="zeros", shape=out.shape, broadcast_dimensions=())
 
 
 def crops(facts: ConvFacts) -> bool:
@@ -57,16 +49,16 @@ class CropNegativePadding(RewritePattern):
         facts = conv_facts(op)
         if facts is None or not crops(facts):
             return
-        start, limit, pads = [0] * facts.lhs.rank, list(facts.lhs.shape), []
+        kept, pads = {}, []
         sizes = spatial(facts.lhs.shape, facts.dn.lhs_spec)
         for dim, size, (lo, hi), dilation in zip(facts.dn.lhs_spec[2:], sizes, facts.pads, facts.lhs_dilation):
             (drop_lo, lo), (drop_hi, hi) = crop(lo, dilation), crop(hi, dilation)
             if drop_lo + drop_hi >= size:  # every window sees padding only
-                rewriter.replace_anchor(zeros(rewriter, op))
+                rewriter.replace_anchor(zeros(rewriter, facts.out.shape, facts.out.dtype, "zeros"))
                 return
-            start[dim], limit[dim] = drop_lo, size - drop_hi
+            kept[dim] = (drop_lo, size - drop_hi)
             pads.append((lo, hi))
-        cropped = rewriter.create("slice", op.operands[0], suffix="crop", start_indices=tuple(start), limit_indices=tuple(limit))
+        cropped = slice_along(rewriter, op.operands[0], kept, "crop")
         # a correctness fix, not a lowering choice: the cropped conv keeps the op's `lowering` pin
         attrs = facts.with_attrs(op, padding=tuple(pads), lowering=view(op).lowering)
         conv = rewriter.create("conv", cropped, op.operands[1], suffix="conv", **attrs)
