@@ -10,6 +10,7 @@ it to XLA's own conv.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import ClassVar
 
 from .conv_facts import ConvFacts, conv_facts
@@ -21,12 +22,14 @@ LOWERING = "lowering"  # the conv attribute (declared with the op in convc.ops.c
 XLA = "xla"  # the choice no rewrite takes
 
 
+@dataclass(frozen=True)
 class ConvLowering(RewritePattern):
     """A cpu rewrite of one conv. Subclasses set `name` (their pass's) and `requires`, and
-    implement `legal` and `rewrite`; `profitable` is the cost model (default: always)."""
+    implement `legal` and `rewrite`; `profitable` is the cost model (default: always), and
+    a subclass's dataclass fields are its cost model's knobs, which `pattern_pass` makes
+    its pass's options."""
 
     kind = "conv"
-    name: ClassVar[str] = ""
     requires: ClassVar[str] = ""  # what `legal` asks of a conv, in words, for the diagnostic
 
     @classmethod

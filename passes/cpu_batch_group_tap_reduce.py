@@ -17,26 +17,23 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from itertools import product
-from typing import ClassVar
 
 from convc.builders import pad_along, relayout, reshape, slice_along
 from convc.conv_facts import WIDE_FLOATS, ConvFacts
 from convc.conv_lowering import ConvLowering
-from convc.ir import Graph, Op, Value
-from convc.pass_manager import Pass
-from convc.rewrite import Rewriter, apply_patterns
+from convc.ir import Op, Value
+from convc.rewrite import Rewriter, pattern_pass
 
 # One multiply per output window: past this many the graph would flood, whatever a pin asks.
 MAX_WINDOWS = 256
 
 
+@dataclass(frozen=True)
 class BatchGroupTapReduce(ConvLowering):
     name = "cpu-batch-group-tap-reduce"
     requires = (f"an f32/f64 batch-grouped conv with one lhs batch and one output feature per group, no wider "
                 f"preferred_element_type, and at most {MAX_WINDOWS} output windows")
-
-    def __init__(self, max_windows: int):
-        self.max_windows = max_windows
+    max_windows: int = 64  # the cost model; a pinned conv may have up to MAX_WINDOWS
 
     @classmethod
     def legal(cls, facts: ConvFacts) -> bool:
@@ -95,12 +92,5 @@ class BatchGroupTapReduce(ConvLowering):
         return relayout(rewriter, shaped, (spatial_rank, spatial_rank + 1, *range(spatial_rank)), facts.dn.out_spec, "layout")
 
 
-@dataclass(frozen=True)
-class CpuBatchGroupTapReduce(Pass):
-    name = BatchGroupTapReduce.name
-    summary = "depthwise weight gradients (one feature per batch group) become per-window multiply-reduces"
-    pattern: ClassVar[type[ConvLowering]] = BatchGroupTapReduce
-    max_windows: int = 64  # the cost model; a pinned conv may have up to MAX_WINDOWS
-
-    def run(self, graph: Graph) -> bool:
-        return apply_patterns(graph, [BatchGroupTapReduce(self.max_windows)])
+CpuBatchGroupTapReduce = pattern_pass(
+    BatchGroupTapReduce, "depthwise weight gradients (one feature per batch group) become per-window multiply-reduces")

@@ -19,16 +19,13 @@ always taken there (no cost model).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import ClassVar
 
 from convc.builders import pad_along, permutation_between, reshape, slice_along, sum_values, transpose
 from convc.conv_facts import ConvFacts
 from convc.conv_lowering import ConvLowering
-from convc.ir import Graph, Op, Value
+from convc.ir import Op, Value
 from convc.ops import ConvDimensionNumbers
-from convc.pass_manager import Pass
-from convc.rewrite import Rewriter, apply_patterns
+from convc.rewrite import Rewriter, pattern_pass
 
 
 def peeled_axis(facts: ConvFacts) -> int:
@@ -118,14 +115,6 @@ def _drop(values: Sequence[object], axis: int) -> tuple[object, ...]:
     return tuple(v for i, v in enumerate(values) if i != axis)
 
 
-@dataclass(frozen=True)
-class CpuConv3dAsConv2dSum(Pass):
-    name = Conv3dAsConv2dSum.name
-    summary = "convs with 3+ spatial dims become sums of convs with one spatial dim fewer (peeled dim in the batch)"
-    pattern: ClassVar[type[ConvLowering]] = Conv3dAsConv2dSum
-
-    def run(self, graph: Graph) -> bool:
-        changed = False
-        while apply_patterns(graph, [Conv3dAsConv2dSum()]):  # 4-D and up: peel again
-            changed = True
-        return changed
+CpuConv3dAsConv2dSum = pattern_pass(  # 4-D and up: the peeled convs are peeled again
+    Conv3dAsConv2dSum, "convs with 3+ spatial dims become sums of convs with one spatial dim fewer (peeled dim in the batch)",
+    until_stable=True)

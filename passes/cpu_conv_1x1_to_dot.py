@@ -8,15 +8,11 @@ the input first.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import ClassVar
-
 from convc.builders import relayout, reshape, slice_along
 from convc.conv_facts import ConvFacts
 from convc.conv_lowering import ConvLowering
-from convc.ir import Graph, Op
-from convc.pass_manager import Pass
-from convc.rewrite import Rewriter, apply_patterns
+from convc.ir import Op
+from convc.rewrite import Rewriter, pattern_pass
 
 
 class Conv1x1ToDot(ConvLowering):
@@ -49,11 +45,4 @@ class Conv1x1ToDot(ConvLowering):
         rewriter.replace_anchor(relayout(rewriter, product, [order.index(d) for d in dn.lhs_spec], dn.out_spec, "layout"))
 
 
-@dataclass(frozen=True)
-class CpuConv1x1ToDot(Pass):
-    name = Conv1x1ToDot.name
-    summary = "1x1 ungrouped convs without padding become dot_general (a GEMM on XLA CPU)"
-    pattern: ClassVar[type[ConvLowering]] = Conv1x1ToDot
-
-    def run(self, graph: Graph) -> bool:
-        return apply_patterns(graph, [Conv1x1ToDot()])
+CpuConv1x1ToDot = pattern_pass(Conv1x1ToDot, "1x1 ungrouped convs without padding become dot_general (a GEMM on XLA CPU)")

@@ -10,15 +10,12 @@ dim no input element sees padding only: it becomes zeros.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from convc.builders import slice_along, zeros
 from convc.conv_facts import ConvFacts, conv_facts
-from convc.ir import Graph, Op
+from convc.ir import Op
 from convc.ops import view
 from convc.ops.conv import spatial
-from convc.pass_manager import Pass
-from convc.rewrite import RewritePattern, Rewriter, apply_patterns
+from convc.rewrite import RewritePattern, Rewriter, pattern_pass
 
 
 def crop(pad: int, dilation: int) -> tuple[int, int]:
@@ -44,6 +41,7 @@ def misread_by_xla_cpu(op: Op) -> bool:
 
 class CropNegativePadding(RewritePattern):
     kind = "conv"
+    name = "cpu-crop-negative-padding"
 
     def match_and_rewrite(self, op: Op, rewriter: Rewriter) -> None:
         facts = conv_facts(op)
@@ -65,10 +63,5 @@ class CropNegativePadding(RewritePattern):
         rewriter.replace_anchor(conv)
 
 
-@dataclass(frozen=True)
-class CpuCropNegativePadding(Pass):
-    name = "cpu-crop-negative-padding"
-    summary = "negative conv pads become a slice of the input (XLA:CPU misreads them, openxla/xla#48713)"
-
-    def run(self, graph: Graph) -> bool:
-        return apply_patterns(graph, [CropNegativePadding()])
+CpuCropNegativePadding = pattern_pass(
+    CropNegativePadding, "negative conv pads become a slice of the input (XLA:CPU misreads them, openxla/xla#48713)")

@@ -19,14 +19,12 @@ is `slice(x, tap, i)` broadcast over Cgo, times `w[tap, i, :]` broadcast over th
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
 
 from convc.builders import DimRange, pad_along, relayout, reshape, slice_along, split_dim, sum_values
 from convc.conv_facts import WIDE_FLOATS, ConvFacts
 from convc.conv_lowering import ConvLowering
-from convc.ir import Graph, Op, Value
-from convc.pass_manager import Pass
-from convc.rewrite import Rewriter, apply_patterns
+from convc.ir import Op, Value
+from convc.rewrite import Rewriter, pattern_pass
 
 
 def terms(facts: ConvFacts) -> int:
@@ -71,13 +69,12 @@ def _result_in_lhs_layout(facts: ConvFacts) -> tuple[int, ...]:
     return tuple(shape)
 
 
+@dataclass(frozen=True)
 class DepthwiseTapSum(ConvLowering):
     name = "cpu-depthwise-tap-sum"
     requires = (f"an f32/f64 feature-grouped conv without lhs dilation or a wider preferred_element_type, "
                 f"with at most {MAX_TERMS} terms (taps x input features per group)")
-
-    def __init__(self, max_terms: int):
-        self.max_terms = max_terms
+    max_terms: int = 100  # the cost model; a pinned conv may have up to MAX_TERMS
 
     @classmethod
     def legal(cls, facts: ConvFacts) -> bool:
@@ -137,12 +134,5 @@ class DepthwiseTapSum(ConvLowering):
         return rewriter.create("broadcast_in_dim", vector, suffix="scale", shape=layout.work_shape(), broadcast_dimensions=dims)
 
 
-@dataclass(frozen=True)
-class CpuDepthwiseTapSum(Pass):
-    name = DepthwiseTapSum.name
-    summary = "depthwise / small-group convs become sums of shifted slices times per-channel weights"
-    pattern: ClassVar[type[ConvLowering]] = DepthwiseTapSum
-    max_terms: int = 100  # the cost model; a pinned conv may have up to MAX_TERMS
-
-    def run(self, graph: Graph) -> bool:
-        return apply_patterns(graph, [DepthwiseTapSum(self.max_terms)])
+CpuDepthwiseTapSum = pattern_pass(
+    DepthwiseTapSum, "depthwise / small-group convs become sums of shifted slices times per-channel weights")

@@ -21,14 +21,12 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import product
-from typing import ClassVar
 
 from convc.builders import leading, pad_along, reshape, slice_along, zeros
 from convc.conv_facts import ConvFacts
 from convc.conv_lowering import ConvLowering
-from convc.ir import Graph, Op, Value
-from convc.pass_manager import Pass
-from convc.rewrite import Rewriter, apply_patterns
+from convc.ir import Op, Value
+from convc.rewrite import Rewriter, pattern_pass
 
 
 @dataclass(frozen=True)
@@ -69,12 +67,11 @@ def worth_it(facts: ConvFacts) -> bool:
     return balanced or facts.feature_groups > 1 or facts.batch_groups > 1
 
 
+@dataclass(frozen=True)
 class TransposedConvPhases(ConvLowering):
     name = "cpu-transposed-conv-phases"
     requires = f"an lhs-dilated conv with stride 1, no rhs dilation and at most {MAX_PHASES} phases"
-
-    def __init__(self, unbalanced: bool):
-        self.unbalanced = unbalanced
+    unbalanced: bool = True  # also when XLA's own kernel applies and the phases get unequal taps (false: not)
 
     @classmethod
     def legal(cls, facts: ConvFacts) -> bool:
@@ -147,12 +144,5 @@ def _crop(value: Value, dims: Sequence[int], pads: Sequence[tuple[int, int]], re
                        "cropped")
 
 
-@dataclass(frozen=True)
-class CpuTransposedConvPhases(Pass):
-    name = TransposedConvPhases.name
-    summary = "lhs-dilated (transposed) convs become one stride-1 conv per output phase plus an interleave"
-    pattern: ClassVar[type[ConvLowering]] = TransposedConvPhases
-    unbalanced: bool = True  # also when XLA's own kernel applies and the phases get unequal taps (false: not)
-
-    def run(self, graph: Graph) -> bool:
-        return apply_patterns(graph, [TransposedConvPhases(self.unbalanced)])
+CpuTransposedConvPhases = pattern_pass(
+    TransposedConvPhases, "lhs-dilated (transposed) convs become one stride-1 conv per output phase plus an interleave")
