@@ -89,3 +89,16 @@ def _conv_facts(op: Op) -> ConvFacts | None:
         ((0, 0),) * n if padding == "VALID" else tuple((int(lo), int(hi)) for lo, hi in padding),
         v.lhs_dilation, v.rhs_dilation, v.feature_group_count, v.batch_group_count, v.precision, v.preferred_element_type,
     )
+
+
+def crops(facts: ConvFacts) -> bool:
+    """Whether cpu-crop-negative-padding rewrites the conv: any negative pad on a non-empty conv."""
+    return not facts.is_empty() and any(lo < 0 or hi < 0 for lo, hi in facts.pads)
+
+
+def misread_by_xla_cpu(op: Op) -> bool:
+    """Whether XLA:CPU would compute `op` wrongly: a conv cpu-crop-negative-padding crops, with
+    negative low next to positive high padding on some spatial dim (openxla/xla#48713; XLA:CPU
+    computes other negative pads right). `convc --run` asks it of graphs lowered without that pass."""
+    facts = conv_facts(op)
+    return facts is not None and crops(facts) and any(lo < 0 < hi for lo, hi in facts.pads)

@@ -11,7 +11,7 @@ dim no input element sees padding only: it becomes zeros.
 from __future__ import annotations
 
 from convc.builders import slice_along, zeros
-from convc.conv_facts import ConvFacts, conv_facts
+from convc.conv_facts import conv_facts, crops
 from convc.ir import Op
 from convc.ops import view
 from convc.ops.conv import spatial
@@ -24,19 +24,6 @@ def crop(pad: int, dilation: int) -> tuple[int, int]:
         return 0, pad
     drop = -(pad // dilation)  # ceil(-pad / dilation)
     return drop, drop * dilation + pad
-
-
-def crops(facts: ConvFacts) -> bool:
-    """Whether this pass rewrites the conv: any negative pad on a non-empty conv."""
-    return not facts.is_empty() and any(lo < 0 or hi < 0 for lo, hi in facts.pads)
-
-
-def misread_by_xla_cpu(op: Op) -> bool:
-    """Whether XLA:CPU would compute `op` wrongly: a conv this pass crops, with negative low
-    next to positive high padding on some spatial dim (openxla/xla#48713; XLA:CPU computes
-    other negative pads right). `convc --run` asks it of graphs lowered without this pass."""
-    facts = conv_facts(op)
-    return facts is not None and crops(facts) and any(lo < 0 < hi for lo, hi in facts.pads)
 
 
 class CropNegativePadding(RewritePattern):

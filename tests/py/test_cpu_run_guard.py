@@ -23,9 +23,8 @@ from typing import Any
 import convc
 import numpy as np
 import pytest
-from convc.conv_facts import conv_facts
+from convc.conv_facts import conv_facts, crops, misread_by_xla_cpu
 from convc.driver import Compiler, cropped_for_xla_cpu, needs_xla_cpu_guard, xla_cpu_misread_convs
-from convc.passes.cpu_crop_negative_padding import crops, misread_by_xla_cpu
 from convc.runtime import compile_stablehlo
 from convc.xla_probes import xla_cpu_misreads_crop_low_pad_high
 from jax import lax
