@@ -208,32 +208,33 @@ class Autotuner:
         return report
 
     def _tune(self, tunable: list[tuple[Op, str, list[str]]], report: Report) -> None:
-        if self.measure is None:
+        measure = self.measure
+        if measure is None:
             raise PipelineError("pass 'autotune-conv-lowering' was given no measure (convc's Compiler gives it "
                                 "one that times on PJRT: convc.autotune_pjrt.with_pjrt_measure)")
-        cache, device = AutotuneCache.load(self.cache_path, self.log), self.measure.device()
+        cache, device = AutotuneCache.load(self.cache_path, self.log), measure.device()
         chosen: dict[str, str | None] = {}  # by signature
         for op, key, legal in tunable:
             if key in chosen:
                 outcome = "cached" if chosen[key] is not None else "failed"
             else:
-                chosen[key], outcome = self._choose(op, legal, device, key, cache)
+                chosen[key], outcome = self._choose(op, legal, measure, (device, key), cache)
             report.outcomes[outcome] += 1
             choice = chosen[key]
             if choice is not None:
                 op.attrs[LOWERING] = choice
         cache.save(self.log)
 
-    def _choose(self, op: Op, legal: list[str], device: str, key: str, cache: AutotuneCache) -> tuple[str | None, str]:
-        """The choice for a new signature and where it came from."""
-        choice = cache.lookup(device, key, legal)
+    def _choose(self, op: Op, legal: list[str], measure: Measure, where: tuple[str, str],
+                cache: AutotuneCache) -> tuple[str | None, str]:
+        """The choice for a new signature (`where`: device and signature) and where it came from."""
+        choice = cache.lookup(*where, legal)
         if choice is not None:
             return choice, "cached"
-        assert self.measure is not None  # checked by _tune
-        measurement = self.measure(op, legal, self.log)
+        measurement = measure(op, legal, self.log)
         if measurement is None:
             return None, "failed"
-        cache.store(device, key, measurement.entry())
+        cache.store(*where, measurement.entry())
         times = ", ".join(f"{name} {ms:.3g} ms" for name, ms in sorted(measurement.ms.items(), key=lambda item: item[1]))
         self.log(one_line(f"autotune: '{op.name}' ({op.operands[0].type} * {op.operands[1].type}): {times} -> {measurement.choice}"))
         return measurement.choice, "measured"
