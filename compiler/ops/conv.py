@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..diagnostics import VerifyError
 from ..ir import TensorType
+from ..lowering_pins import lowering_pins
 from ..memo import memoized
 from .base import (
     DIMS,
@@ -257,15 +259,18 @@ def infer_conv(v: OpView) -> TensorType:
     return TensorType(assemble(dn.out_spec, batch // bgc, out_features, out_spatial), dtype)
 
 
-# What a conv's `lowering` may pin: XLA's own conv, or the cpu rewrite pass of that name
-# (convc.passes.CONV_LOWERINGS, which a test keeps equal to this list).
-LOWERINGS = ("xla", "cpu-batch-group-tap-reduce", "cpu-batch-group-to-feature-group", "cpu-transposed-conv-phases",
-             "cpu-conv3d-as-conv2d-sum", "cpu-conv-1x1-to-dot", "cpu-depthwise-tap-sum", "cpu-conv-eigen-path")
-
-
+# What a conv's `lowering` may pin: XLA's own conv, or a conv rewrite registered by name
+# (the cpu-* passes register theirs; convc.lowering_pins).
 def check_lowering(lowering: str | None) -> None:
-    if lowering is not None and lowering not in LOWERINGS:
-        raise VerifyError(f"lowering must be one of {', '.join(LOWERINGS)}, got {shown(lowering)}", "P1", attr="lowering")
+    if lowering is not None and lowering not in (pins := lowering_pins()):
+        raise VerifyError(f"lowering must be one of {', '.join(pins)}, got {shown(lowering)}", "P1", attr="lowering")
+
+
+class LoweringPinKind(StrKind):
+    """A `lowering` pin: its schema enum is the pins registered when the schema is written."""
+
+    def schema(self) -> dict[str, Any]:
+        return {"enum": list(lowering_pins())}
 
 
 CONV_ATTRS: dict[str, Attr] = {
@@ -282,7 +287,7 @@ CONV_ATTRS: dict[str, Attr] = {
 
 # Only the forward conv takes a pin: the gradient and transposed ops share CONV_ATTRS, and
 # their lowered convs are what autotune-conv-lowering pins.
-LOWERING_ATTR = Attr(StrKind(LOWERINGS),
+LOWERING_ATTR = Attr(LoweringPinKind(),
                      doc='which lowering the cpu target uses: "xla" (XLA\'s own conv) or a cpu-* rewrite pass; default: its cost model')
 
 CONV = OpDef(
