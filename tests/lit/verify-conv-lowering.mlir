@@ -18,8 +18,8 @@ module @p1_unknown {
 
 // -----
 
-// A pin is a string (an attribute kind error, no id).
-// CHECK: {{^}}{{.*}}verify-conv-lowering.mlir:[[# @LINE + 3]]:5: error: 'c' (conv): lowering must be a string, got 1{{$}}
+// A pin is a string (an attribute kind error, A1).
+// CHECK: {{^}}{{.*}}verify-conv-lowering.mlir:[[# @LINE + 3]]:5: error: 'c' (conv): lowering must be a string, got 1 [A1]{{$}}
 module @not_a_string {
   func.func @main(%x: tensor<1x4x4x2xf32>, %w: tensor<1x1x2x2xf32>) -> tensor<1x4x4x2xf32> {
     %c = "convc.conv"(%x, %w) {lowering = 1 : i64} : (tensor<1x4x4x2xf32>, tensor<1x1x2x2xf32>) -> tensor<1x4x4x2xf32>

@@ -404,11 +404,11 @@ module @m1_window_not_empty {
 // -----
 
 // ===== C25/C26: the result type =====
-// convc infers a conv's result type; a declared type that differs (C25: sizes,
-// C26: rank) is reported by the generic result-type check, which names no id.
+// convc infers a conv's result type; a written type that differs is reported
+// under C26 when its rank differs, C25 when its sizes do (C27: its element type).
 
 // C25: the result's spatial sizes are the number of windows (6, declared 5).
-// CHECK: {{^}}{{.*}}verify-conv.mlir:[[# @LINE + 3]]:5: error: 'c' (conv): result type tensor<2x6x5x6xf32> does not match the inferred type tensor<2x6x6x6xf32>{{$}}
+// CHECK: {{^}}{{.*}}verify-conv.mlir:[[# @LINE + 3]]:5: error: 'c' (conv): result type tensor<2x6x5x6xf32> does not match the inferred type tensor<2x6x6x6xf32> [C25]{{$}}
 module @c25_result_spatial_size {
   func.func @main(%x: tensor<2x4x8x8xf32>, %w: tensor<6x4x3x3xf32>) -> tensor<2x6x5x6xf32> {
     %c = "convc.conv"(%x, %w) : (tensor<2x4x8x8xf32>, tensor<6x4x3x3xf32>) -> tensor<2x6x5x6xf32>
@@ -419,7 +419,7 @@ module @c25_result_spatial_size {
 // -----
 
 // C26: the result has the operands' rank.
-// CHECK: {{^}}{{.*}}verify-conv.mlir:[[# @LINE + 3]]:5: error: 'c' (conv): result type tensor<2x6x36xf32> does not match the inferred type tensor<2x6x6x6xf32>{{$}}
+// CHECK: {{^}}{{.*}}verify-conv.mlir:[[# @LINE + 3]]:5: error: 'c' (conv): result type tensor<2x6x36xf32> does not match the inferred type tensor<2x6x6x6xf32> [C26]{{$}}
 module @c26_result_rank {
   func.func @main(%x: tensor<2x4x8x8xf32>, %w: tensor<6x4x3x3xf32>) -> tensor<2x6x36xf32> {
     %c = "convc.conv"(%x, %w) : (tensor<2x4x8x8xf32>, tensor<6x4x3x3xf32>) -> tensor<2x6x36xf32>
@@ -432,7 +432,7 @@ module @c26_result_rank {
 // ===== Attribute values (checked before the constraints; no constraint id) =====
 
 // An unknown attribute name, with the closest known one suggested.
-// CHECK: {{^}}{{.*}}verify-conv.mlir:[[# @LINE + 3]]:5: error: 'c' (conv): unknown attribute 'strides' for op 'conv' (did you mean 'window_strides'?){{$}}
+// CHECK: {{^}}{{.*}}verify-conv.mlir:[[# @LINE + 3]]:5: error: 'c' (conv): unknown attribute 'strides' for op 'conv' (did you mean 'window_strides'?) [A3]{{$}}
 module @unknown_attribute {
   func.func @main(%x: tensor<2x4x8x8xf32>, %w: tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32> {
     %c = "convc.conv"(%x, %w) {strides = array<i64: 1, 1>} : (tensor<2x4x8x8xf32>, tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32>
@@ -443,7 +443,7 @@ module @unknown_attribute {
 // -----
 
 // window_strides is a list of integers, not one.
-// CHECK: {{^}}{{.*}}verify-conv.mlir:[[# @LINE + 3]]:5: error: 'c' (conv): window_strides must be a list of integers, got 2{{$}}
+// CHECK: {{^}}{{.*}}verify-conv.mlir:[[# @LINE + 3]]:5: error: 'c' (conv): window_strides must be a list of integers, got 2 [A1]{{$}}
 module @strides_not_a_list {
   func.func @main(%x: tensor<2x4x8x8xf32>, %w: tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32> {
     %c = "convc.conv"(%x, %w) {window_strides = 2 : i64} : (tensor<2x4x8x8xf32>, tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32>
@@ -454,7 +454,7 @@ module @strides_not_a_list {
 // -----
 
 // feature_group_count is an integer.
-// CHECK: {{^}}{{.*}}verify-conv.mlir:[[# @LINE + 3]]:5: error: 'c' (conv): feature_group_count must be an integer, got 'two'{{$}}
+// CHECK: {{^}}{{.*}}verify-conv.mlir:[[# @LINE + 3]]:5: error: 'c' (conv): feature_group_count must be an integer, got 'two' [A1]{{$}}
 module @group_count_not_an_integer {
   func.func @main(%x: tensor<2x4x8x8xf32>, %w: tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32> {
     %c = "convc.conv"(%x, %w) {feature_group_count = "two"} : (tensor<2x4x8x8xf32>, tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32>
@@ -465,7 +465,7 @@ module @group_count_not_an_integer {
 // -----
 
 // padding is SAME, SAME_LOWER, VALID or explicit rows.
-// CHECK: {{^}}{{.*}}verify-conv.mlir:[[# @LINE + 3]]:5: error: 'c' (conv): padding must be one of SAME, SAME_LOWER, VALID or {{\[\[}}lo, hi], ...], got 'FULL'{{$}}
+// CHECK: {{^}}{{.*}}verify-conv.mlir:[[# @LINE + 3]]:5: error: 'c' (conv): padding must be one of SAME, SAME_LOWER, VALID or {{\[\[}}lo, hi], ...], got 'FULL' [C4]{{$}}
 module @padding_unknown_mode {
   func.func @main(%x: tensor<2x4x8x8xf32>, %w: tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32> {
     %c = "convc.conv"(%x, %w) {padding = "FULL"} : (tensor<2x4x8x8xf32>, tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32>
@@ -476,7 +476,7 @@ module @padding_unknown_mode {
 // -----
 
 // dimension_numbers as layouts is exactly [lhs, rhs, out].
-// CHECK: {{^}}{{.*}}verify-conv.mlir:[[# @LINE + 3]]:5: error: 'c' (conv): dimension_numbers must be three layout strings [lhs, rhs, out], got ['NCHW', 'OIHW']{{$}}
+// CHECK: {{^}}{{.*}}verify-conv.mlir:[[# @LINE + 3]]:5: error: 'c' (conv): dimension_numbers must be three layout strings [lhs, rhs, out], got ['NCHW', 'OIHW'] [A1]{{$}}
 module @layouts_not_three {
   func.func @main(%x: tensor<2x4x8x8xf32>, %w: tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32> {
     %c = "convc.conv"(%x, %w) {dimension_numbers = ["NCHW", "OIHW"]} : (tensor<2x4x8x8xf32>, tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32>
@@ -487,7 +487,7 @@ module @layouts_not_three {
 // -----
 
 // precision values are DEFAULT, HIGH or HIGHEST.
-// CHECK: {{^}}{{.*}}verify-conv.mlir:[[# @LINE + 3]]:5: error: 'c' (conv): precision must be one of DEFAULT, HIGH, HIGHEST or a pair of them, got 'FAST'{{$}}
+// CHECK: {{^}}{{.*}}verify-conv.mlir:[[# @LINE + 3]]:5: error: 'c' (conv): precision must be one of DEFAULT, HIGH, HIGHEST or a pair of them, got 'FAST' [C24]{{$}}
 module @precision_unknown {
   func.func @main(%x: tensor<2x4x8x8xf32>, %w: tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32> {
     %c = "convc.conv"(%x, %w) {precision = "FAST"} : (tensor<2x4x8x8xf32>, tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32>
@@ -498,7 +498,7 @@ module @precision_unknown {
 // -----
 
 // preferred_element_type is a dtype convc knows.
-// CHECK: {{^}}{{.*}}verify-conv.mlir:[[# @LINE + 3]]:5: error: 'c' (conv): preferred_element_type must be a dtype (f32, f16, bf16, f64, i8, i32), got 'int64'{{$}}
+// CHECK: {{^}}{{.*}}verify-conv.mlir:[[# @LINE + 3]]:5: error: 'c' (conv): preferred_element_type must be a dtype (f32, f16, bf16, f64, i8, i32), got 'int64' [A1]{{$}}
 module @preferred_element_type_unknown {
   func.func @main(%x: tensor<2x4x8x8xf32>, %w: tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32> {
     %c = "convc.conv"(%x, %w) {preferred_element_type = "int64"} : (tensor<2x4x8x8xf32>, tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32>

@@ -93,7 +93,7 @@ module @operand_types {
 // -----
 
 // The declared result type is the inferred one (a transpose of 2x3 is 3x2).
-// CHECK: {{^}}{{.*}}verify-ir.mlir:[[# @LINE + 3]]:5: error: 't' (transpose): result type tensor<2x3xf32> does not match the inferred type tensor<3x2xf32>{{$}}
+// CHECK: {{^}}{{.*}}verify-ir.mlir:[[# @LINE + 3]]:5: error: 't' (transpose): result type tensor<2x3xf32> does not match the inferred type tensor<3x2xf32> [A5]{{$}}
 module @result_type {
   func.func @main(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
     %t = "convc.transpose"(%x) {permutation = array<i64: 1, 0>} : (tensor<2x3xf32>) -> tensor<2x3xf32>

@@ -8,7 +8,7 @@
 // STATUS-NEXT: {{^}}exit status: 1, output lines: 26{{$}}
 
 // constant: `value` is required.
-// CHECK: {{^}}{{.*}}verify-tensor-ops.mlir:[[# @LINE + 3]]:5: error: 'r' (constant): attribute 'value' is required{{$}}
+// CHECK: {{^}}{{.*}}verify-tensor-ops.mlir:[[# @LINE + 3]]:5: error: 'r' (constant): attribute 'value' is required [A2]{{$}}
 module @constant_value_required {
   func.func @main() -> tensor<2xf32> {
     %r = "convc.constant"() : () -> tensor<2xf32>
@@ -19,7 +19,7 @@ module @constant_value_required {
 // -----
 
 // constant: only convc's element types (i64 is not one).
-// CHECK: {{^}}{{.*}}verify-tensor-ops.mlir:[[# @LINE + 3]]:5: error: 'r' (constant): constant has unsupported element type int64{{$}}
+// CHECK: {{^}}{{.*}}verify-tensor-ops.mlir:[[# @LINE + 3]]:5: error: 'r' (constant): constant has unsupported element type int64 [constant.C1]{{$}}
 module @constant_element_type {
   func.func @main() -> tensor<2xi32> {
     %r = "convc.constant"() {value = dense<1> : tensor<2xi64>} : () -> tensor<2xi32>
@@ -30,7 +30,7 @@ module @constant_element_type {
 // -----
 
 // add (and multiply): both operands have one type.
-// CHECK: {{^}}{{.*}}verify-tensor-ops.mlir:[[# @LINE + 3]]:5: error: 'r' (add): operand types differ: tensor<2x3xf32> and tensor<3x2xf32>{{$}}
+// CHECK: {{^}}{{.*}}verify-tensor-ops.mlir:[[# @LINE + 3]]:5: error: 'r' (add): operand types differ: tensor<2x3xf32> and tensor<3x2xf32> [add.C1]{{$}}
 module @add_operand_types {
   func.func @main(%a: tensor<2x3xf32>, %b: tensor<3x2xf32>) -> tensor<2x3xf32> {
     %r = "convc.add"(%a, %b) : (tensor<2x3xf32>, tensor<3x2xf32>) -> tensor<2x3xf32>
@@ -41,7 +41,7 @@ module @add_operand_types {
 // -----
 
 // bias_add: axis is a dimension of x.
-// CHECK: {{^}}{{.*}}verify-tensor-ops.mlir:[[# @LINE + 3]]:5: error: 'r' (bias_add): axis 4 is out of range for rank 4{{$}}
+// CHECK: {{^}}{{.*}}verify-tensor-ops.mlir:[[# @LINE + 3]]:5: error: 'r' (bias_add): axis 4 is out of range for rank 4 [bias_add.C1]{{$}}
 module @bias_add_axis_range {
   func.func @main(%x: tensor<1x2x2x3xf32>, %b: tensor<3xf32>) -> tensor<1x2x2x3xf32> {
     %r = "convc.bias_add"(%x, %b) {axis = 4 : i64} : (tensor<1x2x2x3xf32>, tensor<3xf32>) -> tensor<1x2x2x3xf32>
@@ -52,7 +52,7 @@ module @bias_add_axis_range {
 // -----
 
 // bias_add: the bias is a vector as long as x's `axis` dimension.
-// CHECK: {{^}}{{.*}}verify-tensor-ops.mlir:[[# @LINE + 3]]:5: error: 'r' (bias_add): bias must have shape [3] (dimension 3 of tensor<1x2x2x3xf32>), got tensor<2xf32>{{$}}
+// CHECK: {{^}}{{.*}}verify-tensor-ops.mlir:[[# @LINE + 3]]:5: error: 'r' (bias_add): bias must have shape [3] (dimension 3 of tensor<1x2x2x3xf32>), got tensor<2xf32> [bias_add.C2]{{$}}
 module @bias_add_bias_shape {
   func.func @main(%x: tensor<1x2x2x3xf32>, %b: tensor<2xf32>) -> tensor<1x2x2x3xf32> {
     %r = "convc.bias_add"(%x, %b) : (tensor<1x2x2x3xf32>, tensor<2xf32>) -> tensor<1x2x2x3xf32>
@@ -63,7 +63,7 @@ module @bias_add_bias_shape {
 // -----
 
 // bias_add: the bias has x's element type.
-// CHECK: {{^}}{{.*}}verify-tensor-ops.mlir:[[# @LINE + 3]]:5: error: 'r' (bias_add): bias element type f16 differs from input element type f32{{$}}
+// CHECK: {{^}}{{.*}}verify-tensor-ops.mlir:[[# @LINE + 3]]:5: error: 'r' (bias_add): bias element type f16 differs from input element type f32 [bias_add.C3]{{$}}
 module @bias_add_bias_element_type {
   func.func @main(%x: tensor<1x2x2x3xf32>, %b: tensor<3xf16>) -> tensor<1x2x2x3xf32> {
     %r = "convc.bias_add"(%x, %b) : (tensor<1x2x2x3xf32>, tensor<3xf16>) -> tensor<1x2x2x3xf32>
@@ -74,7 +74,7 @@ module @bias_add_bias_element_type {
 // -----
 
 // relu (every fixed-arity op): the declared number of operands.
-// CHECK: {{^}}{{.*}}verify-tensor-ops.mlir:[[# @LINE + 3]]:5: error: 'r' (relu): 'relu' takes 1 inputs (x), got 2{{$}}
+// CHECK: {{^}}{{.*}}verify-tensor-ops.mlir:[[# @LINE + 3]]:5: error: 'r' (relu): 'relu' takes 1 inputs (x), got 2 [A4]{{$}}
 module @relu_operand_count {
   func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
     %r = "convc.relu"(%x, %x) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
@@ -85,7 +85,7 @@ module @relu_operand_count {
 // -----
 
 // reshape: sizes are non-negative.
-// CHECK: {{^}}{{.*}}verify-tensor-ops.mlir:[[# @LINE + 3]]:5: error: 'r' (reshape): new_sizes must be non-negative, got [-2, -2]{{$}}
+// CHECK: {{^}}{{.*}}verify-tensor-ops.mlir:[[# @LINE + 3]]:5: error: 'r' (reshape): new_sizes must be non-negative, got [-2, -2] [reshape.M1]{{$}}
 module @reshape_negative_size {
   func.func @main(%x: tensor<4xf32>) -> tensor<2x2xf32> {
     %r = "convc.reshape"(%x) {new_sizes = array<i64: -2, -2>} : (tensor<4xf32>) -> tensor<2x2xf32>
@@ -96,7 +96,7 @@ module @reshape_negative_size {
 // -----
 
 // reshape: the element count is kept.
-// CHECK: {{^}}{{.*}}verify-tensor-ops.mlir:[[# @LINE + 3]]:5: error: 'r' (reshape): cannot reshape tensor<2x3xf32> (6 elements) to [4, 2]{{$}}
+// CHECK: {{^}}{{.*}}verify-tensor-ops.mlir:[[# @LINE + 3]]:5: error: 'r' (reshape): cannot reshape tensor<2x3xf32> (6 elements) to [4, 2] [reshape.C2]{{$}}
 module @reshape_element_count {
   func.func @main(%x: tensor<2x3xf32>) -> tensor<4x2xf32> {
     %r = "convc.reshape"(%x) {new_sizes = array<i64: 4, 2>} : (tensor<2x3xf32>) -> tensor<4x2xf32>
@@ -107,7 +107,7 @@ module @reshape_element_count {
 // -----
 
 // transpose: the permutation names each dimension once.
-// CHECK: {{^}}{{.*}}verify-tensor-ops.mlir:[[# @LINE + 3]]:5: error: 'r' (transpose): permutation [0, 0] is not a permutation of 0..1{{$}}
+// CHECK: {{^}}{{.*}}verify-tensor-ops.mlir:[[# @LINE + 3]]:5: error: 'r' (transpose): permutation [0, 0] is not a permutation of 0..1 [transpose.C2]{{$}}
 module @transpose_permutation {
   func.func @main(%x: tensor<2x3xf32>) -> tensor<2x2xf32> {
     %r = "convc.transpose"(%x) {permutation = array<i64: 0, 0>} : (tensor<2x3xf32>) -> tensor<2x2xf32>
@@ -118,7 +118,7 @@ module @transpose_permutation {
 // -----
 
 // reverse: dimensions are in range.
-// CHECK: {{^}}{{.*}}verify-tensor-ops.mlir:[[# @LINE + 3]]:5: error: 'r' (reverse): dimensions has dimension 2 out of range for rank 2{{$}}
+// CHECK: {{^}}{{.*}}verify-tensor-ops.mlir:[[# @LINE + 3]]:5: error: 'r' (reverse): dimensions has dimension 2 out of range for rank 2 [reverse.C3]{{$}}
 module @reverse_dimension_range {
   func.func @main(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
     %r = "convc.reverse"(%x) {dimensions = array<i64: 2>} : (tensor<2x3xf32>) -> tensor<2x3xf32>
@@ -129,7 +129,7 @@ module @reverse_dimension_range {
 // -----
 
 // reverse: dimensions are not repeated.
-// CHECK: {{^}}{{.*}}verify-tensor-ops.mlir:[[# @LINE + 3]]:5: error: 'r' (reverse): dimensions [1, 1] repeats a dimension{{$}}
+// CHECK: {{^}}{{.*}}verify-tensor-ops.mlir:[[# @LINE + 3]]:5: error: 'r' (reverse): dimensions [1, 1] repeats a dimension [reverse.C2]{{$}}
 module @reverse_dimension_repeated {
   func.func @main(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
     %r = "convc.reverse"(%x) {dimensions = array<i64: 1, 1>} : (tensor<2x3xf32>) -> tensor<2x3xf32>
@@ -140,7 +140,7 @@ module @reverse_dimension_repeated {
 // -----
 
 // pad: one [lo, hi, interior] row per dimension.
-// CHECK: {{^}}{{.*}}verify-tensor-ops.mlir:[[# @LINE + 3]]:5: error: 'r' (pad): padding_config has 1 rows, expected 2 (one per dimension){{$}}
+// CHECK: {{^}}{{.*}}verify-tensor-ops.mlir:[[# @LINE + 3]]:5: error: 'r' (pad): padding_config has 1 rows, expected 2 (one per dimension) [pad.C2]{{$}}
 module @pad_row_count {
   func.func @main(%x: tensor<2x3xf32>) -> tensor<4x3xf32> {
     %r = "convc.pad"(%x) {padding_config = dense<[[1, 1, 0]]> : tensor<1x3xi64>} : (tensor<2x3xf32>) -> tensor<4x3xf32>
@@ -151,7 +151,7 @@ module @pad_row_count {
 // -----
 
 // pad: rows have three entries.
-// CHECK: {{^}}{{.*}}verify-tensor-ops.mlir:[[# @LINE + 3]]:5: error: 'r' (pad): padding_config rows must have 3 integers [lo, hi, interior], got [1, 1]{{$}}
+// CHECK: {{^}}{{.*}}verify-tensor-ops.mlir:[[# @LINE + 3]]:5: error: 'r' (pad): padding_config rows must have 3 integers [lo, hi, interior], got [1, 1] [A1]{{$}}
 module @pad_row_width {
   func.func @main(%x: tensor<2x3xf32>) -> tensor<4x3xf32> {
     %r = "convc.pad"(%x) {padding_config = dense<[[1, 1], [0, 0]]> : tensor<2x2xi64>} : (tensor<2x3xf32>) -> tensor<4x3xf32>
@@ -162,7 +162,7 @@ module @pad_row_width {
 // -----
 
 // pad: interior padding is non-negative.
-// CHECK: {{^}}{{.*}}verify-tensor-ops.mlir:[[# @LINE + 3]]:5: error: 'r' (pad): interior padding must be non-negative, got -1 for dimension 0{{$}}
+// CHECK: {{^}}{{.*}}verify-tensor-ops.mlir:[[# @LINE + 3]]:5: error: 'r' (pad): interior padding must be non-negative, got -1 for dimension 0 [pad.C3]{{$}}
 module @pad_interior_negative {
   func.func @main(%x: tensor<2x3xf32>) -> tensor<1x3xf32> {
     %r = "convc.pad"(%x) {padding_config = dense<[[0, 0, -1], [0, 0, 0]]> : tensor<2x3xi64>} : (tensor<2x3xf32>) -> tensor<1x3xf32>
@@ -173,7 +173,7 @@ module @pad_interior_negative {
 // -----
 
 // pad: negative lo/hi may crop, but not below size 0.
-// CHECK: {{^}}{{.*}}verify-tensor-ops.mlir:[[# @LINE + 3]]:5: error: 'r' (pad): padding [-2, -2, 0] makes dimension 1 (size 3) negative{{$}}
+// CHECK: {{^}}{{.*}}verify-tensor-ops.mlir:[[# @LINE + 3]]:5: error: 'r' (pad): padding [-2, -2, 0] makes dimension 1 (size 3) negative [pad.C4]{{$}}
 module @pad_negative_result {
   func.func @main(%x: tensor<2x3xf32>) -> tensor<2x0xf32> {
     %r = "convc.pad"(%x) {padding_config = dense<[[0, 0, 0], [-2, -2, 0]]> : tensor<2x3xi64>} : (tensor<2x3xf32>) -> tensor<2x0xf32>
@@ -184,7 +184,7 @@ module @pad_negative_result {
 // -----
 
 // pad: padding_value is a number.
-// CHECK: {{^}}{{.*}}verify-tensor-ops.mlir:[[# @LINE + 3]]:5: error: 'r' (pad): padding_value must be a number, got 'zero'{{$}}
+// CHECK: {{^}}{{.*}}verify-tensor-ops.mlir:[[# @LINE + 3]]:5: error: 'r' (pad): padding_value must be a number, got 'zero' [A1]{{$}}
 module @pad_value_number {
   func.func @main(%x: tensor<2x3xf32>) -> tensor<4x3xf32> {
     %r = "convc.pad"(%x) {padding_config = dense<[[1, 1, 0], [0, 0, 0]]> : tensor<2x3xi64>, padding_value = "zero"} : (tensor<2x3xf32>) -> tensor<4x3xf32>
@@ -195,7 +195,7 @@ module @pad_value_number {
 // -----
 
 // slice: one start, limit and stride per dimension.
-// CHECK: {{^}}{{.*}}verify-tensor-ops.mlir:[[# @LINE + 3]]:5: error: 'r' (slice): start_indices has 1 entries, expected 2{{$}}
+// CHECK: {{^}}{{.*}}verify-tensor-ops.mlir:[[# @LINE + 3]]:5: error: 'r' (slice): start_indices has 1 entries, expected 2 [slice.C2]{{$}}
 module @slice_index_count {
   func.func @main(%x: tensor<4x4xf32>) -> tensor<2x2xf32> {
     %r = "convc.slice"(%x) {start_indices = array<i64: 0>, limit_indices = array<i64: 2, 2>} : (tensor<4x4xf32>) -> tensor<2x2xf32>
@@ -206,7 +206,7 @@ module @slice_index_count {
 // -----
 
 // slice: strides are positive.
-// CHECK: {{^}}{{.*}}verify-tensor-ops.mlir:[[# @LINE + 3]]:5: error: 'r' (slice): strides must be positive, got [1, 0]{{$}}
+// CHECK: {{^}}{{.*}}verify-tensor-ops.mlir:[[# @LINE + 3]]:5: error: 'r' (slice): strides must be positive, got [1, 0] [slice.C4]{{$}}
 module @slice_stride_positive {
   func.func @main(%x: tensor<4x4xf32>) -> tensor<2x2xf32> {
     %r = "convc.slice"(%x) {start_indices = array<i64: 0, 0>, limit_indices = array<i64: 2, 2>, strides = array<i64: 1, 0>} : (tensor<4x4xf32>) -> tensor<2x2xf32>
@@ -217,7 +217,7 @@ module @slice_stride_positive {
 // -----
 
 // slice: 0 <= start <= limit <= size.
-// CHECK: {{^}}{{.*}}verify-tensor-ops.mlir:[[# @LINE + 3]]:5: error: 'r' (slice): slice [3, 5) is out of bounds for dimension 1 of size 4{{$}}
+// CHECK: {{^}}{{.*}}verify-tensor-ops.mlir:[[# @LINE + 3]]:5: error: 'r' (slice): slice [3, 5) is out of bounds for dimension 1 of size 4 [slice.C3]{{$}}
 module @slice_bounds {
   func.func @main(%x: tensor<4x4xf32>) -> tensor<2x2xf32> {
     %r = "convc.slice"(%x) {start_indices = array<i64: 0, 3>, limit_indices = array<i64: 2, 5>} : (tensor<4x4xf32>) -> tensor<2x2xf32>
@@ -228,7 +228,7 @@ module @slice_bounds {
 // -----
 
 // concatenate: at least one operand.
-// CHECK: {{^}}{{.*}}verify-tensor-ops.mlir:[[# @LINE + 3]]:5: error: 'r' (concatenate): 'concatenate' takes at least one input, got none{{$}}
+// CHECK: {{^}}{{.*}}verify-tensor-ops.mlir:[[# @LINE + 3]]:5: error: 'r' (concatenate): 'concatenate' takes at least one input, got none [A4]{{$}}
 module @concatenate_no_inputs {
   func.func @main(%x: tensor<4xf32>) -> tensor<0xf32> {
     %r = "convc.concatenate"() {dimension = 0 : i64} : () -> tensor<0xf32>
@@ -239,7 +239,7 @@ module @concatenate_no_inputs {
 // -----
 
 // concatenate: the dimension is in range.
-// CHECK: {{^}}{{.*}}verify-tensor-ops.mlir:[[# @LINE + 3]]:5: error: 'r' (concatenate): dimension 1 is out of range for rank 1{{$}}
+// CHECK: {{^}}{{.*}}verify-tensor-ops.mlir:[[# @LINE + 3]]:5: error: 'r' (concatenate): dimension 1 is out of range for rank 1 [concatenate.C4]{{$}}
 module @concatenate_dimension_range {
   func.func @main(%x: tensor<4xf32>) -> tensor<8xf32> {
     %r = "convc.concatenate"(%x, %x) {dimension = 1 : i64} : (tensor<4xf32>, tensor<4xf32>) -> tensor<8xf32>
@@ -250,7 +250,7 @@ module @concatenate_dimension_range {
 // -----
 
 // concatenate: operands agree outside the dimension.
-// CHECK: {{^}}{{.*}}verify-tensor-ops.mlir:[[# @LINE + 3]]:5: error: 'r' (concatenate): operand 1 of type tensor<3x3xf32> does not match tensor<2x3xf32> outside dimension 1{{$}}
+// CHECK: {{^}}{{.*}}verify-tensor-ops.mlir:[[# @LINE + 3]]:5: error: 'r' (concatenate): operand 1 of type tensor<3x3xf32> does not match tensor<2x3xf32> outside dimension 1 [concatenate.C2]{{$}}
 module @concatenate_operand_shapes {
   func.func @main(%a: tensor<2x3xf32>, %b: tensor<3x3xf32>) -> tensor<2x6xf32> {
     %r = "convc.concatenate"(%a, %b) {dimension = 1 : i64} : (tensor<2x3xf32>, tensor<3x3xf32>) -> tensor<2x6xf32>
@@ -261,7 +261,7 @@ module @concatenate_operand_shapes {
 // -----
 
 // convert: new_dtype is required.
-// CHECK: {{^}}{{.*}}verify-tensor-ops.mlir:[[# @LINE + 3]]:5: error: 'r' (convert): attribute 'new_dtype' is required{{$}}
+// CHECK: {{^}}{{.*}}verify-tensor-ops.mlir:[[# @LINE + 3]]:5: error: 'r' (convert): attribute 'new_dtype' is required [A2]{{$}}
 module @convert_new_dtype_required {
   func.func @main(%x: tensor<4xf32>) -> tensor<4xf16> {
     %r = "convc.convert"(%x) : (tensor<4xf32>) -> tensor<4xf16>
@@ -272,7 +272,7 @@ module @convert_new_dtype_required {
 // -----
 
 // convert: new_dtype is a dtype convc knows.
-// CHECK: {{^}}{{.*}}verify-tensor-ops.mlir:[[# @LINE + 3]]:5: error: 'r' (convert): new_dtype must be a dtype (f32, f16, bf16, f64, i8, i32), got 'complex64'{{$}}
+// CHECK: {{^}}{{.*}}verify-tensor-ops.mlir:[[# @LINE + 3]]:5: error: 'r' (convert): new_dtype must be a dtype (f32, f16, bf16, f64, i8, i32), got 'complex64' [A1]{{$}}
 module @convert_new_dtype_known {
   func.func @main(%x: tensor<4xf32>) -> tensor<4xf16> {
     %r = "convc.convert"(%x) {new_dtype = "complex64"} : (tensor<4xf32>) -> tensor<4xf16>
@@ -283,7 +283,7 @@ module @convert_new_dtype_known {
 // -----
 
 // stacked_reduce_sum: every input has the first one's type.
-// CHECK: {{^}}{{.*}}verify-tensor-ops.mlir:[[# @LINE + 3]]:5: error: 'r' (stacked_reduce_sum): operand 1 of type tensor<2x4xf32> does not match operand 0 of type tensor<2x3xf32>{{$}}
+// CHECK: {{^}}{{.*}}verify-tensor-ops.mlir:[[# @LINE + 3]]:5: error: 'r' (stacked_reduce_sum): operand 1 of type tensor<2x4xf32> does not match operand 0 of type tensor<2x3xf32> [stacked_reduce_sum.C1]{{$}}
 module @stacked_reduce_sum_operand_types {
   func.func @main(%a: tensor<2x3xf32>, %b: tensor<2x4xf32>) -> tensor<2x3xf32> {
     %r = "convc.stacked_reduce_sum"(%a, %b) {axes = array<i64: 0>} : (tensor<2x3xf32>, tensor<2x4xf32>) -> tensor<2x3xf32>
