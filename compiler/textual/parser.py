@@ -16,6 +16,7 @@ from ..dtypes import canonical_dtype, numpy_dtype
 from ..ir import Graph, Op, TensorType, Value
 from ..ops import OPS, suggest
 from ..ops.attr_kinds import parse_dimension_numbers
+from ..ops.base import KNOWN_OP
 from ..sharding import MESH_SYMBOL, Mesh, ShardingSpec, parse_sdy_mesh, parse_sdy_sharding, verify_shardings
 from ..verify import check_result_type, coerce_attrs, infer_type
 
@@ -293,7 +294,7 @@ class _Parser:
         full = _unquote(kind_tok.text)
         kind = full.removeprefix("convc.")
         if not full.startswith("convc.") or kind not in OPS:
-            raise self.error(f"unknown op '{full}'{suggest(kind, OPS)}", kind_tok)
+            raise ConvcError(f"unknown op '{full}'{suggest(kind, OPS)}", self.loc(kind_tok), KNOWN_OP)
         self.expect("(")
         operands: list[Value] = []
         while not self.accept(")"):

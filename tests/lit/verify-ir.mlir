@@ -16,7 +16,7 @@
 // NOT-UTF8-NEXT: {{^}}exit status: 1, output lines: 1{{$}}
 
 // An unknown op, with the closest known one suggested.
-// CHECK: {{^}}{{.*}}verify-ir.mlir:[[# @LINE + 3]]:10: error: unknown op 'convc.conv2d' (did you mean 'conv'?){{$}}
+// CHECK: {{^}}{{.*}}verify-ir.mlir:[[# @LINE + 3]]:10: error: unknown op 'convc.conv2d' (did you mean 'conv'?) [A7]{{$}}
 module @unknown_op {
   func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
     %r = "convc.conv2d"(%x) : (tensor<4xf32>) -> tensor<4xf32>
@@ -27,7 +27,7 @@ module @unknown_op {
 // -----
 
 // Ops live in the convc namespace; StableHLO ops are not convc IR.
-// CHECK: {{^}}{{.*}}verify-ir.mlir:[[# @LINE + 3]]:10: error: unknown op 'stablehlo.add'{{$}}
+// CHECK: {{^}}{{.*}}verify-ir.mlir:[[# @LINE + 3]]:10: error: unknown op 'stablehlo.add' [A7]{{$}}
 module @op_outside_namespace {
   func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
     %r = "stablehlo.add"(%x, %x) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>

@@ -4,8 +4,8 @@
 // One case per diagnostic of the plain tensor ops (compiler/ops/tensor.py), each a
 // single line located at the op. The whole file exits 1 with exactly those lines.
 // STATUS-NOT: Traceback
-// STATUS-COUNT-26: {{^}}{{.*}}verify-tensor-ops.mlir:{{[0-9]+}}:5: error: 'r' ({{[a-z_]+}}): {{.*}}
-// STATUS-NEXT: {{^}}exit status: 1, output lines: 26{{$}}
+// STATUS-COUNT-28: {{^}}{{.*}}verify-tensor-ops.mlir:{{[0-9]+}}:5: error: 'r' ({{[a-z_]+}}): {{.*}}
+// STATUS-NEXT: {{^}}exit status: 1, output lines: 28{{$}}
 
 // constant: `value` is required.
 // CHECK: {{^}}{{.*}}verify-tensor-ops.mlir:[[# @LINE + 3]]:5: error: 'r' (constant): attribute 'value' is required [A2]{{$}}
@@ -183,6 +183,17 @@ module @pad_negative_result {
 
 // -----
 
+// pad (every op, A6): each result dimension is at most 2^31 - 1.
+// CHECK: {{^}}{{.*}}verify-tensor-ops.mlir:[[# @LINE + 3]]:5: error: 'r' (pad): result shape [2147483649] is too large: dimension 0 is over 2147483647 [A6]{{$}}
+module @pad_result_too_large {
+  func.func @main(%x: tensor<2xf32>) -> tensor<2xf32> {
+    %r = "convc.pad"(%x) {padding_config = dense<[[2147483647, 0, 0]]> : tensor<1x3xi64>} : (tensor<2xf32>) -> tensor<2xf32>
+    func.return %r : tensor<2xf32>
+  }
+}
+
+// -----
+
 // pad: padding_value is a number.
 // CHECK: {{^}}{{.*}}verify-tensor-ops.mlir:[[# @LINE + 3]]:5: error: 'r' (pad): padding_value must be a number, got 'zero' [A1]{{$}}
 module @pad_value_number {
@@ -254,6 +265,17 @@ module @concatenate_dimension_range {
 module @concatenate_operand_shapes {
   func.func @main(%a: tensor<2x3xf32>, %b: tensor<3x3xf32>) -> tensor<2x6xf32> {
     %r = "convc.concatenate"(%a, %b) {dimension = 1 : i64} : (tensor<2x3xf32>, tensor<3x3xf32>) -> tensor<2x6xf32>
+    func.return %r : tensor<2x6xf32>
+  }
+}
+
+// -----
+
+// concatenate: operands have one element type.
+// CHECK: {{^}}{{.*}}verify-tensor-ops.mlir:[[# @LINE + 3]]:5: error: 'r' (concatenate): operand 1 of type tensor<2x3xf16> does not match tensor<2x3xf32> outside dimension 1 [concatenate.C1]{{$}}
+module @concatenate_operand_element_types {
+  func.func @main(%a: tensor<2x3xf32>, %b: tensor<2x3xf16>) -> tensor<2x6xf32> {
+    %r = "convc.concatenate"(%a, %b) {dimension = 1 : i64} : (tensor<2x3xf32>, tensor<2x3xf16>) -> tensor<2x6xf32>
     func.return %r : tensor<2x6xf32>
   }
 }
