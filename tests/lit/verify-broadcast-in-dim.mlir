@@ -1,4 +1,4 @@
-// RUN: not convc-opt %s --split-input-file 2>&1 | filecheck %s
+// RUN: convc-opt %s --split-input-file --verify-diagnostics
 // RUN: %exit-status convc-opt %s --split-input-file | filecheck %s --check-prefix=STATUS
 
 // One case per broadcast_in_dim diagnostic (compiler/ops/broadcast.py), named after
@@ -8,9 +8,9 @@
 // STATUS-NEXT: {{^}}exit status: 1, output lines: 5{{$}}
 
 // broadcast_in_dim.M1: the shape is non-negative.
-// CHECK: {{^}}{{.*}}verify-broadcast-in-dim.mlir:[[# @LINE + 3]]:5: error: 'r' (broadcast_in_dim): shape must be non-negative, got [3, -1] [broadcast_in_dim.M1]{{$}}
 module @m1_shape_negative {
   func.func @main(%x: tensor<3xf32>) -> tensor<3x3xf32> {
+    // expected-error@+1 {{'r' (broadcast_in_dim): shape must be non-negative, got [3, -1] [broadcast_in_dim.M1]}}
     %r = "convc.broadcast_in_dim"(%x) {shape = array<i64: 3, -1>, broadcast_dimensions = array<i64: 0>} : (tensor<3xf32>) -> tensor<3x3xf32>
     func.return %r : tensor<3x3xf32>
   }
@@ -19,9 +19,9 @@ module @m1_shape_negative {
 // -----
 
 // broadcast_in_dim.C2: one broadcast dimension per operand dimension.
-// CHECK: {{^}}{{.*}}verify-broadcast-in-dim.mlir:[[# @LINE + 3]]:5: error: 'r' (broadcast_in_dim): broadcast_dimensions has 2 entries, expected 1 (the operand's rank) [broadcast_in_dim.C2]{{$}}
 module @c2_dimension_count {
   func.func @main(%x: tensor<3xf32>) -> tensor<2x3xf32> {
+    // expected-error@+1 {{'r' (broadcast_in_dim): broadcast_dimensions has 2 entries, expected 1 (the operand's rank) [broadcast_in_dim.C2]}}
     %r = "convc.broadcast_in_dim"(%x) {shape = array<i64: 2, 3>, broadcast_dimensions = array<i64: 0, 1>} : (tensor<3xf32>) -> tensor<2x3xf32>
     func.return %r : tensor<2x3xf32>
   }
@@ -30,9 +30,9 @@ module @c2_dimension_count {
 // -----
 
 // broadcast_in_dim.C3: broadcast dimensions are dimensions of the result.
-// CHECK: {{^}}{{.*}}verify-broadcast-in-dim.mlir:[[# @LINE + 3]]:5: error: 'r' (broadcast_in_dim): broadcast_dimensions has dimension 2 out of range for rank 2 [broadcast_in_dim.C3]{{$}}
 module @c3_dimension_range {
   func.func @main(%x: tensor<3xf32>) -> tensor<2x3xf32> {
+    // expected-error@+1 {{'r' (broadcast_in_dim): broadcast_dimensions has dimension 2 out of range for rank 2 [broadcast_in_dim.C3]}}
     %r = "convc.broadcast_in_dim"(%x) {shape = array<i64: 2, 3>, broadcast_dimensions = array<i64: 2>} : (tensor<3xf32>) -> tensor<2x3xf32>
     func.return %r : tensor<2x3xf32>
   }
@@ -41,9 +41,9 @@ module @c3_dimension_range {
 // -----
 
 // broadcast_in_dim.C4: broadcast dimensions are distinct.
-// CHECK: {{^}}{{.*}}verify-broadcast-in-dim.mlir:[[# @LINE + 3]]:5: error: 'r' (broadcast_in_dim): broadcast_dimensions [1, 1] repeats a dimension [broadcast_in_dim.C4]{{$}}
 module @c4_dimension_repeated {
   func.func @main(%x: tensor<3x3xf32>) -> tensor<3x3xf32> {
+    // expected-error@+1 {{'r' (broadcast_in_dim): broadcast_dimensions [1, 1] repeats a dimension [broadcast_in_dim.C4]}}
     %r = "convc.broadcast_in_dim"(%x) {shape = array<i64: 3, 3>, broadcast_dimensions = array<i64: 1, 1>} : (tensor<3x3xf32>) -> tensor<3x3xf32>
     func.return %r : tensor<3x3xf32>
   }
@@ -52,9 +52,9 @@ module @c4_dimension_repeated {
 // -----
 
 // broadcast_in_dim.C5: each operand dimension is 1 or the result dimension's size.
-// CHECK: {{^}}{{.*}}verify-broadcast-in-dim.mlir:[[# @LINE + 3]]:5: error: 'r' (broadcast_in_dim): operand dimension 0 has size 3, which cannot broadcast to size 4 (result dimension 1) [broadcast_in_dim.C5]{{$}}
 module @c5_dimension_size {
   func.func @main(%x: tensor<3xf32>) -> tensor<2x4xf32> {
+    // expected-error@+1 {{'r' (broadcast_in_dim): operand dimension 0 has size 3, which cannot broadcast to size 4 (result dimension 1) [broadcast_in_dim.C5]}}
     %r = "convc.broadcast_in_dim"(%x) {shape = array<i64: 2, 4>, broadcast_dimensions = array<i64: 1>} : (tensor<3xf32>) -> tensor<2x4xf32>
     func.return %r : tensor<2x4xf32>
   }
