@@ -5,10 +5,27 @@
 
 // One case per diagnostic of the convc text reader and the generic op checks (op
 // names, operands, types, attribute syntax), each one line at the offending token.
-// The whole file exits 1 with exactly those lines. Op-specific rules: verify-conv.mlir
-// and verify-tensor-ops.mlir.
+// The whole file exits 1 with exactly those lines (--verify-diagnostics checks each
+// message and line; the STATUS lines check each column, in the cases' order).
+// Op-specific rules: verify-conv.mlir and verify-tensor-ops.mlir.
 // STATUS-NOT: Traceback
-// STATUS-COUNT-17: {{^}}{{.*}}verify-ir.mlir:{{[0-9]+}}:{{[0-9]+}}: error: {{.*}}
+// STATUS: {{^}}{{.*}}verify-ir.mlir:{{[0-9]+}}:10: error: {{.*}}
+// STATUS-NEXT: {{^}}{{.*}}verify-ir.mlir:{{[0-9]+}}:10: error: {{.*}}
+// STATUS-NEXT: {{^}}{{.*}}verify-ir.mlir:{{[0-9]+}}:23: error: {{.*}}
+// STATUS-NEXT: {{^}}{{.*}}verify-ir.mlir:{{[0-9]+}}:5: error: {{.*}}
+// STATUS-NEXT: {{^}}{{.*}}verify-ir.mlir:{{[0-9]+}}:38: error: {{.*}}
+// STATUS-NEXT: {{^}}{{.*}}verify-ir.mlir:{{[0-9]+}}:5: error: {{.*}}
+// STATUS-NEXT: {{^}}{{.*}}verify-ir.mlir:{{[0-9]+}}:10: error: {{.*}}
+// STATUS-NEXT: {{^}}{{.*}}verify-ir.mlir:{{[0-9]+}}:5: error: {{.*}}
+// STATUS-NEXT: {{^}}{{.*}}verify-ir.mlir:{{[0-9]+}}:5: error: {{.*}}
+// STATUS-NEXT: {{^}}{{.*}}verify-ir.mlir:{{[0-9]+}}:23: error: {{.*}}
+// STATUS-NEXT: {{^}}{{.*}}verify-ir.mlir:{{[0-9]+}}:62: error: {{.*}}
+// STATUS-NEXT: {{^}}{{.*}}verify-ir.mlir:{{[0-9]+}}:8: error: {{.*}}
+// STATUS-NEXT: {{^}}{{.*}}verify-ir.mlir:{{[0-9]+}}:34: error: {{.*}}
+// STATUS-NEXT: {{^}}{{.*}}verify-ir.mlir:{{[0-9]+}}:38: error: {{.*}}
+// STATUS-NEXT: {{^}}{{.*}}verify-ir.mlir:{{[0-9]+}}:52: error: {{.*}}
+// STATUS-NEXT: {{^}}{{.*}}verify-ir.mlir:{{[0-9]+}}:3: error: {{.*}}
+// STATUS-NEXT: {{^}}{{.*}}verify-ir.mlir:{{[0-9]+}}:1: error: {{.*}}
 // STATUS-NEXT: {{^}}exit status: 1, output lines: 17{{$}}
 
 // Input that is not UTF-8 (a Latin-1 byte in a comment), with or without --split-input-file.
