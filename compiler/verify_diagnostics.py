@@ -98,19 +98,26 @@ def check_chunk(text: str, first_line: int, file: str, compile_chunk: Callable[[
     return mismatches(expectations(text, first_line), actual, file)
 
 
-def verify_diagnostics(data: bytes, file: str, split_marker: str | None, compile_chunk: Callable[[bytes], object],
-                       report: TextIO | None = None) -> int:
-    """Check every chunk of `data` (split at `split_marker`, or whole); print the mismatches
-    to `report` (stderr) and return 0 iff there are none, else 1."""
+def split_chunks(data: bytes, file: str, split_marker: str | None) -> list[tuple[int, str]]:
+    """The input's chunks (split at `split_marker`, or one), each with the file line it starts on;
+    input that is not UTF-8 is a user error, as it is without splitting."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:
         raise ConvcError(f"input is not UTF-8 text (byte {err.start})", Location(file=file)) from None
-    chunks = text.split(split_marker) if split_marker else [text]
-    lines, first_line = [], 1
-    for chunk in chunks:
-        lines += check_chunk(chunk, first_line, file, compile_chunk)
+    chunks, first_line = [], 1
+    for chunk in text.split(split_marker) if split_marker else [text]:
+        chunks.append((first_line, chunk))
         first_line += chunk.count("\n")
+    return chunks
+
+
+def verify_diagnostics(data: bytes, file: str, split_marker: str | None, compile_chunk: Callable[[bytes], object],
+                       report: TextIO | None = None) -> int:
+    """Check every chunk of `data` (split at `split_marker`, or whole); print the mismatches
+    to `report` (stderr) and return 0 iff there are none, else 1."""
+    lines = [line for first_line, chunk in split_chunks(data, file, split_marker)
+             for line in check_chunk(chunk, first_line, file, compile_chunk)]
     for line in lines:
         print(line, file=report or sys.stderr)
     return EXIT_MISMATCH if lines else EXIT_OK
