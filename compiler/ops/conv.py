@@ -23,6 +23,7 @@ from .base import (
     INTS,
     PADDING,
     PRECISION,
+    SIZE_LIMIT,
     Attr,
     ConvDimensionNumbers,
     OpDef,
@@ -100,7 +101,7 @@ def window_attr(v: OpView, name: str, spatial_rank: int, size_id: str, positive_
     if any(x <= 0 for x in value):
         raise VerifyError(f"{name} must be positive, got {list(value)}", positive_id, attr=name)
     if any(x > MAX_WINDOW for x in value):
-        raise VerifyError(f"{name} must be at most {MAX_WINDOW}, got {list(value)}", attr=name)
+        raise VerifyError(f"{name} must be at most {MAX_WINDOW}, got {list(value)}", SIZE_LIMIT, attr=name)
     return tuple(value)
 
 
@@ -134,7 +135,7 @@ def explicit_padding(
     if len(padding) != len(in_spatial):
         raise VerifyError(f"padding has {len(padding)} [lo, hi] pairs, expected {len(in_spatial)} (one per spatial dimension)", "C4", attr="padding")
     if any(abs(p) > MAX_WINDOW for row in padding for p in row):
-        raise VerifyError(f"padding values must lie in [-{MAX_WINDOW}, {MAX_WINDOW}], got {[list(row) for row in padding]}", attr="padding")
+        raise VerifyError(f"padding values must lie in [-{MAX_WINDOW}, {MAX_WINDOW}], got {[list(row) for row in padding]}", SIZE_LIMIT, attr="padding")
     return tuple((int(lo), int(hi)) for lo, hi in padding)
 
 
@@ -259,6 +260,14 @@ def infer_conv(v: OpView) -> TensorType:
     return TensorType(assemble(dn.out_spec, batch // bgc, out_features, out_spatial), dtype)
 
 
+def result_type_rule(written: TensorType, inferred: TensorType) -> str:
+    """The rule a written result type (convc IR text) that differs from the inferred one
+    breaks: C26 its rank, C25 its shape, else C27 its element type."""
+    if written.rank != inferred.rank:
+        return "C26"
+    return "C25" if written.shape != inferred.shape else "C27"
+
+
 # What a conv's `lowering` may pin: XLA's own conv, or a conv rewrite registered by name
 # (the cpu-* passes register theirs; convc.lowering_pins).
 def check_lowering(lowering: str | None) -> None:
@@ -275,13 +284,13 @@ class LoweringPinKind(StrKind):
 
 CONV_ATTRS: dict[str, Attr] = {
     "window_strides": Attr(INTS, ones_per_spatial_dim, doc="inter-window strides; default all 1"),
-    "padding": Attr(PADDING, "VALID", doc='"SAME", "SAME_LOWER", "VALID" or [[lo, hi], ...]'),
+    "padding": Attr(PADDING, "VALID", doc='"SAME", "SAME_LOWER", "VALID" or [[lo, hi], ...]', constraint="C4"),
     "lhs_dilation": Attr(INTS, ones_per_spatial_dim, doc="input (base) dilation; default all 1"),
     "rhs_dilation": Attr(INTS, ones_per_spatial_dim, doc="kernel (window) dilation; default all 1"),
     "dimension_numbers": Attr(DIMS, lambda types: default_layouts(types[0].rank), doc="[lhs, rhs, out] layouts; default NC.../OI.../NC..."),
     "feature_group_count": Attr(INT, 1),
     "batch_group_count": Attr(INT, 1),
-    "precision": Attr(PRECISION, doc='"DEFAULT" | "HIGH" | "HIGHEST" or a pair'),
+    "precision": Attr(PRECISION, doc='"DEFAULT" | "HIGH" | "HIGHEST" or a pair', constraint="C24"),
     "preferred_element_type": Attr(DTYPE, doc="result/accumulation element type"),
 }
 
@@ -296,4 +305,5 @@ CONV = OpDef(
     infer_conv,
     {**CONV_ATTRS, "lowering": LOWERING_ATTR},
     doc="jax.lax.conv_general_dilated; emitted as stablehlo.convolution",
+    result_constraint=result_type_rule,
 )
