@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from convc.driver import main as convc_main
+from convc.cli import main as convc_main
 from convc.reference import evaluate
 from jax import lax
 
