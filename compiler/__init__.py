@@ -8,6 +8,9 @@ runs and checks; `convc.cli` holds the two command lines over both.
 
 from __future__ import annotations
 
+# Importing convc registers its passes, and with them the conv rewrites a `lowering` may pin.
+from convc import passes as _passes  # noqa: F401
+
 from .autodiff import grad
 from .builder import Builder
 from .diagnostics import ConvcError, Location

@@ -1,14 +1,11 @@
-"""Measuring a conv's candidate lowerings on a PJRT device, and the cache of the choices
-(what `autotune-conv-lowering` runs).
+"""Choosing each conv's lowering by measurement, and the cache of the choices (what
+`autotune-conv-lowering` runs).
 
-A candidate is `"xla"` (no rewrite) or a cpu rewrite that is legal on the conv. Each is
-measured as a one-conv module (inputs -> conv -> output) with that choice pinned, lowered
-by the rest of the cpu pipeline, compiled and run by PJRT on seeded random inputs: one
-warm-up call, whose result must agree with the `"xla"` candidate's (else the candidate is
-never chosen), then timed rounds, each calling every candidate once in a rotating order,
-until the time budget is spent. The median wins. Choices are cached per conv signature
-(operand and result types, attributes) and device (PJRT platform and device kind, jax and
-jaxlib versions, CPU count), so later compiles measure nothing.
+A candidate is `"xla"` (no rewrite) or a registered cpu rewrite that is legal on the conv.
+How candidates are timed is not decided here: the pass is given a `Measure` by whoever
+builds the pipeline (convc's `Compiler`: convc.autotune_pjrt, on a PJRT device). Choices
+are cached per conv signature (operand and result types, attributes) and device (the
+measure's key for it), so later compiles measure nothing.
 """
 
 from __future__ import annotations
@@ -16,29 +13,25 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import statistics
 import sys
-import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import Any, Protocol
 
 from .conv_facts import ConvFacts, conv_facts
-from .conv_lowering import LOWERING, XLA
+from .conv_lowering import LOWERING, candidates
 from .diagnostics import ConvcError, one_line
 from .fileio import write_atomic
-from .ir import Graph, Op, Value
+from .ir import Graph, Op
+from .lowering_pins import XLA
 from .ops.attr_kinds import format_dimension_numbers
-from .pass_manager import PassManager, PipelineError, parse_pipeline
+from .pass_manager import PipelineError
 
 CACHE_FORMAT = "convc-autotune-cache"
 CACHE_VERSION = 1
 XLA_MARGIN = 1.03  # a rewrite is chosen only when it beats "xla" by more than 3%
-MAX_ROUNDS = 25  # timed calls per candidate at most; a budget of a few ms ends sooner
 Log = Callable[[str], None]
 
 
@@ -55,26 +48,6 @@ def default_cache_path() -> Path:
 # --- what a choice is keyed by ------------------------------------------------------
 
 
-def _device(platform: str | None) -> Any:
-    from .runtime import PlatformUnavailableError, first_device
-
-    try:
-        return first_device(platform)
-    except PlatformUnavailableError as err:
-        raise PipelineError(f"pass 'autotune-conv-lowering': no PJRT platform '{platform}' here ({err})") from None
-
-
-def device_key(platform: str | None) -> str:
-    """The device a measurement holds for: PJRT platform and device kind, the XLA that
-    compiled it (jax, jaxlib), and the CPUs this process may use (XLA:CPU's thread pool)."""
-    import jax
-    import jaxlib
-
-    device = _device(platform)
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return f"{device.platform} {device.device_kind}; jax {jax.__version__}, jaxlib {jaxlib.__version__}; {cpus} cpus"
-
-
 def signature(facts: ConvFacts) -> str:
     """A canonical conv as what its timing depends on: operand and result types (dtype
     included) and every attribute, defaults filled in; no names, no pin."""
@@ -85,13 +58,6 @@ def signature(facts: ConvFacts) -> str:
     if f.precision is not None:
         text += f" precision {f.precision}"
     return text + (f" preferred_element_type {f.preferred_element_type}" if f.preferred_element_type else "")
-
-
-def candidates(facts: ConvFacts | None) -> list[str]:
-    """"xla", then every cpu rewrite that can compute this conv exactly, in pipeline order."""
-    from convc.passes import CONV_LOWERINGS
-
-    return [XLA] + [name for name, pattern in CONV_LOWERINGS.items() if pattern.applies(facts)]
 
 
 # --- measuring ----------------------------------------------------------------------
@@ -110,98 +76,6 @@ class Measurement:
 
     def entry(self) -> dict[str, Any]:
         return {"choice": self.choice, "ms": {name: round(ms, 4) for name, ms in self.ms.items()}, "rejected": self.rejected}
-
-
-def one_conv_graph(op: Op, lowering: str) -> Graph:
-    """inputs -> `op` pinned to `lowering` -> output (at `op`'s location, for any error)."""
-    lhs, rhs = Value("lhs", op.operands[0].type), Value("rhs", op.operands[1].type)
-    conv = Op("conv", [lhs, rhs], {**op.attrs, LOWERING: lowering}, "conv", op.result.type, op.loc)
-    return Graph("autotune", [lhs, rhs], [conv], [conv.result])
-
-
-def lowered_stablehlo(op: Op, lowering: str) -> str:
-    """The one-conv module as the cpu target emits it with `lowering` pinned."""
-    from convc.passes import PASSES, default_pipeline
-
-    from .emit import emit_stablehlo
-
-    graph = one_conv_graph(op, lowering)
-    PassManager(parse_pipeline(default_pipeline("cpu"), PASSES)).run(graph)
-    return emit_stablehlo(graph)
-
-
-def _block(outputs: list[Any]) -> None:
-    for out in outputs:
-        out.block_until_ready()
-
-
-def measure(op: Op, platform: str | None, budget_s: float, log: Log = log_to_stderr, seed: int = 0) -> Measurement | None:
-    """Time every candidate of `op`; None when not even "xla" compiles and runs."""
-    from .runtime import platform_name
-    from .runtime_inputs import compare, random_inputs, tolerance_for
-
-    arrays = random_inputs(one_conv_graph(op, XLA), seed)
-    precision = tolerance_for([one_conv_graph(op, XLA)], platform_name(platform))  # what the device computes it in
-    runs: dict[str, Callable[[], list[Any]]] = {}
-    warm_ms: dict[str, float] = {}
-    rejected: dict[str, str] = {}
-    reference: np.ndarray | None = None
-    for name in candidates(conv_facts(op)):  # "xla" first: the reference
-        try:
-            runs[name], result, warm_ms[name] = _warm_up(op, name, platform, arrays)
-        except Exception as err:  # noqa: BLE001 - a candidate that fails is reported and skipped, never fatal
-            rejected[name] = f"failed: {one_line(str(err))[:200]}"
-        else:
-            reference = result if name == XLA else reference
-            if reference is None or not compare(name, precision, result, reference)[1]:
-                rejected[name] = "disagrees with xla" if reference is not None else "xla failed, nothing to check it against"
-                del runs[name]
-        if name in rejected:
-            log(one_line(f"autotune: '{op.name}': {name} {rejected[name]}: not chosen"))
-    if XLA not in runs:
-        return None
-    return Measurement(_timed(runs, warm_ms, budget_s), rejected)
-
-
-def _warm_up(op: Op, lowering: str, platform: str | None, arrays: list[np.ndarray]) -> tuple[Callable[[], list[Any]], np.ndarray, float]:
-    """Compile the candidate and call it once: (a runner for timing, its result, that call's ms)."""
-    import jax
-
-    from .runtime import compile_stablehlo
-
-    executable = compile_stablehlo(lowered_stablehlo(op, lowering), platform)
-    buffers = [jax.device_put(a, executable.device) for a in arrays]
-    start = time.perf_counter()
-    result = np.asarray(executable.run_on_device(buffers)[0])
-    return (lambda: executable.run_on_device(buffers)), result, (time.perf_counter() - start) * 1e3
-
-
-def _timed(runs: dict[str, Callable[[], list[Any]]], warm_ms: dict[str, float], budget_s: float) -> dict[str, float]:
-    """Median ms per candidate from timed rounds, except for a candidate whose warm-up call
-    alone outlasted the whole budget and the fastest warm-up: its warm-up time (an upper
-    bound) stands, sparing a call of seconds (XLA's G-fold batch-group expansion)."""
-    fastest = min(runs, key=lambda name: warm_ms[name])
-    slow = {name for name in runs if name != fastest and warm_ms[name] > budget_s * 1e3 * len(runs)}
-    timed = time_rounds({name: run for name, run in runs.items() if name not in slow}, budget_s)
-    return {**timed, **{name: warm_ms[name] for name in slow}}
-
-
-def time_rounds(runs: dict[str, Callable[[], list[Any]]], budget_s: float) -> dict[str, float]:
-    """Median ms per candidate. Rounds call each once, the order rotating so none always
-    follows another (XLA's thread pool spins on after a call), until `budget_s` per
-    candidate is spent (one round at least) or MAX_ROUNDS."""
-    names = list(runs)
-    samples: dict[str, list[float]] = {name: [] for name in names}
-    deadline = time.perf_counter() + budget_s * len(names)
-    for round_index in range(MAX_ROUNDS):
-        shift = round_index % len(names)
-        for name in names[shift:] + names[:shift]:
-            start = time.perf_counter()
-            _block(runs[name]())
-            samples[name].append(time.perf_counter() - start)
-        if time.perf_counter() >= deadline:
-            break
-    return {name: statistics.median(times) * 1e3 for name, times in samples.items()}
 
 
 # --- the cache file -----------------------------------------------------------------
@@ -299,11 +173,19 @@ class Report:
                 + (f", {failed} failed (left to the cost model)" if failed else ""))
 
 
+class Measure(Protocol):
+    """How candidates are timed: `device()` names what the timings hold for (the cache key),
+    and a call times `candidates` ("xla" first) of one conv, None when "xla" itself fails."""
+
+    def device(self) -> str: ...
+
+    def __call__(self, op: Op, candidates: list[str], log: Log) -> Measurement | None: ...
+
+
 @dataclass
 class Autotuner:
     cache_path: Path
-    platform: str | None = None  # None: the platform PJRT finds
-    budget_s: float = 0.1  # timing per candidate per conv signature
+    measure: Measure | None  # None: nothing to measure with (an error once a conv needs it)
     log: Log = log_to_stderr
 
     def tune(self, graph: Graph) -> Report:
@@ -326,28 +208,33 @@ class Autotuner:
         return report
 
     def _tune(self, tunable: list[tuple[Op, str, list[str]]], report: Report) -> None:
-        cache, device = AutotuneCache.load(self.cache_path, self.log), device_key(self.platform)
+        measure = self.measure
+        if measure is None:
+            raise PipelineError("pass 'autotune-conv-lowering' was given no measure (convc's Compiler gives it "
+                                "one that times on PJRT: convc.autotune_pjrt.with_pjrt_measure)")
+        cache, device = AutotuneCache.load(self.cache_path, self.log), measure.device()
         chosen: dict[str, str | None] = {}  # by signature
         for op, key, legal in tunable:
             if key in chosen:
                 outcome = "cached" if chosen[key] is not None else "failed"
             else:
-                chosen[key], outcome = self._choose(op, legal, device, key, cache)
+                chosen[key], outcome = self._choose(op, legal, measure, (device, key), cache)
             report.outcomes[outcome] += 1
             choice = chosen[key]
             if choice is not None:
                 op.attrs[LOWERING] = choice
         cache.save(self.log)
 
-    def _choose(self, op: Op, legal: list[str], device: str, key: str, cache: AutotuneCache) -> tuple[str | None, str]:
-        """The choice for a new signature and where it came from."""
-        choice = cache.lookup(device, key, legal)
+    def _choose(self, op: Op, legal: list[str], measure: Measure, where: tuple[str, str],
+                cache: AutotuneCache) -> tuple[str | None, str]:
+        """The choice for a new signature (`where`: device and signature) and where it came from."""
+        choice = cache.lookup(*where, legal)
         if choice is not None:
             return choice, "cached"
-        measurement = measure(op, self.platform, self.budget_s, self.log)
+        measurement = measure(op, legal, self.log)
         if measurement is None:
             return None, "failed"
-        cache.store(device, key, measurement.entry())
+        cache.store(*where, measurement.entry())
         times = ", ".join(f"{name} {ms:.3g} ms" for name, ms in sorted(measurement.ms.items(), key=lambda item: item[1]))
         self.log(one_line(f"autotune: '{op.name}' ({op.operands[0].type} * {op.operands[1].type}): {times} -> {measurement.choice}"))
         return measurement.choice, "measured"

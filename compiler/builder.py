@@ -25,6 +25,7 @@ from .diagnostics import ConvcError, Location
 from .dtypes import canonical_dtype, from_numpy, numpy_dtype
 from .ir import Graph, Op, TensorType, Value
 from .ops import OPS, Attr, suggest
+from .ops.base import KNOWN_OP
 from .sharding import check_spec, read_mesh, read_spec
 from .verify import coerce_attrs, infer_type
 
@@ -137,7 +138,7 @@ class Builder:
         loc = Location(loc.file, None, loc.line, loc.col, op_name, kind)
         try:
             if kind not in OPS:
-                raise ConvcError(f"unknown op '{kind}'{suggest(kind, OPS)}", loc)
+                raise ConvcError(f"unknown op '{kind}'{suggest(kind, OPS)}", loc, KNOWN_OP)
             typed = coerce_attrs(kind, {k: v for k, v in attrs.items() if v is not None}, loc)
             result_type = infer_type(kind, [v.type for v in operands], typed, loc)
         except ConvcError:

@@ -22,6 +22,7 @@ from .ir import Graph
 from .pass_manager import PipelineError
 from .runner import check_outputs, prepare_run, run_lowered
 from .runtime import PlatformUnavailableError, require_platform
+from .verify_diagnostics import verify_diagnostics
 
 EXIT_OK, EXIT_USER_ERROR, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 EXIT_BROKEN_PIPE = 128 + 13  # what a shell reports for a tool killed by SIGPIPE (`yes | head -1`)
@@ -290,6 +291,8 @@ def opt_parser() -> argparse.ArgumentParser:
     parser.add_argument("-o", "--output", help="output file (default: stdout)")
     parser.add_argument("--emit", choices=("convc", "stablehlo"), default="convc", help="print convc IR (default) or StableHLO")
     parser.add_argument("--split-input-file", action="store_true", help="treat '// -----' separated chunks as separate inputs")
+    parser.add_argument("--verify-diagnostics", action="store_true",
+                        help="check the errors against the input's `// expected-error@+1 {{...}}` comments instead of printing IR")
     parser.add_argument("--default-pipeline", metavar="TARGET", choices=TARGETS,
                         help="run the pipeline `convc --target TARGET` runs (instead of -p)")
     parser.add_argument("--elide-constants-larger", type=_element_count, metavar="N",
@@ -321,6 +324,9 @@ def _opt_main(args: argparse.Namespace) -> int:
         except OSError as err:
             raise ConvcError(f"cannot read input: {err.strerror}", Location(file=args.input)) from None
     file = "<stdin>" if args.input == "-" else args.input
+    if args.verify_diagnostics:
+        return verify_diagnostics(data, file, SPLIT_MARKER if args.split_input_file else None,
+                                  lambda chunk: _opt_one(compiler, chunk, file, base_dir, args.emit))
     if not args.split_input_file:
         text = _opt_one(compiler, data, file, base_dir, args.emit)
         with compiler.timed("write"):

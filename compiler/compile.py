@@ -153,8 +153,10 @@ class Compiler:
         return self.target
 
     def run_passes(self, graph: Graph, passes: Sequence[Pass] | None = None) -> Graph:
+        from .autotune_pjrt import with_pjrt_measure  # what autotune-conv-lowering times candidates with
+
         hook = self._print_after if self.print_ir_after_all else None
-        manager = PassManager(self.passes() if passes is None else passes, print_after=hook)
+        manager = PassManager([with_pjrt_measure(p) for p in (self.passes() if passes is None else passes)], print_after=hook)
         start = time.perf_counter()
         with gc_paused():
             manager.run(graph)

@@ -1,18 +1,15 @@
 """What the target lowerings need to know about a canonical `conv`, every default filled
-in, plus the small value-building steps they share (reshape/transpose that vanish when
-they would do nothing), shared by the `cpu-*` passes."""
+in (the steps that build values from them are in convc.builders)."""
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from itertools import product
 
-from convc.ir import Op, TensorType, Value
+from convc.ir import Op, TensorType
 from convc.memo import memoized
 from convc.ops import ConvDimensionNumbers, view
 from convc.ops.conv import spatial
-from convc.rewrite import Rewriter
 
 # Element types the elementwise rewrites may sum in directly: as precise as XLA's conv.
 WIDE_FLOATS = ("f32", "f64")
@@ -94,40 +91,14 @@ def _conv_facts(op: Op) -> ConvFacts | None:
     )
 
 
-# --- building values: steps that would do nothing are skipped ---------------------
+def crops(facts: ConvFacts) -> bool:
+    """Whether cpu-crop-negative-padding rewrites the conv: any negative pad on a non-empty conv."""
+    return not facts.is_empty() and any(lo < 0 or hi < 0 for lo, hi in facts.pads)
 
 
-def reshape(rewriter: Rewriter, value: Value, shape: Sequence[int], suffix: str) -> Value:
-    if tuple(shape) == value.type.shape:
-        return value
-    return rewriter.create("reshape", value, suffix=suffix, new_sizes=tuple(shape))
-
-
-def transpose(rewriter: Rewriter, value: Value, permutation: Sequence[int], suffix: str) -> Value:
-    if list(permutation) == list(range(len(permutation))):
-        return value
-    return rewriter.create("transpose", value, suffix=suffix, permutation=tuple(permutation))
-
-
-def pad(rewriter: Rewriter, value: Value, config: Sequence[tuple[int, int, int]], suffix: str) -> Value:
-    if all(row == (0, 0, 0) for row in config):
-        return value
-    return rewriter.create("pad", value, suffix=suffix, padding_config=tuple(config))
-
-
-def split_dim(shape: Sequence[int], dim: int, sizes: Sequence[int]) -> tuple[int, ...]:
-    """`shape` with dimension `dim` replaced by `sizes` (whose product it must be)."""
-    return tuple(shape[:dim]) + tuple(sizes) + tuple(shape[dim + 1:])
-
-
-def permutation_between(source: Sequence[Hashable], target: Sequence[Hashable]) -> list[int]:
-    """The transpose permutation that moves dims labelled `source` (by position) into the
-    order `target` gives: result dim i is source dim `source.index(target[i])`."""
-    return [list(source).index(label) for label in target]
-
-
-def sum_values(rewriter: Rewriter, terms: Sequence[Value], suffix: str) -> Value:
-    total = terms[0]
-    for term in terms[1:]:
-        total = rewriter.create("add", total, term, suffix=suffix)
-    return total
+def misread_by_xla_cpu(op: Op) -> bool:
+    """Whether XLA:CPU would compute `op` wrongly: a conv cpu-crop-negative-padding crops, with
+    negative low next to positive high padding on some spatial dim (openxla/xla#48713; XLA:CPU
+    computes other negative pads right). `convc --run` asks it of graphs lowered without that pass."""
+    facts = conv_facts(op)
+    return facts is not None and crops(facts) and any(lo < 0 < hi for lo, hi in facts.pads)

@@ -5,28 +5,33 @@ reasonable size) is separate from *profitability* (`profitable`: the rewrite's c
 thresholds measured on one machine). A conv's `lowering` attribute, written by a user or by
 `autotune-conv-lowering`, replaces the cost model: the pass it names rewrites the conv (a
 located error when that is illegal), every other rewrite leaves it alone, and `"xla"` leaves
-it to XLA's own conv.
+it to XLA's own conv. The rewrites a pin may name are those registered here
+(`register_conv_lowerings`, which `convc.passes` calls), in the order they run.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import ClassVar
 
 from .conv_facts import ConvFacts, conv_facts
 from .diagnostics import ConvcError
 from .ir import Op
+from .lowering_pins import XLA, register_pin
 from .rewrite import RewritePattern, Rewriter
 
 LOWERING = "lowering"  # the conv attribute (declared with the op in convc.ops.conv)
-XLA = "xla"  # the choice no rewrite takes
 
 
+@dataclass(frozen=True)
 class ConvLowering(RewritePattern):
     """A cpu rewrite of one conv. Subclasses set `name` (their pass's) and `requires`, and
-    implement `legal` and `rewrite`; `profitable` is the cost model (default: always)."""
+    implement `legal` and `rewrite`; `profitable` is the cost model (default: always), and
+    a subclass's dataclass fields are its cost model's knobs, which `pattern_pass` makes
+    its pass's options."""
 
     kind = "conv"
-    name: ClassVar[str] = ""
     requires: ClassVar[str] = ""  # what `legal` asks of a conv, in words, for the diagnostic
 
     @classmethod
@@ -62,3 +67,26 @@ class ConvLowering(RewritePattern):
                     "run canonicalize-dimension-numbers and resolve-padding first")
         what = "a non-empty conv" if facts.is_empty() else self.requires
         return f'lowering "{self.name}" cannot compute this conv exactly: it needs {what}'
+
+
+_REGISTERED: dict[str, type[ConvLowering]] = {}
+
+
+def register_conv_lowerings(patterns: Iterable[type[ConvLowering]]) -> dict[str, type[ConvLowering]]:
+    """Make each rewrite a legal `lowering` pin and an autotune candidate, by its name, in
+    the order given (the order autotune measures them). Returns every one registered."""
+    for pattern in patterns:
+        if _REGISTERED.setdefault(pattern.name, pattern) is not pattern:
+            raise ValueError(f"two conv lowerings are named '{pattern.name}'")
+        register_pin(pattern.name)
+    return dict(_REGISTERED)
+
+
+def conv_lowerings() -> dict[str, type[ConvLowering]]:
+    """The registered rewrites by name, in registration order."""
+    return dict(_REGISTERED)
+
+
+def candidates(facts: ConvFacts | None) -> list[str]:
+    """"xla", then every registered rewrite that can compute this conv exactly, in order."""
+    return [XLA] + [name for name, pattern in _REGISTERED.items() if pattern.applies(facts)]

@@ -402,6 +402,18 @@ def _stacked_reduce_sum(op: Op, args: Sequence[Any]) -> Any:
     return as_result(op, jnp.stack([lax.reduce_sum(_widened(op, x), op.attrs["axes"]) for x in args]))
 
 
+@lax_rule("max_pool")
+def _max_pool(op: Op, args: Sequence[Any]) -> Any:
+    import jax.numpy as jnp
+    from jax import lax
+
+    x, v = args[0], view(op)
+    lowest = -jnp.inf if jnp.issubdtype(x.dtype, jnp.floating) else jnp.iinfo(x.dtype).min
+    padding = v.padding if isinstance(v.padding, str) else tuple(tuple(row) for row in v.padding)
+    return lax.reduce_window(x, jnp.array(lowest, x.dtype), lax.max, v.window_dimensions, v.window_strides, padding,
+                             v.base_dilation, v.window_dilation)
+
+
 def lax_function(graph: Graph) -> Callable[..., list[Any]]:
     """The graph as a Python function of its inputs, built from jax.lax calls."""
 

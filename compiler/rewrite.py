@@ -1,12 +1,15 @@
 """Rewrites as patterns (after xDSL): a pattern matches one op and rewrites it
-through a `Rewriter`; `apply_patterns` walks the graph greedily."""
+through a `Rewriter`; `apply_patterns` walks the graph greedily; `pattern_pass` makes
+the pass that applies one pattern, its name and options taken from the pattern."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar, get_type_hints
 
 from .ir import Graph, Op, Value
+from .pass_manager import Pass
 from .verify import coerce_attrs, infer_type
 
 
@@ -96,9 +99,11 @@ class Rewriter:
 
 
 class RewritePattern:
-    """Subclasses set `kind` (the op kind they match) and implement `match_and_rewrite`."""
+    """Subclasses set `kind` (the op kind they match) and implement `match_and_rewrite`;
+    `name` is the name of the pass that applies them (see `pattern_pass`)."""
 
     kind: str = ""
+    name: ClassVar[str] = ""
 
     def match_and_rewrite(self, op: Op, rewriter: Rewriter) -> None:
         raise NotImplementedError
@@ -121,3 +126,26 @@ def apply_patterns(graph: Graph, patterns: Sequence[RewritePattern]) -> bool:
                 changed = True
                 break
     return changed
+
+
+def pattern_pass(pattern: type[RewritePattern], summary: str, *, until_stable: bool = False) -> type[Pass]:
+    """The pass that applies `pattern`, named `pattern.name` (the class is that name in
+    CamelCase), whose options are the pattern's dataclass fields with their defaults. A run
+    is one greedy sweep; `until_stable`: sweeps until one changes nothing, for a pattern
+    that matches what it builds."""
+    hints = get_type_hints(pattern)
+    fields: tuple[dataclasses.Field[Any], ...] = dataclasses.fields(pattern) if dataclasses.is_dataclass(pattern) else ()
+    options = [(f.name, hints[f.name], dataclasses.field(default=f.default)) for f in fields]
+
+    def run(self: Pass, graph: Graph) -> bool:
+        rewrite = pattern(**{f.name: getattr(self, f.name) for f in fields})
+        changed = apply_patterns(graph, [rewrite])
+        while until_stable and changed and apply_patterns(graph, [rewrite]):
+            pass
+        return changed
+
+    class_name = "".join(word[:1].upper() + word[1:] for word in pattern.name.split("-"))
+    namespace = {"name": pattern.name, "summary": summary, "pattern": pattern, "run": run, "__doc__": summary}
+    cls = dataclasses.make_dataclass(class_name, options, bases=(Pass,), frozen=True, namespace=namespace)
+    cls.__module__ = pattern.__module__  # the pass's home is its pattern's file
+    return cls

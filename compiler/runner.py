@@ -222,7 +222,7 @@ def check_run_sizes(graph: Graph, max_bytes: int, file: str | None) -> None:
 def xla_cpu_misread_convs(graph: Graph) -> list[Op]:
     """The convs of a lowered graph that XLA:CPU would compute wrongly (openxla/xla#48713):
     only graphs lowered without cpu-crop-negative-padding (not `--target cpu`) hold any."""
-    from convc.passes.cpu_crop_negative_padding import misread_by_xla_cpu
+    from .conv_facts import misread_by_xla_cpu
 
     return [op for op in graph.ops if misread_by_xla_cpu(op)]
 

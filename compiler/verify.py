@@ -9,6 +9,7 @@ from .diagnostics import ConvcError, Location, VerifyError
 from .ir import Graph, Op, TensorType
 from .memo import memoized
 from .ops import OPS, suggest
+from .ops.base import ATTR_KNOWN, ATTR_REQUIRED, KNOWN_OP, OPERAND_COUNT, SIZE_LIMIT
 
 
 def coerce_attrs(kind: str, raw: dict[str, Any], loc: Location) -> dict[str, Any]:
@@ -19,14 +20,14 @@ def coerce_attrs(kind: str, raw: dict[str, Any], loc: Location) -> dict[str, Any
         spec = opdef.attrs.get(name)
         if spec is None:
             hint = suggest(name, opdef.attrs)
-            raise ConvcError(f"unknown attribute '{name}' for op '{kind}'{hint}", loc.child(name))
+            raise ConvcError(f"unknown attribute '{name}' for op '{kind}'{hint}", loc.child(name), ATTR_KNOWN)
         try:
             typed[name] = spec.check(name, value)
         except VerifyError as err:
             raise locate(err, loc) from None
     for name, spec in opdef.attrs.items():
         if spec.required and name not in typed:
-            raise ConvcError(f"attribute '{name}' is required", loc)
+            raise ConvcError(f"attribute '{name}' is required", loc, ATTR_REQUIRED)
     return {k: v for k, v in typed.items() if v is not None}
 
 
@@ -51,13 +52,14 @@ def infer_type(kind: str, operand_types: Sequence[TensorType], attrs: dict[str, 
     """The result type of an op, or a located ConvcError naming the broken constraint."""
     opdef = OPS.get(kind)
     if opdef is None:
-        raise ConvcError(f"unknown op '{kind}'{suggest(kind, OPS)}", loc.child("op"))
+        raise ConvcError(f"unknown op '{kind}'{suggest(kind, OPS)}", loc.child("op"), KNOWN_OP)
     expected = len(opdef.operands)
     if opdef.variadic and not operand_types:
-        raise ConvcError(f"'{kind}' takes at least one input, got none", loc.child("inputs"))
+        raise ConvcError(f"'{kind}' takes at least one input, got none", loc.child("inputs"), OPERAND_COUNT)
     if not opdef.variadic and len(operand_types) != expected:
         names = ", ".join(opdef.operands) or "none"
-        raise ConvcError(f"'{kind}' takes {expected} inputs ({names}), got {len(operand_types)}", loc.child("inputs"))
+        raise ConvcError(f"'{kind}' takes {expected} inputs ({names}), got {len(operand_types)}", loc.child("inputs"),
+                         OPERAND_COUNT)
     try:
         result = opdef.infer(opdef.bind(operand_types, attrs))
     except VerifyError as err:
@@ -73,18 +75,26 @@ def _check_result_size(result: TensorType, loc: Location) -> None:
     """Huge pads, dilations or sizes can make a shape MLIR, numpy and XLA cannot hold."""
     for index, size in enumerate(result.shape):
         if size > MAX_RESULT_DIM:
-            raise ConvcError(f"result shape {list(result.shape)} is too large: dimension {index} is over {MAX_RESULT_DIM}", loc)
+            raise ConvcError(f"result shape {list(result.shape)} is too large: dimension {index} is over {MAX_RESULT_DIM}", loc,
+                             SIZE_LIMIT)
     count = 1
     for size in result.shape:
         count *= max(size, 1)
     if count >= 2**60:  # numpy and XLA size even empty arrays by their non-zero dims, in bytes, in int64
-        raise ConvcError(f"result shape {list(result.shape)} is too large: its non-zero dimensions multiply to 2^60 or more", loc)
+        raise ConvcError(f"result shape {list(result.shape)} is too large: its non-zero dimensions multiply to 2^60 or more", loc,
+                         SIZE_LIMIT)
 
 
 def verify_op(op: Op) -> None:
     inferred = infer_type(op.kind, [v.type for v in op.operands], op.attrs, op.loc)
-    if inferred != op.result.type:
-        raise ConvcError(f"result type {op.result.type} does not match the inferred type {inferred}", op.loc)
+    check_result_type(op.kind, op.result.type, inferred, op.loc)
+
+
+def check_result_type(kind: str, written: TensorType, inferred: TensorType, loc: Location) -> None:
+    """A written result type (convc IR text, a rewrite) must be the inferred one; the op names the rule."""
+    if written != inferred:
+        constraint = OPS[kind].result_constraint(written, inferred)
+        raise ConvcError(f"result type {written} does not match the inferred type {inferred}", loc, constraint)
 
 
 def verify_graph(graph: Graph) -> None:

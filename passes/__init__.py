@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from convc.conv_lowering import ConvLowering
+from convc.conv_lowering import ConvLowering, register_conv_lowerings
 from convc.pass_manager import Pass
 
 from .autotune_conv_lowering import AutotuneConvLowering
@@ -45,11 +45,6 @@ ALL_PASSES: tuple[type[Pass], ...] = (
 
 PASSES: dict[str, type[Pass]] = {cls.name: cls for cls in ALL_PASSES}
 
-# What a conv's `lowering` may name besides "xla": the cpu rewrites, by pass name.
-CONV_LOWERINGS: dict[str, type[ConvLowering]] = {cls.name: cls.pattern for cls in (
-    CpuBatchGroupTapReduce, CpuBatchGroupToFeatureGroup, CpuTransposedConvPhases, CpuConv3dAsConv2dSum,
-    CpuConv1x1ToDot, CpuDepthwiseTapSum, CpuConvEigenPath)}
-
 TARGETS = ("generic", "cpu", "gpu")
 
 _CANONICAL = (
@@ -62,6 +57,17 @@ _CANONICAL = (
 # sees the 2-D convs the phase and 3-D rewrites create.
 _CPU = ("cpu-crop-negative-padding", "cpu-batch-group-tap-reduce", "cpu-batch-group-to-feature-group", "cpu-transposed-conv-phases",
         "cpu-conv3d-as-conv2d-sum", "cpu-conv-1x1-to-dot", "cpu-depthwise-tap-sum", "cpu-conv-eigen-path", "dce")
+
+
+def _conv_lowering(cls: type[Pass]) -> type[ConvLowering] | None:
+    pattern = getattr(cls, "pattern", None)
+    return pattern if isinstance(pattern, type) and issubclass(pattern, ConvLowering) else None
+
+
+# What a conv's `lowering` may name besides "xla": the cpu rewrites, by pass name, in the
+# order the cpu pipeline runs them (which autotune measures them in).
+CONV_LOWERINGS: dict[str, type[ConvLowering]] = register_conv_lowerings(
+    pattern for name in _CPU if (pattern := _conv_lowering(PASSES[name])) is not None)
 
 
 def default_pipeline(target: str = "generic", autotune: bool = False) -> str:

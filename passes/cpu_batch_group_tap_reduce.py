@@ -17,25 +17,23 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from itertools import product
-from typing import ClassVar
 
-from convc.conv_facts import WIDE_FLOATS, ConvFacts, pad, permutation_between, reshape, transpose
+from convc.builders import pad_along, relayout, reshape, slice_along
+from convc.conv_facts import WIDE_FLOATS, ConvFacts
 from convc.conv_lowering import ConvLowering
-from convc.ir import Graph, Op, Value
-from convc.pass_manager import Pass
-from convc.rewrite import Rewriter, apply_patterns
+from convc.ir import Op, Value
+from convc.rewrite import Rewriter, pattern_pass
 
 # One multiply per output window: past this many the graph would flood, whatever a pin asks.
 MAX_WINDOWS = 256
 
 
+@dataclass(frozen=True)
 class BatchGroupTapReduce(ConvLowering):
     name = "cpu-batch-group-tap-reduce"
     requires = (f"an f32/f64 batch-grouped conv with one lhs batch and one output feature per group, no wider "
                 f"preferred_element_type, and at most {MAX_WINDOWS} output windows")
-
-    def __init__(self, max_windows: int):
-        self.max_windows = max_windows
+    max_windows: int = 64  # the cost model; a pinned conv may have up to MAX_WINDOWS
 
     @classmethod
     def legal(cls, facts: ConvFacts) -> bool:
@@ -49,7 +47,7 @@ class BatchGroupTapReduce(ConvLowering):
 
     def rewrite(self, op: Op, facts: ConvFacts, rewriter: Rewriter) -> None:
         lhs = self._dilated_padded_lhs(op.operands[0], facts, rewriter)
-        rhs = transpose(rewriter, op.operands[1], _rhs_to_lhs_layout(facts), "aligned")
+        rhs = relayout(rewriter, op.operands[1], facts.dn.rhs_spec, facts.dn.lhs_spec, "aligned")  # out feature as batch
         products = [rewriter.create("multiply", self._window(lhs, window, facts, rewriter), rhs, suffix="product")
                     for window in product(*(range(n) for n in facts.out_spatial))]
         stacked = self._sum_all_but_group(products, facts, rewriter)
@@ -75,47 +73,24 @@ class BatchGroupTapReduce(ConvLowering):
 
     @staticmethod
     def _dilated_padded_lhs(lhs: Value, facts: ConvFacts, rewriter: Rewriter) -> Value:
-        config = [(0, 0, 0)] * facts.lhs.rank
-        for dim, (lo, hi), dilation in zip(facts.dn.lhs_spec[2:], facts.pads, facts.lhs_dilation):
-            config[dim] = (lo, hi, dilation - 1)
-        return pad(rewriter, lhs, config, "padded")
+        pads = {dim: (lo, hi, dilation - 1) for dim, (lo, hi), dilation in zip(facts.dn.lhs_spec[2:], facts.pads, facts.lhs_dilation)}
+        return pad_along(rewriter, lhs, pads, "padded")
 
     @staticmethod
     def _window(lhs: Value, window: tuple[int, ...], facts: ConvFacts, rewriter: Rewriter) -> Value:
         """The lhs elements output window `window` multiplies with the rhs."""
-        start, limit, strides = [0] * lhs.type.rank, list(lhs.type.shape), [1] * lhs.type.rank
-        for dim, s, k, stride, dilation in zip(facts.dn.lhs_spec[2:], window, facts.kernel_spatial, facts.strides,
-                                               facts.rhs_dilation):
-            start[dim], limit[dim], strides[dim] = s * stride, s * stride + (k - 1) * dilation + 1, dilation
-        return rewriter.create("slice", lhs, suffix="window", start_indices=tuple(start), limit_indices=tuple(limit),
-                               strides=tuple(strides))
+        return slice_along(rewriter, lhs, {
+            dim: (s * stride, s * stride + (k - 1) * dilation + 1, dilation)
+            for dim, s, k, stride, dilation in zip(facts.dn.lhs_spec[2:], window, facts.kernel_spatial, facts.strides,
+                                                   facts.rhs_dilation)}, "window")
 
     @staticmethod
     def _out_layout(stacked: Value, facts: ConvFacts, rewriter: Rewriter) -> Value:
         """[windows, G] -> the conv's result: (spatial..., batch 1, feature G), then out layout."""
         spatial_rank = len(facts.out_spatial)
         shaped = reshape(rewriter, stacked, (*facts.out_spatial, 1, facts.batch_groups), "windows")
-        roles = list(range(2, 2 + spatial_rank)) + [0, 1]
-        out_roles = [0] * facts.out.rank
-        for role, dim in enumerate(facts.dn.out_spec):
-            out_roles[dim] = role
-        return transpose(rewriter, shaped, permutation_between(roles, out_roles), "layout")
+        return relayout(rewriter, shaped, (spatial_rank, spatial_rank + 1, *range(spatial_rank)), facts.dn.out_spec, "layout")
 
 
-def _rhs_to_lhs_layout(facts: ConvFacts) -> list[int]:
-    """The permutation laying the rhs out like the lhs: out feature <-> batch, in feature <-> feature."""
-    perm = [0] * facts.rhs.rank
-    for role, dim in enumerate(facts.dn.lhs_spec):
-        perm[dim] = facts.dn.rhs_spec[role]
-    return perm
-
-
-@dataclass(frozen=True)
-class CpuBatchGroupTapReduce(Pass):
-    name = BatchGroupTapReduce.name
-    summary = "depthwise weight gradients (one feature per batch group) become per-window multiply-reduces"
-    pattern: ClassVar[type[ConvLowering]] = BatchGroupTapReduce
-    max_windows: int = 64  # the cost model; a pinned conv may have up to MAX_WINDOWS
-
-    def run(self, graph: Graph) -> bool:
-        return apply_patterns(graph, [BatchGroupTapReduce(self.max_windows)])
+CpuBatchGroupTapReduce = pattern_pass(
+    BatchGroupTapReduce, "depthwise weight gradients (one feature per batch group) become per-window multiply-reduces")

@@ -11,14 +11,11 @@ Legal on every non-empty batch-grouped conv, and always taken there (no cost mod
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import ClassVar
-
-from convc.conv_facts import ConvFacts, permutation_between, reshape, split_dim, transpose
+from convc.builders import permutation_between, reshape, split_dim, transpose
+from convc.conv_facts import ConvFacts
 from convc.conv_lowering import ConvLowering
-from convc.ir import Graph, Op, Value
-from convc.pass_manager import Pass
-from convc.rewrite import Rewriter, apply_patterns
+from convc.ir import Op, Value
+from convc.rewrite import Rewriter, pattern_pass
 
 
 def feature_grouped_lhs(lhs: Value, facts: ConvFacts, rewriter: Rewriter) -> Value:
@@ -55,11 +52,5 @@ class BatchGroupToFeatureGroup(ConvLowering):
         rewriter.replace_anchor(rewriter.create("conv", lhs, op.operands[1], suffix="grouped", **attrs))
 
 
-@dataclass(frozen=True)
-class CpuBatchGroupToFeatureGroup(Pass):
-    name = BatchGroupToFeatureGroup.name
-    summary = "batch-grouped convs (grouped weight gradients) become feature-grouped convs"
-    pattern: ClassVar[type[ConvLowering]] = BatchGroupToFeatureGroup
-
-    def run(self, graph: Graph) -> bool:
-        return apply_patterns(graph, [BatchGroupToFeatureGroup()])
+CpuBatchGroupToFeatureGroup = pattern_pass(
+    BatchGroupToFeatureGroup, "batch-grouped convs (grouped weight gradients) become feature-grouped convs")

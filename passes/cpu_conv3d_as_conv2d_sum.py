@@ -19,15 +19,13 @@ always taken there (no cost model).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import ClassVar
 
-from convc.conv_facts import ConvFacts, pad, permutation_between, reshape, sum_values, transpose
+from convc.builders import pad_along, permutation_between, reshape, slice_along, sum_values, transpose
+from convc.conv_facts import ConvFacts
 from convc.conv_lowering import ConvLowering
-from convc.ir import Graph, Op, Value
+from convc.ir import Op, Value
 from convc.ops import ConvDimensionNumbers
-from convc.pass_manager import Pass
-from convc.rewrite import Rewriter, apply_patterns
+from convc.rewrite import Rewriter, pattern_pass
 
 
 def peeled_axis(facts: ConvFacts) -> int:
@@ -79,10 +77,7 @@ class Conv3dAsConv2dSum(ConvLowering):
             op, dimension_numbers=reduced,
             window_strides=_drop(facts.strides, axis), padding=_drop(facts.pads, axis),
             lhs_dilation=_drop(facts.lhs_dilation, axis), rhs_dilation=_drop(facts.rhs_dilation, axis))
-        lo, hi = facts.pads[axis]
-        config = [(0, 0, 0)] * facts.lhs.rank
-        config[lhs_dim] = (lo, hi, 0)
-        padded = pad(rewriter, op.operands[0], config, "padded")
+        padded = pad_along(rewriter, op.operands[0], {lhs_dim: (*facts.pads[axis], 0)}, "padded")
         terms = [rewriter.create("conv", self._input_slab(padded, facts, axis, tap, rewriter),
                                  self._kernel_slab(op.operands[1], rhs_dim, tap, rewriter), suffix="slab", **attrs)
                  for tap in range(facts.kernel_spatial[axis])]
@@ -93,10 +88,7 @@ class Conv3dAsConv2dSum(ConvLowering):
         """The input rows tap `tap` reads, for every output row, merged into the batch."""
         dim, batch = facts.dn.lhs_spec[2 + axis], facts.dn.lhs_spec[0]
         out_size, stride, dilation = facts.out_spatial[axis], facts.strides[axis], facts.rhs_dilation[axis]
-        start, limit, strides = [0] * x.type.rank, list(x.type.shape), [1] * x.type.rank
-        start[dim], limit[dim], strides[dim] = tap * dilation, tap * dilation + (out_size - 1) * stride + 1, stride
-        rows = rewriter.create("slice", x, suffix="rows", start_indices=tuple(start), limit_indices=tuple(limit),
-                               strides=tuple(strides))
+        rows = slice_along(rewriter, x, {dim: (tap * dilation, tap * dilation + (out_size - 1) * stride + 1, stride)}, "rows")
         order = _after_batch(x.type.rank, batch, dim)
         moved = transpose(rewriter, rows, order, "rows_after_batch")
         shape = [moved.type.shape[d] for d in range(x.type.rank)]
@@ -105,9 +97,7 @@ class Conv3dAsConv2dSum(ConvLowering):
 
     @staticmethod
     def _kernel_slab(w: Value, dim: int, tap: int, rewriter: Rewriter) -> Value:
-        start, limit = [0] * w.type.rank, list(w.type.shape)
-        start[dim], limit[dim] = tap, tap + 1
-        taps = rewriter.create("slice", w, suffix="tap", start_indices=tuple(start), limit_indices=tuple(limit))
+        taps = slice_along(rewriter, w, {dim: (tap, tap + 1)}, "tap")
         return reshape(rewriter, taps, [s for d, s in enumerate(w.type.shape) if d != dim], "kernel_slab")
 
     @staticmethod
@@ -125,14 +115,6 @@ def _drop(values: Sequence[object], axis: int) -> tuple[object, ...]:
     return tuple(v for i, v in enumerate(values) if i != axis)
 
 
-@dataclass(frozen=True)
-class CpuConv3dAsConv2dSum(Pass):
-    name = Conv3dAsConv2dSum.name
-    summary = "convs with 3+ spatial dims become sums of convs with one spatial dim fewer (peeled dim in the batch)"
-    pattern: ClassVar[type[ConvLowering]] = Conv3dAsConv2dSum
-
-    def run(self, graph: Graph) -> bool:
-        changed = False
-        while apply_patterns(graph, [Conv3dAsConv2dSum()]):  # 4-D and up: peel again
-            changed = True
-        return changed
+CpuConv3dAsConv2dSum = pattern_pass(  # 4-D and up: the peeled convs are peeled again
+    Conv3dAsConv2dSum, "convs with 3+ spatial dims become sums of convs with one spatial dim fewer (peeled dim in the batch)",
+    until_stable=True)

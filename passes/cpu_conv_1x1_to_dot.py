@@ -8,14 +8,11 @@ the input first.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import ClassVar
-
-from convc.conv_facts import ConvFacts, permutation_between, reshape, transpose
+from convc.builders import relayout, reshape, slice_along
+from convc.conv_facts import ConvFacts
 from convc.conv_lowering import ConvLowering
-from convc.ir import Graph, Op
-from convc.pass_manager import Pass
-from convc.rewrite import Rewriter, apply_patterns
+from convc.ir import Op
+from convc.rewrite import Rewriter, pattern_pass
 
 
 class Conv1x1ToDot(ConvLowering):
@@ -33,11 +30,8 @@ class Conv1x1ToDot(ConvLowering):
         lhs, rhs = op.operands
         dn = facts.dn
         if any(s > 1 for s in facts.strides):
-            strides = [1] * facts.lhs.rank
-            for dim, stride in zip(dn.lhs_spec[2:], facts.strides):
-                strides[dim] = stride
-            lhs = rewriter.create("slice", lhs, suffix="strided", start_indices=(0,) * facts.lhs.rank,
-                                  limit_indices=facts.lhs.shape, strides=tuple(strides))
+            every = {dim: (0, facts.lhs.shape[dim], stride) for dim, stride in zip(dn.lhs_spec[2:], facts.strides)}
+            lhs = slice_along(rewriter, lhs, every, "strided")
         # the kernel as a matrix, its two feature dims in their original order
         out_dim, in_dim = dn.rhs_spec[0], dn.rhs_spec[1]
         matrix_shape = (facts.out_features, facts.in_features) if out_dim < in_dim else (facts.in_features, facts.out_features)
@@ -47,18 +41,8 @@ class Conv1x1ToDot(ConvLowering):
             lhs_contracting_dimensions=(dn.lhs_spec[1],), rhs_contracting_dimensions=(1 if out_dim < in_dim else 0,),
             precision=facts.precision, preferred_element_type=facts.preferred_element_type)
         # dot_general's result: the lhs dims but its feature dim, in order, then the out feature
-        labels = [d for d in range(facts.lhs.rank) if d != dn.lhs_spec[1]] + [dn.lhs_spec[1]]
-        out_labels = [0] * facts.out.rank
-        for role, dim in enumerate(dn.out_spec):
-            out_labels[dim] = dn.lhs_spec[role]
-        rewriter.replace_anchor(transpose(rewriter, product, permutation_between(labels, out_labels), "layout"))
+        order = [d for d in range(facts.lhs.rank) if d != dn.lhs_spec[1]] + [dn.lhs_spec[1]]
+        rewriter.replace_anchor(relayout(rewriter, product, [order.index(d) for d in dn.lhs_spec], dn.out_spec, "layout"))
 
 
-@dataclass(frozen=True)
-class CpuConv1x1ToDot(Pass):
-    name = Conv1x1ToDot.name
-    summary = "1x1 ungrouped convs without padding become dot_general (a GEMM on XLA CPU)"
-    pattern: ClassVar[type[ConvLowering]] = Conv1x1ToDot
-
-    def run(self, graph: Graph) -> bool:
-        return apply_patterns(graph, [Conv1x1ToDot()])
+CpuConv1x1ToDot = pattern_pass(Conv1x1ToDot, "1x1 ungrouped convs without padding become dot_general (a GEMM on XLA CPU)")

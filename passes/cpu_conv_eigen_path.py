@@ -19,14 +19,13 @@ needed to make it outgrow the input (a SAME stride-1 conv needs one).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
 
+from convc.builders import leading
 from convc.conv_facts import ConvFacts
 from convc.conv_lowering import ConvLowering
-from convc.ir import Graph, Op
+from convc.ir import Op
 from convc.ops.conv import spatial
-from convc.pass_manager import Pass
-from convc.rewrite import Rewriter, apply_patterns
+from convc.rewrite import Rewriter, pattern_pass
 
 # YNNPACK leaves convs with at most 16 features to XLA's other kernels anyway.
 YNN_MIN_FEATURES = 17
@@ -44,12 +43,12 @@ def grown_dim(facts: ConvFacts) -> int:
     return min(range(len(rows)), key=lambda i: (rows[i], facts.dn.out_spec[2 + i]))
 
 
+@dataclass(frozen=True)
 class ConvEigenPath(ConvLowering):
     name = "cpu-conv-eigen-path"
     requires = "an ungrouped 2-D conv without lhs dilation (what YNNPACK could take)"
-
-    def __init__(self, max_extra: int = 125, min_features: int = YNN_MIN_FEATURES):
-        self.max_extra, self.min_features = max_extra, min_features
+    max_extra: int = 125  # extra output rows allowed, per 1000 rows of the grown dim
+    min_features: int = YNN_MIN_FEATURES
 
     @classmethod
     def legal(cls, facts: ConvFacts) -> bool:
@@ -74,17 +73,8 @@ class ConvEigenPath(ConvLowering):
         lo, hi = pads[i]
         pads[i] = (lo, hi + grow * facts.strides[i])
         grown = rewriter.create("conv", *op.operands, suffix="grown", **facts.with_attrs(op, padding=tuple(pads)))
-        rewriter.replace_anchor(rewriter.create("slice", grown, suffix="rows", start_indices=(0,) * facts.out.rank,
-                                                limit_indices=facts.out.shape))
+        rewriter.replace_anchor(leading(rewriter, grown, facts.out.shape, "rows"))
 
 
-@dataclass(frozen=True)
-class CpuConvEigenPath(Pass):
-    name = ConvEigenPath.name
-    summary = "dense 2-D f32 convs grow one output row (sliced off) so XLA:CPU runs them on Eigen, not YNNPACK"
-    pattern: ClassVar[type[ConvLowering]] = ConvEigenPath
-    max_extra: int = 125  # extra output rows allowed, per 1000 rows of the grown dim
-    min_features: int = YNN_MIN_FEATURES
-
-    def run(self, graph: Graph) -> bool:
-        return apply_patterns(graph, [ConvEigenPath(self.max_extra, self.min_features)])
+CpuConvEigenPath = pattern_pass(
+    ConvEigenPath, "dense 2-D f32 convs grow one output row (sliced off) so XLA:CPU runs them on Eigen, not YNNPACK")

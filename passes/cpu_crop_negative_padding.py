@@ -10,16 +10,12 @@ dim no input element sees padding only: it becomes zeros.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-import numpy as np
-from convc.conv_facts import ConvFacts, conv_facts
-from convc.dtypes import numpy_dtype
-from convc.ir import Graph, Op, Value
+from convc.builders import slice_along, zeros
+from convc.conv_facts import conv_facts, crops
+from convc.ir import Op
 from convc.ops import view
 from convc.ops.conv import spatial
-from convc.pass_manager import Pass
-from convc.rewrite import RewritePattern, Rewriter, apply_patterns
+from convc.rewrite import RewritePattern, Rewriter, pattern_pass
 
 
 def crop(pad: int, dilation: int) -> tuple[int, int]:
@@ -30,53 +26,29 @@ def crop(pad: int, dilation: int) -> tuple[int, int]:
     return drop, drop * dilation + pad
 
 
-def zeros(rewriter: Rewriter, op: Op) -> Value:
-    """A tensor of zeros of `op`'s result type."""
-    out = op.result.type
-    zero = rewriter.create("constant", suffix="zero", value=np.zeros((), numpy_dtype(out.dtype)))
-    return rewriter.create("broadcast_in_dim", zero, suffix="zeros", shape=out.shape, broadcast_dimensions=())
-
-
-def crops(facts: ConvFacts) -> bool:
-    """Whether this pass rewrites the conv: any negative pad on a non-empty conv."""
-    return not facts.is_empty() and any(lo < 0 or hi < 0 for lo, hi in facts.pads)
-
-
-def misread_by_xla_cpu(op: Op) -> bool:
-    """Whether XLA:CPU would compute `op` wrongly: a conv this pass crops, with negative low
-    next to positive high padding on some spatial dim (openxla/xla#48713; XLA:CPU computes
-    other negative pads right). `convc --run` asks it of graphs lowered without this pass."""
-    facts = conv_facts(op)
-    return facts is not None and crops(facts) and any(lo < 0 < hi for lo, hi in facts.pads)
-
-
 class CropNegativePadding(RewritePattern):
     kind = "conv"
+    name = "cpu-crop-negative-padding"
 
     def match_and_rewrite(self, op: Op, rewriter: Rewriter) -> None:
         facts = conv_facts(op)
         if facts is None or not crops(facts):
             return
-        start, limit, pads = [0] * facts.lhs.rank, list(facts.lhs.shape), []
+        kept, pads = {}, []
         sizes = spatial(facts.lhs.shape, facts.dn.lhs_spec)
         for dim, size, (lo, hi), dilation in zip(facts.dn.lhs_spec[2:], sizes, facts.pads, facts.lhs_dilation):
             (drop_lo, lo), (drop_hi, hi) = crop(lo, dilation), crop(hi, dilation)
             if drop_lo + drop_hi >= size:  # every window sees padding only
-                rewriter.replace_anchor(zeros(rewriter, op))
+                rewriter.replace_anchor(zeros(rewriter, facts.out.shape, facts.out.dtype, "zeros"))
                 return
-            start[dim], limit[dim] = drop_lo, size - drop_hi
+            kept[dim] = (drop_lo, size - drop_hi)
             pads.append((lo, hi))
-        cropped = rewriter.create("slice", op.operands[0], suffix="crop", start_indices=tuple(start), limit_indices=tuple(limit))
+        cropped = slice_along(rewriter, op.operands[0], kept, "crop")
         # a correctness fix, not a lowering choice: the cropped conv keeps the op's `lowering` pin
         attrs = facts.with_attrs(op, padding=tuple(pads), lowering=view(op).lowering)
         conv = rewriter.create("conv", cropped, op.operands[1], suffix="conv", **attrs)
         rewriter.replace_anchor(conv)
 
 
-@dataclass(frozen=True)
-class CpuCropNegativePadding(Pass):
-    name = "cpu-crop-negative-padding"
-    summary = "negative conv pads become a slice of the input (XLA:CPU misreads them, openxla/xla#48713)"
-
-    def run(self, graph: Graph) -> bool:
-        return apply_patterns(graph, [CropNegativePadding()])
+CpuCropNegativePadding = pattern_pass(
+    CropNegativePadding, "negative conv pads become a slice of the input (XLA:CPU misreads them, openxla/xla#48713)")

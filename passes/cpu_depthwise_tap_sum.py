@@ -19,13 +19,12 @@ is `slice(x, tap, i)` broadcast over Cgo, times `w[tap, i, :]` broadcast over th
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
 
-from convc.conv_facts import WIDE_FLOATS, ConvFacts, pad, permutation_between, reshape, split_dim, sum_values, transpose
+from convc.builders import DimRange, pad_along, relayout, reshape, slice_along, split_dim, sum_values
+from convc.conv_facts import WIDE_FLOATS, ConvFacts
 from convc.conv_lowering import ConvLowering
-from convc.ir import Graph, Op, Value
-from convc.pass_manager import Pass
-from convc.rewrite import Rewriter, apply_patterns
+from convc.ir import Op, Value
+from convc.rewrite import Rewriter, pattern_pass
 
 
 def terms(facts: ConvFacts) -> int:
@@ -56,22 +55,26 @@ class _Layout:
 
     def work_shape(self) -> tuple[int, ...]:
         """The accumulator: the result in lhs layout, feature dim split into (G, Cgo) when split."""
-        f = self.facts
-        shape = list(f.lhs.shape)
-        for dim, size in zip(f.dn.lhs_spec[2:], f.out_spatial):
-            shape[dim] = size
-        shape[self.feature] = f.out_features
+        f, shape = self.facts, _result_in_lhs_layout(self.facts)
         groups = f.feature_groups
-        return split_dim(shape, self.feature, (groups, f.out_features // groups)) if self.split else tuple(shape)
+        return split_dim(shape, self.feature, (groups, f.out_features // groups)) if self.split else shape
 
 
+def _result_in_lhs_layout(facts: ConvFacts) -> tuple[int, ...]:
+    """The conv's result shape with its dims laid out as the lhs's."""
+    shape = list(facts.lhs.shape)
+    for dim, size in zip(facts.dn.lhs_spec[2:], facts.out_spatial):
+        shape[dim] = size
+    shape[facts.dn.lhs_spec[1]] = facts.out_features
+    return tuple(shape)
+
+
+@dataclass(frozen=True)
 class DepthwiseTapSum(ConvLowering):
     name = "cpu-depthwise-tap-sum"
     requires = (f"an f32/f64 feature-grouped conv without lhs dilation or a wider preferred_element_type, "
                 f"with at most {MAX_TERMS} terms (taps x input features per group)")
-
-    def __init__(self, max_terms: int):
-        self.max_terms = max_terms
+    max_terms: int = 100  # the cost model; a pinned conv may have up to MAX_TERMS
 
     @classmethod
     def legal(cls, facts: ConvFacts) -> bool:
@@ -95,31 +98,23 @@ class DepthwiseTapSum(ConvLowering):
                             self._weight_term(op.operands[1], tap, i, layout, rewriter), suffix="term")
             for tap in facts.taps() for i in range(per_group_in)]
         total = sum_values(rewriter, products, "sum")
-        merged_shape = list(facts.lhs.shape)
-        for dim, size in zip(facts.dn.lhs_spec[2:], facts.out_spatial):
-            merged_shape[dim] = size
-        merged_shape[layout.feature] = facts.out_features
-        result = reshape(rewriter, total, merged_shape, "merged")
-        rewriter.replace_anchor(transpose(rewriter, result, _lhs_to_out(facts), "layout"))
+        result = reshape(rewriter, total, _result_in_lhs_layout(facts), "merged")
+        rewriter.replace_anchor(relayout(rewriter, result, facts.dn.lhs_spec, facts.dn.out_spec, "layout"))
 
     @staticmethod
     def _padded_input(x: Value, facts: ConvFacts, rewriter: Rewriter) -> Value:
-        config = [(0, 0, 0)] * facts.lhs.rank
-        for dim, (lo, hi) in zip(facts.dn.lhs_spec[2:], facts.pads):
-            config[dim] = (lo, hi, 0)
-        return pad(rewriter, x, config, "padded")
+        return pad_along(rewriter, x, {dim: (lo, hi, 0) for dim, (lo, hi) in zip(facts.dn.lhs_spec[2:], facts.pads)}, "padded")
 
     @staticmethod
     def _input_term(x: Value, tap: tuple[int, ...], i: int, layout: _Layout, rewriter: Rewriter) -> Value:
         """The input window at `tap` (strided like the conv), input feature i of every group."""
         f = layout.facts
-        start, limit, strides = [0] * x.type.rank, list(x.type.shape), [1] * x.type.rank
-        for dim, k, out, stride, dilation in zip(layout.spatial_dims(), tap, f.out_spatial, f.strides, f.rhs_dilation):
-            start[dim], limit[dim], strides[dim] = k * dilation, k * dilation + (out - 1) * stride + 1, stride
+        ranges: dict[int, DimRange] = {
+            dim: (k * dilation, k * dilation + (out - 1) * stride + 1, stride)
+            for dim, k, out, stride, dilation in zip(layout.spatial_dims(), tap, f.out_spatial, f.strides, f.rhs_dilation)}
         if layout.split:
-            start[layout.feature + 1], limit[layout.feature + 1] = i, i + 1
-        window = rewriter.create("slice", x, suffix="window", start_indices=tuple(start), limit_indices=tuple(limit),
-                                 strides=tuple(strides))
+            ranges[layout.feature + 1] = (i, i + 1, 1)
+        window = slice_along(rewriter, x, ranges, "window")
         shape = layout.work_shape()
         if window.type.shape == shape:
             return window
@@ -130,11 +125,8 @@ class DepthwiseTapSum(ConvLowering):
     def _weight_term(w: Value, tap: tuple[int, ...], i: int, layout: _Layout, rewriter: Rewriter) -> Value:
         """w[tap, i, :] as a vector over output features, broadcast over the work shape."""
         f = layout.facts
-        start, limit = [0] * w.type.rank, list(w.type.shape)
-        for dim, k in zip(f.dn.rhs_spec[2:], tap):
-            start[dim], limit[dim] = k, k + 1
-        start[f.dn.rhs_spec[1]], limit[f.dn.rhs_spec[1]] = i, i + 1
-        column = rewriter.create("slice", w, suffix="weight", start_indices=tuple(start), limit_indices=tuple(limit))
+        at = {**{dim: (k, k + 1) for dim, k in zip(f.dn.rhs_spec[2:], tap)}, f.dn.rhs_spec[1]: (i, i + 1)}
+        column = slice_along(rewriter, w, at, "weight")
         groups = f.feature_groups
         vector_shape = (groups, f.out_features // groups) if layout.split else (f.out_features,)
         vector = reshape(rewriter, column, vector_shape, "vector")
@@ -142,20 +134,5 @@ class DepthwiseTapSum(ConvLowering):
         return rewriter.create("broadcast_in_dim", vector, suffix="scale", shape=layout.work_shape(), broadcast_dimensions=dims)
 
 
-def _lhs_to_out(facts: ConvFacts) -> list[int]:
-    """The permutation taking a result laid out like the lhs to the conv's out layout."""
-    by_role = [0] * facts.out.rank
-    for role, dim in enumerate(facts.dn.out_spec):
-        by_role[dim] = facts.dn.lhs_spec[role]
-    return permutation_between(list(range(facts.out.rank)), by_role)
-
-
-@dataclass(frozen=True)
-class CpuDepthwiseTapSum(Pass):
-    name = DepthwiseTapSum.name
-    summary = "depthwise / small-group convs become sums of shifted slices times per-channel weights"
-    pattern: ClassVar[type[ConvLowering]] = DepthwiseTapSum
-    max_terms: int = 100  # the cost model; a pinned conv may have up to MAX_TERMS
-
-    def run(self, graph: Graph) -> bool:
-        return apply_patterns(graph, [DepthwiseTapSum(self.max_terms)])
+CpuDepthwiseTapSum = pattern_pass(
+    DepthwiseTapSum, "depthwise / small-group convs become sums of shifted slices times per-channel weights")

@@ -21,15 +21,12 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import product
-from typing import ClassVar
 
-import numpy as np
-from convc.conv_facts import ConvFacts, reshape
+from convc.builders import leading, pad_along, reshape, slice_along, zeros
+from convc.conv_facts import ConvFacts
 from convc.conv_lowering import ConvLowering
-from convc.dtypes import numpy_dtype
-from convc.ir import Graph, Op, Value
-from convc.pass_manager import Pass
-from convc.rewrite import Rewriter, apply_patterns
+from convc.ir import Op, Value
+from convc.rewrite import Rewriter, pattern_pass
 
 
 @dataclass(frozen=True)
@@ -70,12 +67,11 @@ def worth_it(facts: ConvFacts) -> bool:
     return balanced or facts.feature_groups > 1 or facts.batch_groups > 1
 
 
+@dataclass(frozen=True)
 class TransposedConvPhases(ConvLowering):
     name = "cpu-transposed-conv-phases"
     requires = f"an lhs-dilated conv with stride 1, no rhs dilation and at most {MAX_PHASES} phases"
-
-    def __init__(self, unbalanced: bool):
-        self.unbalanced = unbalanced
+    unbalanced: bool = True  # also when XLA's own kernel applies and the phases get unequal taps (false: not)
 
     @classmethod
     def legal(cls, facts: ConvFacts) -> bool:
@@ -93,7 +89,9 @@ class TransposedConvPhases(ConvLowering):
         results = {}
         for combo in product(*(range(len(dim_phases)) for dim_phases in per_dim)):
             chosen = [dim_phases[p] for dim_phases, p in zip(per_dim, combo)]
-            results[combo] = self._padded_to(self._phase_conv(op, facts, chosen, rewriter), facts, chosen, longest, rewriter)
+            # shorter phases get zeros at the end, so all interleave to the same length
+            tail = {dim: (0, size - p.length, 0) for dim, p, size in zip(facts.dn.out_spec[2:], chosen, longest)}
+            results[combo] = pad_along(rewriter, self._phase_conv(op, facts, chosen, rewriter), tail, "phase_padded")
         rewriter.replace_anchor(self._interleave(results, facts, rewriter))
 
     @staticmethod
@@ -103,27 +101,14 @@ class TransposedConvPhases(ConvLowering):
             shape = list(facts.out.shape)
             for dim, p in zip(facts.dn.out_spec[2:], chosen):
                 shape[dim] = p.length
-            zero = rewriter.create("constant", suffix="zero", value=np.zeros((), numpy_dtype(facts.out.dtype)))
-            return rewriter.create("broadcast_in_dim", zero, suffix="empty_phase", shape=tuple(shape), broadcast_dimensions=())
+            return zeros(rewriter, shape, facts.out.dtype, "empty_phase")
         lhs, rhs = op.operands
         lhs = _crop(lhs, facts.dn.lhs_spec[2:], [(p.pad_lo, p.pad_hi) for p in chosen], rewriter)
-        start, limit, strides = [0] * facts.rhs.rank, list(facts.rhs.shape), [1] * facts.rhs.rank
-        for dim, p, dilation in zip(facts.dn.rhs_spec[2:], chosen, facts.lhs_dilation):
-            start[dim], limit[dim], strides[dim] = p.first_tap, p.first_tap + (p.taps - 1) * dilation + 1, dilation
-        taps = rewriter.create("slice", rhs, suffix="phase_taps", start_indices=tuple(start), limit_indices=tuple(limit),
-                               strides=tuple(strides))
+        taps = slice_along(rewriter, rhs, {dim: (p.first_tap, p.first_tap + (p.taps - 1) * dilation + 1, dilation)
+                                           for dim, p, dilation in zip(facts.dn.rhs_spec[2:], chosen, facts.lhs_dilation)},
+                           "phase_taps")
         attrs = facts.with_attrs(op, lhs_dilation=None, padding=tuple((max(p.pad_lo, 0), max(p.pad_hi, 0)) for p in chosen))
         return rewriter.create("conv", lhs, taps, suffix="phase", **attrs)
-
-    @staticmethod
-    def _padded_to(value: Value, facts: ConvFacts, chosen: Sequence[Phase], longest: Sequence[int], rewriter: Rewriter) -> Value:
-        """Shorter phases get zeros at the end, so all interleave to the same length."""
-        config = [(0, 0, 0)] * facts.out.rank
-        for dim, p, size in zip(facts.dn.out_spec[2:], chosen, longest):
-            config[dim] = (0, size - p.length, 0)
-        if all(row == (0, 0, 0) for row in config):
-            return value
-        return rewriter.create("pad", value, suffix="phase_padded", padding_config=tuple(config))
 
     @staticmethod
     def _interleave(results: dict[tuple[int, ...], Value], facts: ConvFacts, rewriter: Rewriter) -> Value:
@@ -137,10 +122,7 @@ class TransposedConvPhases(ConvLowering):
                     merged[key[:axis]] = _stack_after(parts, spatial_dims[axis], rewriter)
             results = merged
         (value,) = results.values()
-        if value.type.shape == facts.out.shape:
-            return value
-        return rewriter.create("slice", value, suffix="trimmed", start_indices=(0,) * facts.out.rank,
-                               limit_indices=facts.out.shape)
+        return leading(rewriter, value, facts.out.shape, "trimmed")
 
 
 def _stack_after(parts: Sequence[Value], dim: int, rewriter: Rewriter) -> Value:
@@ -157,18 +139,10 @@ def _crop(value: Value, dims: Sequence[int], pads: Sequence[tuple[int, int]], re
     """Apply the negative parts of `pads` as a slice (XLA CPU misreads negative conv pads)."""
     if all(lo >= 0 and hi >= 0 for lo, hi in pads):
         return value
-    start, limit = [0] * value.type.rank, list(value.type.shape)
-    for dim, (lo, hi) in zip(dims, pads):
-        start[dim], limit[dim] = max(0, -lo), limit[dim] - max(0, -hi)
-    return rewriter.create("slice", value, suffix="cropped", start_indices=tuple(start), limit_indices=tuple(limit))
+    shape = value.type.shape
+    return slice_along(rewriter, value, {dim: (max(0, -lo), shape[dim] - max(0, -hi)) for dim, (lo, hi) in zip(dims, pads)},
+                       "cropped")
 
 
-@dataclass(frozen=True)
-class CpuTransposedConvPhases(Pass):
-    name = TransposedConvPhases.name
-    summary = "lhs-dilated (transposed) convs become one stride-1 conv per output phase plus an interleave"
-    pattern: ClassVar[type[ConvLowering]] = TransposedConvPhases
-    unbalanced: bool = True  # also when XLA's own kernel applies and the phases get unequal taps (false: not)
-
-    def run(self, graph: Graph) -> bool:
-        return apply_patterns(graph, [TransposedConvPhases(self.unbalanced)])
+CpuTransposedConvPhases = pattern_pass(
+    TransposedConvPhases, "lhs-dilated (transposed) convs become one stride-1 conv per output phase plus an interleave")

@@ -7,19 +7,13 @@ result's dimension numbers put it straight into the forward kernel's layout
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from convc.ir import Graph
-from convc.pass_manager import Pass
-from convc.rewrite import apply_patterns
-
-from .lower_conv_transpose import LowerToPlan
+from convc.plan_lowering import LowerToPlan
+from convc.rewrite import pattern_pass
 
 
-@dataclass(frozen=True)
-class LowerConvBackpropFilter(Pass):
+class BackpropFilterToPlan(LowerToPlan):
+    kind = "conv_backprop_filter"
     name = "lower-conv-backprop-filter"
-    summary = "conv_backprop_filter becomes a batch-grouped conv of the input with out_grad"
 
-    def run(self, graph: Graph) -> bool:
-        return apply_patterns(graph, [LowerToPlan("conv_backprop_filter")])
+
+LowerConvBackpropFilter = pattern_pass(BackpropFilterToPlan, "conv_backprop_filter becomes a batch-grouped conv of the input with out_grad")

@@ -7,19 +7,13 @@ the batch dim (JAX's `_conv_general_dilated_transpose_lhs`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from convc.ir import Graph
-from convc.pass_manager import Pass
-from convc.rewrite import apply_patterns
-
-from .lower_conv_transpose import LowerToPlan
+from convc.plan_lowering import LowerToPlan
+from convc.rewrite import pattern_pass
 
 
-@dataclass(frozen=True)
-class LowerConvBackpropInput(Pass):
+class BackpropInputToPlan(LowerToPlan):
+    kind = "conv_backprop_input"
     name = "lower-conv-backprop-input"
-    summary = "conv_backprop_input becomes an lhs-dilated conv over the reversed, regrouped kernel"
 
-    def run(self, graph: Graph) -> bool:
-        return apply_patterns(graph, [LowerToPlan("conv_backprop_input")])
+
+LowerConvBackpropInput = pattern_pass(BackpropInputToPlan, "conv_backprop_input becomes an lhs-dilated conv over the reversed, regrouped kernel")

@@ -11,12 +11,13 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ..diagnostics import ConvcError, InternalError
-from ..dtypes import numpy_dtype
+from ..dtypes import is_float, numpy_dtype
 from ..ir import Graph, Op, TensorType, Value
 from ..literals import dense_literal, int_list, is_ssa_id, is_symbol_id, quote
 from ..memo import memoized
 from ..ops import ConvDimensionNumbers, view
 from ..ops.attr_kinds import format_dimension_numbers
+from ..ops.pool import pool_padding
 from . import sdy
 
 
@@ -250,6 +251,39 @@ def _stacked_reduce_sum(op: Op, ctx: EmitContext, result: str) -> None:
     row = TensorType((1, *summed.shape), scalar.dtype)
     rows = [ctx.emit(ctx.fresh(f"{result[1:]}_row"), f"stablehlo.reshape {sums}#{i} : ({summed}) -> {row}") for i in range(count)]
     ctx.emit(result, f"stablehlo.concatenate {', '.join(rows)}, dim = 0 : ({', '.join([str(row)] * count)}) -> {op.result.type}")
+
+
+@rule("max_pool")
+def _max_pool(op: Op, ctx: EmitContext, result: str) -> None:
+    """A `stablehlo.reduce_window` whose body is a max, from the lowest value of the type
+    (generic syntax: the pretty form has no room for the window attributes)."""
+    x, v = op.operands[0], view(op)
+    scalar = TensorType((), x.type.dtype)
+    lowest = _scalar_constant(ctx, _lowest(x.type.dtype), scalar.dtype, f"{result[1:]}_lowest")
+    acc, val, top = ctx.fresh("acc"), ctx.fresh("val"), ctx.fresh("max")  # the region shares the function's names
+    pads = pool_padding(v)
+    attrs = (f"window_dimensions = {_i64_array(v.window_dimensions)}, window_strides = {_i64_array(v.window_strides)}, "
+             f"base_dilations = {_i64_array(v.base_dilation)}, window_dilations = {_i64_array(v.window_dilation)}, "
+             f"padding = {_i64_rows(pads)}")
+    ctx.lines += [f'    {result} = "stablehlo.reduce_window"({ctx.use(x)}, {lowest}) ({{',
+                  f"      ^bb0({acc}: {scalar}, {val}: {scalar}):",
+                  f"        {top} = stablehlo.maximum {acc}, {val} : {scalar}",
+                  f"        stablehlo.return {top} : {scalar}",
+                  f"    }}) {{{attrs}}} : ({x.type}, {scalar}) -> {op.result.type}{ctx.loc}"]
+
+
+def _lowest(dtype: str) -> float:
+    """max's identity: -inf for a float type, the smallest value of an integer type."""
+    return float("-inf") if is_float(dtype) else int(np.iinfo(numpy_dtype(dtype)).min)
+
+
+def _i64_array(values: Sequence[int]) -> str:
+    return f"array<i64{': ' if values else ''}{', '.join(map(str, values))}>"
+
+
+def _i64_rows(rows: Sequence[tuple[int, int]]) -> str:
+    body = f"[{', '.join(int_list(row) for row in rows)}]" if rows else ""
+    return f"dense<{body}> : tensor<{len(rows)}x2xi64>"
 
 
 def _sharding_constraint(value: Value, ctx: EmitContext) -> None:

@@ -16,6 +16,7 @@ from ..diagnostics import ConvcError, Location
 from ..dtypes import DTYPES, canonical_dtype, from_numpy, is_float, numpy_dtype
 from ..ir import Graph, Op, TensorType, Value
 from ..ops import OPS, suggest
+from ..ops.base import KNOWN_OP
 from ..sharding import pin, read_mesh
 from ..verify import coerce_attrs, infer_type
 
@@ -291,7 +292,8 @@ class _ModelReader:
             loc = self.loc(f"/nodes/{index}", name)
             kind = _expect(_required(entry, "op", loc), str, "an op name", loc, "op")
             if kind not in OPS:
-                raise ConvcError(f"unknown op '{kind}'{suggest(kind, OPS)}", Location(self.file, loc.child("op").pointer, node=name))
+                raise ConvcError(f"unknown op '{kind}'{suggest(kind, OPS)}", Location(self.file, loc.child("op").pointer, node=name),
+                                 KNOWN_OP)
             producer[name] = index
         pending = [0] * len(nodes)
         consumers: dict[int, list[int]] = {i: [] for i in range(len(nodes))}

@@ -11,12 +11,13 @@ from .broadcast import BROADCAST_IN_DIM
 from .conv import CONV
 from .conv_grad import CONV_GRAD_OPS
 from .dot import DOT_GENERAL
+from .pool import MAX_POOL
 from .reduce import REDUCE_SUM, STACKED_REDUCE_SUM
 from .relu_grad import RELU_GRAD
 from .tensor import TENSOR_OPS
 
 OPS: dict[str, OpDef] = {op.name: op for op in (CONV, *CONV_GRAD_OPS, *TENSOR_OPS, DOT_GENERAL, BROADCAST_IN_DIM, REDUCE_SUM,
-                                                  STACKED_REDUCE_SUM, RELU_GRAD)}
+                                                  STACKED_REDUCE_SUM, MAX_POOL, RELU_GRAD)}
 
 
 def register(opdef: OpDef) -> OpDef:

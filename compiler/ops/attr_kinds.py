@@ -173,10 +173,7 @@ class PaddingKind(AttrKind):
                 raise VerifyError(f"{attr} must be one of {', '.join(PADDING_MODES)} or [[lo, hi], ...], got {shown(value)}",
                                   attr=attr)
             return value.upper()
-        try:
-            return check_rows(value, attr, 2)
-        except VerifyError as err:  # StableHLO C4: shape(padding) = [N - 2, 2]
-            raise VerifyError(err.message, "C4", attr=attr) from None
+        return check_rows(value, attr, 2)
 
     def print(self, value: Any) -> str:
         return quote(value) if isinstance(value, str) else i64_rows(value, 2)
@@ -197,7 +194,7 @@ class PrecisionKind(AttrKind):
         if isinstance(value, str):
             return one(value)
         if not isinstance(value, Sequence) or len(value) != 2:
-            raise VerifyError(f"{attr} must be a precision or a pair of them, got {shown(value)}", "C24", attr=attr)
+            raise VerifyError(f"{attr} must be a precision or a pair of them, got {shown(value)}", attr=attr)
         return (one(value[0]), one(value[1]))
 
     def print(self, value: Any) -> str:

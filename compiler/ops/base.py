@@ -30,6 +30,22 @@ from .attr_kinds import (
     shown,
 )
 
+# The ids of the rules every op shares (docs/diagnostics.md, "Every op"); an op's own rules
+# are namespaced by the op (`dot_general.C5`), except the conv family's (C1..C27, L, P, M, T, B, F).
+ATTR_KIND = "A1"  # an attribute's value has its declared kind
+ATTR_REQUIRED = "A2"  # a required attribute is given
+ATTR_KNOWN = "A3"  # the op declares the attribute
+OPERAND_COUNT = "A4"  # the op gets its declared number of operands
+RESULT_TYPE = "A5"  # a written result type is the inferred one
+SIZE_LIMIT = "A6"  # sizes stay within what MLIR, numpy and XLA can hold
+KNOWN_OP = "A7"  # the op kind is one convc declares
+
+
+def any_result_mismatch(written: TensorType, inferred: TensorType) -> str:
+    """The id a written result type that differs from the inferred one breaks (ops with no finer rule)."""
+    return RESULT_TYPE
+
+
 # A default that depends on the op's operand types (e.g. one stride per spatial dimension).
 DerivedDefault = Callable[[Sequence[TensorType]], Any]
 
@@ -56,6 +72,7 @@ class Attr:
     default: Any = None
     required: bool = False
     doc: str = ""
+    constraint: str = ATTR_KIND  # the id a value that is not of `kind` breaks (an op may name its own rule)
 
     def default_for(self, types: Sequence[TensorType]) -> Any:
         return self.default(types) if callable(self.default) else self.default
@@ -64,9 +81,12 @@ class Attr:
         """A raw value -> the typed value (None: absent)."""
         if value is None:
             if self.required:
-                raise VerifyError(f"attribute '{name}' is required", attr=name)
+                raise VerifyError(f"attribute '{name}' is required", ATTR_REQUIRED, attr=name)
             return None
-        return self.kind.check(value, name)
+        try:
+            return self.kind.check(value, name)
+        except VerifyError as err:
+            raise VerifyError(err.message, self.constraint, attr=name) from None
 
 
 def ones_per_spatial_dim(types: Sequence[TensorType]) -> tuple[int, ...]:
@@ -86,6 +106,7 @@ class OpDef:
     attrs: dict[str, Attr] = field(default_factory=dict)
     variadic: bool = False  # operands repeat (concatenate)
     doc: str = ""
+    result_constraint: Callable[[TensorType, TensorType], str] = any_result_mismatch  # (written, inferred) -> id
     vjp: VjpRule | None = None  # the gradient rule; None: convc.grad refuses a model that needs one
     view_class: type[OpView] = field(init=False, repr=False)  # an accessor per attribute, from `attrs`
 
@@ -165,20 +186,22 @@ def check_same_dtype(a: TensorType, b: TensorType, constraint: str | None = None
         raise VerifyError(f"element types differ: {a.dtype} and {b.dtype}", constraint, operand=1)
 
 
-def check_permutation(perm: Sequence[int], rank: int, attr: str) -> None:
+def check_permutation(perm: Sequence[int], rank: int, attr: str, constraint: str) -> None:
     if sorted(perm) != list(range(rank)):
-        raise VerifyError(f"{attr} {list(perm)} is not a permutation of 0..{rank - 1}", attr=attr)
+        raise VerifyError(f"{attr} {list(perm)} is not a permutation of 0..{rank - 1}", constraint, attr=attr)
 
 
-def check_axes(axes: Sequence[int], rank: int, attr: str) -> None:
+def check_axes(axes: Sequence[int], rank: int, attr: str, range_id: str, unique_id: str) -> None:
+    """Each axis is in [0, rank) (`range_id`) and named once (`unique_id`)."""
     for axis in axes:
         if not 0 <= axis < rank:
-            raise VerifyError(f"{attr} has dimension {axis} out of range for rank {rank}", attr=attr)
+            raise VerifyError(f"{attr} has dimension {axis} out of range for rank {rank}", range_id, attr=attr)
     if len(set(axes)) != len(axes):
-        raise VerifyError(f"{attr} {list(axes)} repeats a dimension", attr=attr)
+        raise VerifyError(f"{attr} {list(axes)} repeats a dimension", unique_id, attr=attr)
 
 
 __all__ = [
+    "ATTR_KIND", "ATTR_KNOWN", "ATTR_REQUIRED", "KNOWN_OP", "OPERAND_COUNT", "RESULT_TYPE", "SIZE_LIMIT", "any_result_mismatch",
     "BOOL", "DIMS", "DTYPE", "FLOAT", "INT", "INTS", "PADDING", "PADDING_MODES", "PRECISION", "PRECISIONS", "STR", "TENSOR",
     "Attr", "AttrKind", "ConvDimensionNumbers", "IntRowsKind", "OpDef", "OpFactory", "OpView", "StrKind", "VjpRule", "check_axes", "check_permutation",
     "check_rank", "check_same_dtype", "ones_per_dim", "ones_per_spatial_dim", "shown",

@@ -1,4 +1,5 @@
-"""`broadcast_in_dim`: `jax.lax.broadcast_in_dim`, with the StableHLO constraints C2..C5.
+"""`broadcast_in_dim`: `jax.lax.broadcast_in_dim`, with the StableHLO constraints C2..C5
+(`broadcast_in_dim.C2`, ...) and MLIR's rule that a shape is non-negative (`broadcast_in_dim.M1`).
 
 The CPU lowerings use it to spread per-channel weights over a feature map.
 """
@@ -15,15 +16,15 @@ from .base import INTS, Attr, OpDef, OpFactory, OpView, check_axes
 def infer_broadcast_in_dim(v: OpView) -> TensorType:
     x, shape, dims = v.operand(0), v.attr("shape"), v.attr("broadcast_dimensions")
     if any(size < 0 for size in shape):
-        raise VerifyError(f"shape must be non-negative, got {list(shape)}", attr="shape")
+        raise VerifyError(f"shape must be non-negative, got {list(shape)}", "broadcast_in_dim.M1", attr="shape")
     if len(dims) != x.rank:
-        raise VerifyError(f"broadcast_dimensions has {len(dims)} entries, expected {x.rank} (the operand's rank)", "C2",
+        raise VerifyError(f"broadcast_dimensions has {len(dims)} entries, expected {x.rank} (the operand's rank)", "broadcast_in_dim.C2",
                           attr="broadcast_dimensions")
-    check_axes(dims, len(shape), "broadcast_dimensions")  # C3, C4
+    check_axes(dims, len(shape), "broadcast_dimensions", "broadcast_in_dim.C3", "broadcast_in_dim.C4")
     for axis, (size, target) in enumerate(zip(x.shape, dims)):
         if size not in (1, shape[target]):
             raise VerifyError(f"operand dimension {axis} has size {size}, which cannot broadcast to size {shape[target]} "
-                              f"(result dimension {target})", "C5", attr="broadcast_dimensions")
+                              f"(result dimension {target})", "broadcast_in_dim.C5", attr="broadcast_dimensions")
     return TensorType(tuple(shape), x.dtype)
 
 

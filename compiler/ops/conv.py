@@ -14,6 +14,7 @@ from typing import Any
 
 from ..diagnostics import VerifyError
 from ..ir import TensorType, Value
+from ..lowering_pins import lowering_pins
 from ..memo import memoized
 from .base import (
     DIMS,
@@ -22,6 +23,7 @@ from .base import (
     INTS,
     PADDING,
     PRECISION,
+    SIZE_LIMIT,
     Attr,
     ConvDimensionNumbers,
     OpDef,
@@ -100,7 +102,7 @@ def window_attr(v: OpView, name: str, spatial_rank: int, size_id: str, positive_
     if any(x <= 0 for x in value):
         raise VerifyError(f"{name} must be positive, got {list(value)}", positive_id, attr=name)
     if any(x > MAX_WINDOW for x in value):
-        raise VerifyError(f"{name} must be at most {MAX_WINDOW}, got {list(value)}", attr=name)
+        raise VerifyError(f"{name} must be at most {MAX_WINDOW}, got {list(value)}", SIZE_LIMIT, attr=name)
     return tuple(value)
 
 
@@ -134,7 +136,7 @@ def explicit_padding(
     if len(padding) != len(in_spatial):
         raise VerifyError(f"padding has {len(padding)} [lo, hi] pairs, expected {len(in_spatial)} (one per spatial dimension)", "C4", attr="padding")
     if any(abs(p) > MAX_WINDOW for row in padding for p in row):
-        raise VerifyError(f"padding values must lie in [-{MAX_WINDOW}, {MAX_WINDOW}], got {[list(row) for row in padding]}", attr="padding")
+        raise VerifyError(f"padding values must lie in [-{MAX_WINDOW}, {MAX_WINDOW}], got {[list(row) for row in padding]}", SIZE_LIMIT, attr="padding")
     return tuple((int(lo), int(hi)) for lo, hi in padding)
 
 
@@ -259,32 +261,43 @@ def infer_conv(v: OpView) -> TensorType:
     return TensorType(assemble(dn.out_spec, batch // bgc, out_features, out_spatial), dtype)
 
 
-# What a conv's `lowering` may pin: XLA's own conv, or the cpu rewrite pass of that name
-# (convc.passes.CONV_LOWERINGS, which a test keeps equal to this list).
-LOWERINGS = ("xla", "cpu-batch-group-tap-reduce", "cpu-batch-group-to-feature-group", "cpu-transposed-conv-phases",
-             "cpu-conv3d-as-conv2d-sum", "cpu-conv-1x1-to-dot", "cpu-depthwise-tap-sum", "cpu-conv-eigen-path")
+def result_type_rule(written: TensorType, inferred: TensorType) -> str:
+    """The rule a written result type (convc IR text) that differs from the inferred one
+    breaks: C26 its rank, C25 its shape, else C27 its element type."""
+    if written.rank != inferred.rank:
+        return "C26"
+    return "C25" if written.shape != inferred.shape else "C27"
 
 
+# What a conv's `lowering` may pin: XLA's own conv, or a conv rewrite registered by name
+# (the cpu-* passes register theirs; convc.lowering_pins).
 def check_lowering(lowering: str | None) -> None:
-    if lowering is not None and lowering not in LOWERINGS:
-        raise VerifyError(f"lowering must be one of {', '.join(LOWERINGS)}, got {shown(lowering)}", "P1", attr="lowering")
+    if lowering is not None and lowering not in (pins := lowering_pins()):
+        raise VerifyError(f"lowering must be one of {', '.join(pins)}, got {shown(lowering)}", "P1", attr="lowering")
+
+
+class LoweringPinKind(StrKind):
+    """A `lowering` pin: its schema enum is the pins registered when the schema is written."""
+
+    def schema(self) -> dict[str, Any]:
+        return {"enum": list(lowering_pins())}
 
 
 CONV_ATTRS: dict[str, Attr] = {
     "window_strides": Attr(INTS, ones_per_spatial_dim, doc="inter-window strides; default all 1"),
-    "padding": Attr(PADDING, "VALID", doc='"SAME", "SAME_LOWER", "VALID" or [[lo, hi], ...]'),
+    "padding": Attr(PADDING, "VALID", doc='"SAME", "SAME_LOWER", "VALID" or [[lo, hi], ...]', constraint="C4"),
     "lhs_dilation": Attr(INTS, ones_per_spatial_dim, doc="input (base) dilation; default all 1"),
     "rhs_dilation": Attr(INTS, ones_per_spatial_dim, doc="kernel (window) dilation; default all 1"),
     "dimension_numbers": Attr(DIMS, lambda types: default_layouts(types[0].rank), doc="[lhs, rhs, out] layouts; default NC.../OI.../NC..."),
     "feature_group_count": Attr(INT, 1),
     "batch_group_count": Attr(INT, 1),
-    "precision": Attr(PRECISION, doc='"DEFAULT" | "HIGH" | "HIGHEST" or a pair'),
+    "precision": Attr(PRECISION, doc='"DEFAULT" | "HIGH" | "HIGHEST" or a pair', constraint="C24"),
     "preferred_element_type": Attr(DTYPE, doc="result/accumulation element type"),
 }
 
 # Only the forward conv takes a pin: the gradient and transposed ops share CONV_ATTRS, and
 # their lowered convs are what autotune-conv-lowering pins.
-LOWERING_ATTR = Attr(StrKind(LOWERINGS),
+LOWERING_ATTR = Attr(LoweringPinKind(),
                      doc='which lowering the cpu target uses: "xla" (XLA\'s own conv) or a cpu-* rewrite pass; default: its cost model')
 
 # --- gradient rule ----------------------------------------------------------------------
@@ -336,5 +349,6 @@ CONV = OpDef(
     infer_conv,
     {**CONV_ATTRS, "lowering": LOWERING_ATTR},
     doc="jax.lax.conv_general_dilated; emitted as stablehlo.convolution",
+    result_constraint=result_type_rule,
     vjp=conv_vjp,
 )

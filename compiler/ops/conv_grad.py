@@ -437,7 +437,7 @@ def plan_vjp(b: OpFactory, v: OpView, operands: Sequence[Value], g: Value) -> tu
 
 CONV_TRANSPOSE_ATTRS: dict[str, Attr] = {
     "strides": Attr(INTS, ones_per_spatial_dim, doc="fractional strides (the lhs dilation of the lowered conv); default all 1"),
-    "padding": Attr(PADDING, "VALID", doc='"SAME", "VALID" (as the forward conv) or [[lo, hi], ...] of the lowered conv'),
+    "padding": Attr(PADDING, "VALID", doc='"SAME", "VALID" (as the forward conv) or [[lo, hi], ...] of the lowered conv', constraint="C4"),
     "rhs_dilation": CONV_ATTRS["rhs_dilation"],
     "dimension_numbers": Attr(CONV_ATTRS["dimension_numbers"].kind, lambda types: transpose_default_layouts(types[0].rank), doc="[lhs, rhs, out] layouts; default NHC/HIO/NHC, NHWC/HWIO/NHWC, ..."),
     "transpose_kernel": Attr(BOOL, False, doc="reverse the kernel's spatial dims and swap its I/O roles (Keras Conv2DTranspose)"),

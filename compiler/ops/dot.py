@@ -1,8 +1,8 @@
 """`dot_general`: `jax.lax.dot_general` with the StableHLO `dot_general` constraints.
 
 lax's nested `dimension_numbers = ((lhs_contract, rhs_contract), (lhs_batch, rhs_batch))`
-is split into four typed attributes. Constraint ids C1..C13 are the StableHLO spec's
-(non-quantized). The result is batch dims, then lhs free dims, then rhs free dims.
+is split into four typed attributes. Constraint ids are the StableHLO spec's C1..C13
+(non-quantized), namespaced by the op: `dot_general.C5`. The result is batch dims, then lhs free dims, then rhs free dims.
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from .base import DTYPE, INTS, PRECISION, Attr, OpDef, OpFactory, OpView, check_
 
 _DIM_ATTRS = (
     # attribute, which operand, range constraint
-    ("lhs_batching_dimensions", 0, "C5"),
-    ("lhs_contracting_dimensions", 0, "C6"),
-    ("rhs_batching_dimensions", 1, "C7"),
-    ("rhs_contracting_dimensions", 1, "C8"),
+    ("lhs_batching_dimensions", 0, "dot_general.C5"),
+    ("lhs_contracting_dimensions", 0, "dot_general.C6"),
+    ("rhs_batching_dimensions", 1, "dot_general.C7"),
+    ("rhs_contracting_dimensions", 1, "dot_general.C8"),
 )
 
 
@@ -56,18 +56,18 @@ def infer_dot_general(v: OpView) -> TensorType:
     lhs_batch, rhs_batch = v.attr("lhs_batching_dimensions"), v.attr("rhs_batching_dimensions")
     lhs_contract, rhs_contract = v.attr("lhs_contracting_dimensions"), v.attr("rhs_contracting_dimensions")
     if len(lhs_batch) != len(rhs_batch):
-        raise VerifyError(f"lhs has {len(lhs_batch)} batching dimensions but rhs has {len(rhs_batch)}", "C1",
+        raise VerifyError(f"lhs has {len(lhs_batch)} batching dimensions but rhs has {len(rhs_batch)}", "dot_general.C1",
                           attr="rhs_batching_dimensions")
     if len(lhs_contract) != len(rhs_contract):
-        raise VerifyError(f"lhs has {len(lhs_contract)} contracting dimensions but rhs has {len(rhs_contract)}", "C2",
+        raise VerifyError(f"lhs has {len(lhs_contract)} contracting dimensions but rhs has {len(rhs_contract)}", "dot_general.C2",
                           attr="rhs_contracting_dimensions")
-    _check_unique(lhs_batch + lhs_contract, "lhs", "C3")
-    _check_unique(rhs_batch + rhs_contract, "rhs", "C4")
+    _check_unique(lhs_batch + lhs_contract, "lhs", "dot_general.C3")
+    _check_unique(rhs_batch + rhs_contract, "rhs", "dot_general.C4")
     for attr, operand, constraint in _DIM_ATTRS:
         _check_in_range(v, attr, operand, constraint)
-    _check_sizes_agree(v, "batching", "C9")
-    _check_sizes_agree(v, "contracting", "C10")
-    check_same_dtype(lhs, rhs, "C13")
+    _check_sizes_agree(v, "batching", "dot_general.C9")
+    _check_sizes_agree(v, "contracting", "dot_general.C10")
+    check_same_dtype(lhs, rhs, "dot_general.C13")
     shape = ([lhs.shape[d] for d in lhs_batch]
              + [lhs.shape[d] for d in free_dims(lhs.rank, lhs_batch, lhs_contract)]
              + [rhs.shape[d] for d in free_dims(rhs.rank, rhs_batch, rhs_contract)])
@@ -120,7 +120,7 @@ DOT_GENERAL = OpDef(
         "rhs_batching_dimensions": Attr(INTS, ()),
         "lhs_contracting_dimensions": Attr(INTS, (), doc="lhs dims summed against rhs_contracting_dimensions"),
         "rhs_contracting_dimensions": Attr(INTS, ()),
-        "precision": Attr(PRECISION, doc='"DEFAULT" | "HIGH" | "HIGHEST" or a pair'),
+        "precision": Attr(PRECISION, doc='"DEFAULT" | "HIGH" | "HIGHEST" or a pair', constraint="dot_general.C11"),
         "preferred_element_type": Attr(DTYPE, doc="result/accumulation element type"),
     },
     doc="jax.lax.dot_general; emitted as stablehlo.dot_general",

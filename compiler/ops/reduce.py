@@ -1,5 +1,5 @@
 """`reduce_sum`: `jax.lax.reduce_sum` (a `stablehlo.reduce` with an add body), with the
-StableHLO `reduce` constraints C4/C5 on `axes`; and `stacked_reduce_sum`, the same over
+StableHLO `reduce` constraints C4/C5 on `axes` (`reduce_sum.C4`, `reduce_sum.C5`); and `stacked_reduce_sum`, the same over
 several same-typed inputs at once (one variadic `stablehlo.reduce`).
 
 The CPU lowering of depthwise weight gradients sums tap products with them: XLA runs a
@@ -18,7 +18,7 @@ from .base import INTS, Attr, OpDef, OpFactory, OpView, check_axes
 
 def infer_reduce_sum(v: OpView) -> TensorType:
     x, axes = v.operand(0), v.attr("axes")
-    check_axes(axes, x.rank, "axes")
+    check_axes(axes, x.rank, "axes", f"{v.opdef.name}.C4", f"{v.opdef.name}.C5")
     return TensorType(tuple(size for dim, size in enumerate(x.shape) if dim not in axes), x.dtype)
 
 
@@ -43,7 +43,8 @@ def infer_stacked_reduce_sum(v: OpView) -> TensorType:
     first = v.operand(0)
     for index, t in enumerate(v.types):
         if t != first:
-            raise VerifyError(f"operand {index} of type {t} does not match operand 0 of type {first}", operand=index)
+            raise VerifyError(f"operand {index} of type {t} does not match operand 0 of type {first}", "stacked_reduce_sum.C1",
+                              operand=index)
     summed = infer_reduce_sum(v)
     return TensorType((len(v.types), *summed.shape), first.dtype)
 

@@ -16,9 +16,9 @@ from .base import OpDef, OpFactory, OpView
 def infer_relu_grad(v: OpView) -> TensorType:
     out_grad, x = v.operand(0), v.operand(1)
     if out_grad != x:
-        raise VerifyError(f"out_grad type {out_grad} differs from x type {x}", operand=1)
+        raise VerifyError(f"out_grad type {out_grad} differs from x type {x}", "relu_grad.C1", operand=1)
     if not is_float(x.dtype):
-        raise VerifyError(f"relu_grad needs floating operands, got {x.dtype}", operand=0)
+        raise VerifyError(f"relu_grad needs floating operands, got {x.dtype}", "relu_grad.C2", operand=0)
     return x
 
 

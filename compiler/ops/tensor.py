@@ -1,5 +1,8 @@
 """The plain tensor ops conv networks need between convs, and that rewrites produce.
 
+Constraint ids are those of the StableHLO op each one emits, namespaced by the op
+(`slice.C3`); `bias_add` (no StableHLO op of its own) and `constant` number convc's rules.
+
 Attribute names follow jax.lax (`new_sizes`, `permutation`, `dimensions`,
 `padding_config`, `start_indices`/`limit_indices`/`strides`, `dimension`, `new_dtype`).
 """
@@ -34,7 +37,7 @@ def _same_types(v: OpView) -> TensorType:
     first = v.operand(0)
     for index, other in enumerate(v.types[1:], start=1):
         if other != first:
-            raise VerifyError(f"operand types differ: {first} and {other}", operand=index)
+            raise VerifyError(f"operand types differ: {first} and {other}", f"{v.opdef.name}.C1", operand=index)
     return first
 
 
@@ -46,58 +49,61 @@ def _constant(v: OpView) -> TensorType:
     value = v.attr("value")
     dtype = from_numpy(value.dtype)
     if dtype is None:
-        raise VerifyError(f"constant has unsupported element type {value.dtype}", attr="value")
+        raise VerifyError(f"constant has unsupported element type {value.dtype}", "constant.C1", attr="value")
     return TensorType(tuple(int(d) for d in value.shape), dtype)
 
 
-def _normalize_axis(axis: int, rank: int, attr: str) -> int:
+def _normalize_axis(axis: int, rank: int, attr: str, constraint: str) -> int:
     if not -rank <= axis < rank:
-        raise VerifyError(f"{attr} {axis} is out of range for rank {rank}", attr=attr)
+        raise VerifyError(f"{attr} {axis} is out of range for rank {rank}", constraint, attr=attr)
     return axis % rank
 
 
 def _bias_add(v: OpView) -> TensorType:
     x, bias = v.operand(0), v.operand(1)
-    axis = _normalize_axis(v.attr("axis"), x.rank, "axis")
+    axis = _normalize_axis(v.attr("axis"), x.rank, "axis", "bias_add.C1")
     if bias.rank != 1 or bias.shape[0] != x.shape[axis]:
-        raise VerifyError(f"bias must have shape [{x.shape[axis]}] (dimension {axis} of {x}), got {bias}", operand=1)
+        raise VerifyError(f"bias must have shape [{x.shape[axis]}] (dimension {axis} of {x}), got {bias}", "bias_add.C2", operand=1)
     if bias.dtype != x.dtype:
-        raise VerifyError(f"bias element type {bias.dtype} differs from input element type {x.dtype}", operand=1)
+        raise VerifyError(f"bias element type {bias.dtype} differs from input element type {x.dtype}", "bias_add.C3", operand=1)
     return x
 
 
 def _reshape(v: OpView) -> TensorType:
     x, sizes = v.operand(0), v.attr("new_sizes")
     if any(d < 0 for d in sizes):
-        raise VerifyError(f"new_sizes must be non-negative, got {list(sizes)}", attr="new_sizes")
+        raise VerifyError(f"new_sizes must be non-negative, got {list(sizes)}", "reshape.M1", attr="new_sizes")
     if int(np.prod(sizes, dtype=object)) != x.num_elements():
-        raise VerifyError(f"cannot reshape {x} ({x.num_elements()} elements) to {list(sizes)}", attr="new_sizes")
+        raise VerifyError(f"cannot reshape {x} ({x.num_elements()} elements) to {list(sizes)}", "reshape.C2", attr="new_sizes")
     return TensorType(tuple(sizes), x.dtype)
 
 
 def _transpose(v: OpView) -> TensorType:
     x, perm = v.operand(0), v.attr("permutation")
-    check_permutation(perm, x.rank, "permutation")
+    check_permutation(perm, x.rank, "permutation", "transpose.C2")
     return TensorType(tuple(x.shape[d] for d in perm), x.dtype)
 
 
 def _reverse(v: OpView) -> TensorType:
     x = v.operand(0)
-    check_axes(v.attr("dimensions"), x.rank, "dimensions")
+    check_axes(v.attr("dimensions"), x.rank, "dimensions", "reverse.C3", "reverse.C2")
     return x
 
 
 def _pad(v: OpView) -> TensorType:
     x, config = v.operand(0), v.attr("padding_config")
     if len(config) != x.rank:
-        raise VerifyError(f"padding_config has {len(config)} rows, expected {x.rank} (one per dimension)", attr="padding_config")
+        raise VerifyError(f"padding_config has {len(config)} rows, expected {x.rank} (one per dimension)", "pad.C2",
+                          attr="padding_config")
     shape = []
     for dim, (size, (lo, hi, interior)) in enumerate(zip(x.shape, config)):
         if interior < 0:
-            raise VerifyError(f"interior padding must be non-negative, got {interior} for dimension {dim}", attr="padding_config")
+            raise VerifyError(f"interior padding must be non-negative, got {interior} for dimension {dim}", "pad.C3",
+                              attr="padding_config")
         padded = lo + hi + size + max(size - 1, 0) * interior
         if padded < 0:
-            raise VerifyError(f"padding {[lo, hi, interior]} makes dimension {dim} (size {size}) negative", attr="padding_config")
+            raise VerifyError(f"padding {[lo, hi, interior]} makes dimension {dim} (size {size}) negative", "pad.C4",
+                              attr="padding_config")
         shape.append(padded)
     return TensorType(tuple(shape), x.dtype)
 
@@ -107,13 +113,13 @@ def _slice(v: OpView) -> TensorType:
     strides = v.attr("strides")  # only an absent attribute defaults: `[]` is a wrong length, as lax.slice says
     for name, values in (("start_indices", start), ("limit_indices", limit), ("strides", strides)):
         if len(values) != x.rank:
-            raise VerifyError(f"{name} has {len(values)} entries, expected {x.rank}", attr=name)
+            raise VerifyError(f"{name} has {len(values)} entries, expected {x.rank}", "slice.C2", attr=name)
     shape = []
     for dim, (size, lo, hi, step) in enumerate(zip(x.shape, start, limit, strides)):
         if step <= 0:
-            raise VerifyError(f"strides must be positive, got {list(strides)}", attr="strides")
+            raise VerifyError(f"strides must be positive, got {list(strides)}", "slice.C4", attr="strides")
         if not 0 <= lo <= hi <= size:
-            raise VerifyError(f"slice [{lo}, {hi}) is out of bounds for dimension {dim} of size {size}", attr="limit_indices")
+            raise VerifyError(f"slice [{lo}, {hi}) is out of bounds for dimension {dim} of size {size}", "slice.C3", attr="limit_indices")
         shape.append(-(-(hi - lo) // step))
     return TensorType(tuple(shape), x.dtype)
 
@@ -122,12 +128,15 @@ def _concatenate(v: OpView) -> TensorType:
     first = v.operand(0)
     dim = v.attr("dimension")
     if not 0 <= dim < first.rank:
-        raise VerifyError(f"dimension {dim} is out of range for rank {first.rank}", attr="dimension")
+        raise VerifyError(f"dimension {dim} is out of range for rank {first.rank}", "concatenate.C4",
+                          attr="dimension")
     total = 0
     for index, t in enumerate(v.types):
         others = [s for d, s in enumerate(t.shape) if d != dim]
         if t.rank != first.rank or t.dtype != first.dtype or others != [s for d, s in enumerate(first.shape) if d != dim]:
-            raise VerifyError(f"operand {index} of type {t} does not match {first} outside dimension {dim}", operand=index)
+            constraint = "concatenate.C1" if t.dtype != first.dtype else "concatenate.C2"
+            raise VerifyError(f"operand {index} of type {t} does not match {first} outside dimension {dim}", constraint,
+                              operand=index)
         total += t.shape[dim]
     return TensorType(first.shape[:dim] + (total,) + first.shape[dim + 1:], first.dtype)
 

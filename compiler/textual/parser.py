@@ -16,8 +16,9 @@ from ..dtypes import canonical_dtype, numpy_dtype
 from ..ir import Graph, Op, TensorType, Value
 from ..ops import OPS, suggest
 from ..ops.attr_kinds import parse_dimension_numbers
+from ..ops.base import KNOWN_OP
 from ..sharding import MESH_SYMBOL, Mesh, ShardingSpec, parse_sdy_mesh, parse_sdy_sharding, verify_shardings
-from ..verify import coerce_attrs, infer_type
+from ..verify import check_result_type, coerce_attrs, infer_type
 
 _TOKEN = re.compile(
     r"""
@@ -293,7 +294,7 @@ class _Parser:
         full = _unquote(kind_tok.text)
         kind = full.removeprefix("convc.")
         if not full.startswith("convc.") or kind not in OPS:
-            raise self.error(f"unknown op '{full}'{suggest(kind, OPS)}", kind_tok)
+            raise ConvcError(f"unknown op '{full}'{suggest(kind, OPS)}", self.loc(kind_tok), KNOWN_OP)
         self.expect("(")
         operands: list[Value] = []
         while not self.accept(")"):
@@ -314,8 +315,7 @@ class _Parser:
         loc = Location(file=self.file, line=result_tok.line, col=result_tok.col, node=name, op=kind)
         attrs = coerce_attrs(kind, _by_kind(kind, raw), loc)
         inferred = infer_type(kind, operand_types, attrs, loc)
-        if inferred != result_type:
-            raise ConvcError(f"result type {result_type} does not match the inferred type {inferred}", loc)
+        check_result_type(kind, result_type, inferred, loc)
         op = Op(kind, operands, attrs, name, result_type, loc)
         op.result.sharding = sharding
         self.define(result_tok, op.result)

@@ -1,4 +1,4 @@
-// RUN: not convc-opt %s --default-pipeline cpu --split-input-file 2>&1 | filecheck %s
+// RUN: convc-opt %s --default-pipeline cpu --split-input-file --verify-diagnostics
 // RUN: %exit-status convc-opt %s --default-pipeline cpu --split-input-file | filecheck %s --check-prefix=STATUS
 
 // A conv's `lowering` pin, wrong: each case is one located line, the whole file exits 1.
@@ -8,9 +8,9 @@
 // STATUS-NEXT: {{^}}exit status: 1, output lines: 5{{$}}
 
 // P1: the pin names "xla" or a cpu rewrite pass.
-// CHECK: {{^}}{{.*}}verify-conv-lowering.mlir:[[# @LINE + 3]]:5: error: 'c' (conv): lowering must be one of xla, cpu-batch-group-tap-reduce, cpu-batch-group-to-feature-group, cpu-transposed-conv-phases, cpu-conv3d-as-conv2d-sum, cpu-conv-1x1-to-dot, cpu-depthwise-tap-sum, cpu-conv-eigen-path, got 'cpu-winograd' [P1]{{$}}
 module @p1_unknown {
   func.func @main(%x: tensor<1x4x4x2xf32>, %w: tensor<1x1x2x2xf32>) -> tensor<1x4x4x2xf32> {
+    // expected-error@+1 {{'c' (conv): lowering must be one of xla, cpu-batch-group-tap-reduce, cpu-batch-group-to-feature-group, cpu-transposed-conv-phases, cpu-conv3d-as-conv2d-sum, cpu-conv-1x1-to-dot, cpu-depthwise-tap-sum, cpu-conv-eigen-path, got 'cpu-winograd' [P1]}}
     %c = "convc.conv"(%x, %w) {dimension_numbers = #convc.dims<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>, lowering = "cpu-winograd"} : (tensor<1x4x4x2xf32>, tensor<1x1x2x2xf32>) -> tensor<1x4x4x2xf32>
     func.return %c : tensor<1x4x4x2xf32>
   }
@@ -18,10 +18,10 @@ module @p1_unknown {
 
 // -----
 
-// A pin is a string (an attribute kind error, no id).
-// CHECK: {{^}}{{.*}}verify-conv-lowering.mlir:[[# @LINE + 3]]:5: error: 'c' (conv): lowering must be a string, got 1{{$}}
+// A pin is a string (an attribute kind error, A1).
 module @not_a_string {
   func.func @main(%x: tensor<1x4x4x2xf32>, %w: tensor<1x1x2x2xf32>) -> tensor<1x4x4x2xf32> {
+    // expected-error@+1 {{'c' (conv): lowering must be a string, got 1 [A1]}}
     %c = "convc.conv"(%x, %w) {lowering = 1 : i64} : (tensor<1x4x4x2xf32>, tensor<1x1x2x2xf32>) -> tensor<1x4x4x2xf32>
     func.return %c : tensor<1x4x4x2xf32>
   }
@@ -30,9 +30,9 @@ module @not_a_string {
 // -----
 
 // P2: the pinned rewrite cannot compute this conv (a 3x3 kernel is no 1x1).
-// CHECK: {{^}}{{.*}}verify-conv-lowering.mlir:[[# @LINE + 3]]:5: error: 'c' (conv): lowering "cpu-conv-1x1-to-dot" cannot compute this conv exactly: it needs an ungrouped conv with a kernel of 1 in every spatial dim, no padding and no lhs dilation [P2]{{$}}
 module @p2_not_1x1 {
   func.func @main(%x: tensor<1x4x4x2xf32>, %w: tensor<3x3x2x2xf32>) -> tensor<1x2x2x2xf32> {
+    // expected-error@+1 {{'c' (conv): lowering "cpu-conv-1x1-to-dot" cannot compute this conv exactly: it needs an ungrouped conv with a kernel of 1 in every spatial dim, no padding and no lhs dilation [P2]}}
     %c = "convc.conv"(%x, %w) {dimension_numbers = ["NHWC", "HWIO", "NHWC"], lowering = "cpu-conv-1x1-to-dot"} : (tensor<1x4x4x2xf32>, tensor<3x3x2x2xf32>) -> tensor<1x2x2x2xf32>
     func.return %c : tensor<1x2x2x2xf32>
   }
@@ -41,9 +41,9 @@ module @p2_not_1x1 {
 // -----
 
 // P2: an f16 tap sum would accumulate in f16, less precisely than XLA's conv.
-// CHECK: {{^}}{{.*}}verify-conv-lowering.mlir:[[# @LINE + 3]]:5: error: 'c' (conv): lowering "cpu-depthwise-tap-sum" cannot compute this conv exactly: it needs an f32/f64 feature-grouped conv {{.*}} [P2]{{$}}
 module @p2_half_tap_sum {
   func.func @main(%x: tensor<1x4x4x2xf16>, %w: tensor<3x3x1x2xf16>) -> tensor<1x2x2x2xf16> {
+    // expected-error@+1 {{'c' (conv): lowering "cpu-depthwise-tap-sum" cannot compute this conv exactly: it needs an f32/f64 feature-grouped conv {{.*}} [P2]}}
     %c = "convc.conv"(%x, %w) {dimension_numbers = ["NHWC", "HWIO", "NHWC"], feature_group_count = 2 : i64, lowering = "cpu-depthwise-tap-sum"} : (tensor<1x4x4x2xf16>, tensor<3x3x1x2xf16>) -> tensor<1x2x2x2xf16>
     func.return %c : tensor<1x2x2x2xf16>
   }
@@ -52,9 +52,9 @@ module @p2_half_tap_sum {
 // -----
 
 // P2: a conv without batch groups has nothing to regroup.
-// CHECK: {{^}}{{.*}}verify-conv-lowering.mlir:[[# @LINE + 3]]:5: error: 'c' (conv): lowering "cpu-batch-group-to-feature-group" cannot compute this conv exactly: it needs a batch-grouped conv (batch_group_count > 1) [P2]{{$}}
 module @p2_no_batch_groups {
   func.func @main(%x: tensor<1x4x4x2xf32>, %w: tensor<3x3x2x2xf32>) -> tensor<1x2x2x2xf32> {
+    // expected-error@+1 {{'c' (conv): lowering "cpu-batch-group-to-feature-group" cannot compute this conv exactly: it needs a batch-grouped conv (batch_group_count > 1) [P2]}}
     %c = "convc.conv"(%x, %w) {dimension_numbers = ["NHWC", "HWIO", "NHWC"], lowering = "cpu-batch-group-to-feature-group"} : (tensor<1x4x4x2xf32>, tensor<3x3x2x2xf32>) -> tensor<1x2x2x2xf32>
     func.return %c : tensor<1x2x2x2xf32>
   }

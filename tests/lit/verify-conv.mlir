@@ -1,4 +1,4 @@
-// RUN: not convc-opt %s --split-input-file 2>&1 | filecheck %s
+// RUN: convc-opt %s --split-input-file --verify-diagnostics
 // RUN: %exit-status convc-opt %s --split-input-file | filecheck %s --check-prefix=STATUS
 
 // One case per conv diagnostic. Each breaks one rule and is reported as one line,
@@ -19,9 +19,9 @@
 // ===== StableHLO convolution constraints, lax and MLIR verifier rules =====
 
 // C1: lhs and rhs must have the same rank.
-// CHECK: {{^}}{{.*}}verify-conv.mlir:[[# @LINE + 3]]:5: error: 'c' (conv): lhs rank 4 and rhs rank 3 differ [C1]{{$}}
 module @c1_rank_mismatch {
   func.func @main(%x: tensor<2x4x8x8xf32>, %w: tensor<6x4x3xf32>) -> tensor<2x6x6x6xf32> {
+    // expected-error@+1 {{'c' (conv): lhs rank 4 and rhs rank 3 differ [C1]}}
     %c = "convc.conv"(%x, %w) : (tensor<2x4x8x8xf32>, tensor<6x4x3xf32>) -> tensor<2x6x6x6xf32>
     func.return %c : tensor<2x6x6x6xf32>
   }
@@ -30,9 +30,9 @@ module @c1_rank_mismatch {
 // -----
 
 // C1: a conv needs at least a batch and a feature dimension.
-// CHECK: {{^}}{{.*}}verify-conv.mlir:[[# @LINE + 3]]:5: error: 'c' (conv): operands must have rank at least 2, got 1 [C1]{{$}}
 module @c1_rank_too_small {
   func.func @main(%x: tensor<4xf32>, %w: tensor<4xf32>) -> tensor<4xf32> {
+    // expected-error@+1 {{'c' (conv): operands must have rank at least 2, got 1 [C1]}}
     %c = "convc.conv"(%x, %w) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
     func.return %c : tensor<4xf32>
   }
@@ -41,9 +41,9 @@ module @c1_rank_too_small {
 // -----
 
 // C2: one window stride per spatial dimension.
-// CHECK: {{^}}{{.*}}verify-conv.mlir:[[# @LINE + 3]]:5: error: 'c' (conv): window_strides has 1 entries, expected 2 (one per spatial dimension) [C2]{{$}}
 module @c2_strides_size {
   func.func @main(%x: tensor<2x4x8x8xf32>, %w: tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32> {
+    // expected-error@+1 {{'c' (conv): window_strides has 1 entries, expected 2 (one per spatial dimension) [C2]}}
     %c = "convc.conv"(%x, %w) {window_strides = array<i64: 2>} : (tensor<2x4x8x8xf32>, tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32>
     func.return %c : tensor<2x6x6x6xf32>
   }
@@ -52,9 +52,9 @@ module @c2_strides_size {
 // -----
 
 // C3: window strides are positive.
-// CHECK: {{^}}{{.*}}verify-conv.mlir:[[# @LINE + 3]]:5: error: 'c' (conv): window_strides must be positive, got [0, 1] [C3]{{$}}
 module @c3_strides_positive {
   func.func @main(%x: tensor<2x4x8x8xf32>, %w: tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32> {
+    // expected-error@+1 {{'c' (conv): window_strides must be positive, got [0, 1] [C3]}}
     %c = "convc.conv"(%x, %w) {window_strides = array<i64: 0, 1>} : (tensor<2x4x8x8xf32>, tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32>
     func.return %c : tensor<2x6x6x6xf32>
   }
@@ -63,9 +63,9 @@ module @c3_strides_positive {
 // -----
 
 // C4: one [lo, hi] padding row per spatial dimension.
-// CHECK: {{^}}{{.*}}verify-conv.mlir:[[# @LINE + 3]]:5: error: 'c' (conv): padding has 1 [lo, hi] pairs, expected 2 (one per spatial dimension) [C4]{{$}}
 module @c4_padding_rows {
   func.func @main(%x: tensor<2x4x8x8xf32>, %w: tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32> {
+    // expected-error@+1 {{'c' (conv): padding has 1 [lo, hi] pairs, expected 2 (one per spatial dimension) [C4]}}
     %c = "convc.conv"(%x, %w) {padding = dense<[[0, 0]]> : tensor<1x2xi64>} : (tensor<2x4x8x8xf32>, tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32>
     func.return %c : tensor<2x6x6x6xf32>
   }
@@ -74,9 +74,9 @@ module @c4_padding_rows {
 // -----
 
 // C4: padding rows are [lo, hi] pairs.
-// CHECK: {{^}}{{.*}}verify-conv.mlir:[[# @LINE + 3]]:5: error: 'c' (conv): padding rows must have 2 integers [lo, hi], got [0, 0, 0] [C4]{{$}}
 module @c4_padding_row_width {
   func.func @main(%x: tensor<2x4x8x8xf32>, %w: tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32> {
+    // expected-error@+1 {{'c' (conv): padding rows must have 2 integers [lo, hi], got [0, 0, 0] [C4]}}
     %c = "convc.conv"(%x, %w) {padding = dense<[[0, 0, 0], [0, 0, 0]]> : tensor<2x3xi64>} : (tensor<2x4x8x8xf32>, tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32>
     func.return %c : tensor<2x6x6x6xf32>
   }
@@ -85,9 +85,9 @@ module @c4_padding_row_width {
 // -----
 
 // C5: one lhs dilation per spatial dimension.
-// CHECK: {{^}}{{.*}}verify-conv.mlir:[[# @LINE + 3]]:5: error: 'c' (conv): lhs_dilation has 1 entries, expected 2 (one per spatial dimension) [C5]{{$}}
 module @c5_lhs_dilation_size {
   func.func @main(%x: tensor<2x4x8x8xf32>, %w: tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32> {
+    // expected-error@+1 {{'c' (conv): lhs_dilation has 1 entries, expected 2 (one per spatial dimension) [C5]}}
     %c = "convc.conv"(%x, %w) {lhs_dilation = array<i64: 1>} : (tensor<2x4x8x8xf32>, tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32>
     func.return %c : tensor<2x6x6x6xf32>
   }
@@ -96,9 +96,9 @@ module @c5_lhs_dilation_size {
 // -----
 
 // C6: lhs dilations are positive.
-// CHECK: {{^}}{{.*}}verify-conv.mlir:[[# @LINE + 3]]:5: error: 'c' (conv): lhs_dilation must be positive, got [1, -1] [C6]{{$}}
 module @c6_lhs_dilation_positive {
   func.func @main(%x: tensor<2x4x8x8xf32>, %w: tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32> {
+    // expected-error@+1 {{'c' (conv): lhs_dilation must be positive, got [1, -1] [C6]}}
     %c = "convc.conv"(%x, %w) {lhs_dilation = array<i64: 1, -1>} : (tensor<2x4x8x8xf32>, tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32>
     func.return %c : tensor<2x6x6x6xf32>
   }
@@ -107,9 +107,9 @@ module @c6_lhs_dilation_positive {
 // -----
 
 // C7: one rhs dilation per spatial dimension.
-// CHECK: {{^}}{{.*}}verify-conv.mlir:[[# @LINE + 3]]:5: error: 'c' (conv): rhs_dilation has 3 entries, expected 2 (one per spatial dimension) [C7]{{$}}
 module @c7_rhs_dilation_size {
   func.func @main(%x: tensor<2x4x8x8xf32>, %w: tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32> {
+    // expected-error@+1 {{'c' (conv): rhs_dilation has 3 entries, expected 2 (one per spatial dimension) [C7]}}
     %c = "convc.conv"(%x, %w) {rhs_dilation = array<i64: 1, 1, 1>} : (tensor<2x4x8x8xf32>, tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32>
     func.return %c : tensor<2x6x6x6xf32>
   }
@@ -118,9 +118,9 @@ module @c7_rhs_dilation_size {
 // -----
 
 // C8: rhs dilations are positive.
-// CHECK: {{^}}{{.*}}verify-conv.mlir:[[# @LINE + 3]]:5: error: 'c' (conv): rhs_dilation must be positive, got [0, 1] [C8]{{$}}
 module @c8_rhs_dilation_positive {
   func.func @main(%x: tensor<2x4x8x8xf32>, %w: tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32> {
+    // expected-error@+1 {{'c' (conv): rhs_dilation must be positive, got [0, 1] [C8]}}
     %c = "convc.conv"(%x, %w) {rhs_dilation = array<i64: 0, 1>} : (tensor<2x4x8x8xf32>, tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32>
     func.return %c : tensor<2x6x6x6xf32>
   }
@@ -129,9 +129,9 @@ module @c8_rhs_dilation_positive {
 // -----
 
 // C10: batch_group_count divides the lhs batch (2 by 3).
-// CHECK: {{^}}{{.*}}verify-conv.mlir:[[# @LINE + 3]]:5: error: 'c' (conv): lhs batch dimension 2 is not divisible by batch_group_count 3 [C10]{{$}}
 module @c10_batch_groups_divide_batch {
   func.func @main(%x: tensor<2x4x8x8xf32>, %w: tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32> {
+    // expected-error@+1 {{'c' (conv): lhs batch dimension 2 is not divisible by batch_group_count 3 [C10]}}
     %c = "convc.conv"(%x, %w) {batch_group_count = 3 : i64} : (tensor<2x4x8x8xf32>, tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32>
     func.return %c : tensor<2x6x6x6xf32>
   }
@@ -140,9 +140,9 @@ module @c10_batch_groups_divide_batch {
 // -----
 
 // C11: feature_group_count divides the lhs features (4 by 3).
-// CHECK: {{^}}{{.*}}verify-conv.mlir:[[# @LINE + 3]]:5: error: 'c' (conv): lhs feature dimension 4 is not divisible by feature_group_count 3 [C11]{{$}}
 module @c11_feature_groups_divide_features {
   func.func @main(%x: tensor<2x4x8x8xf32>, %w: tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32> {
+    // expected-error@+1 {{'c' (conv): lhs feature dimension 4 is not divisible by feature_group_count 3 [C11]}}
     %c = "convc.conv"(%x, %w) {feature_group_count = 3 : i64} : (tensor<2x4x8x8xf32>, tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32>
     func.return %c : tensor<2x6x6x6xf32>
   }
@@ -151,9 +151,9 @@ module @c11_feature_groups_divide_features {
 // -----
 
 // C12: the lhs layout names every lhs dimension.
-// CHECK: {{^}}{{.*}}verify-conv.mlir:[[# @LINE + 3]]:5: error: 'c' (conv): lhs layout 'NCH' has 3 dimensions but the operands have rank 4 [C12]{{$}}
 module @c12_lhs_layout_rank {
   func.func @main(%x: tensor<2x4x8x8xf32>, %w: tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32> {
+    // expected-error@+1 {{'c' (conv): lhs layout 'NCH' has 3 dimensions but the operands have rank 4 [C12]}}
     %c = "convc.conv"(%x, %w) {dimension_numbers = ["NCH", "OIHW", "NCHW"]} : (tensor<2x4x8x8xf32>, tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32>
     func.return %c : tensor<2x6x6x6xf32>
   }
@@ -162,9 +162,9 @@ module @c12_lhs_layout_rank {
 // -----
 
 // C12: explicit lhs dimension numbers cover every lhs dimension.
-// CHECK: {{^}}{{.*}}verify-conv.mlir:[[# @LINE + 3]]:5: error: 'c' (conv): lhs dimension numbers [0, 1, 2] have 3 entries but the operands have rank 4 [C12]{{$}}
 module @c12_lhs_numbers_rank {
   func.func @main(%x: tensor<2x4x8x8xf32>, %w: tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32> {
+    // expected-error@+1 {{'c' (conv): lhs dimension numbers [0, 1, 2] have 3 entries but the operands have rank 4 [C12]}}
     %c = "convc.conv"(%x, %w) {dimension_numbers = #convc.dims<[b, f, 0]x[o, i, 0, 1]->[b, f, 0, 1]>} : (tensor<2x4x8x8xf32>, tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32>
     func.return %c : tensor<2x6x6x6xf32>
   }
@@ -173,9 +173,9 @@ module @c12_lhs_numbers_rank {
 // -----
 
 // C13: the lhs layout has exactly one N and one C.
-// CHECK: {{^}}{{.*}}verify-conv.mlir:[[# @LINE + 3]]:5: error: 'c' (conv): lhs layout 'NNHW' must contain 'N' and 'C' exactly once [C13]{{$}}
 module @c13_lhs_layout_batch_feature {
   func.func @main(%x: tensor<2x4x8x8xf32>, %w: tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32> {
+    // expected-error@+1 {{'c' (conv): lhs layout 'NNHW' must contain 'N' and 'C' exactly once [C13]}}
     %c = "convc.conv"(%x, %w) {dimension_numbers = ["NNHW", "OIHW", "NCHW"]} : (tensor<2x4x8x8xf32>, tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32>
     func.return %c : tensor<2x6x6x6xf32>
   }
@@ -184,9 +184,9 @@ module @c13_lhs_layout_batch_feature {
 // -----
 
 // C13: lhs layout letters are unique.
-// CHECK: {{^}}{{.*}}verify-conv.mlir:[[# @LINE + 3]]:5: error: 'c' (conv): lhs layout 'NCHH' repeats a dimension letter [C13]{{$}}
 module @c13_lhs_layout_repeats {
   func.func @main(%x: tensor<2x4x8x8xf32>, %w: tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32> {
+    // expected-error@+1 {{'c' (conv): lhs layout 'NCHH' repeats a dimension letter [C13]}}
     %c = "convc.conv"(%x, %w) {dimension_numbers = ["NCHH", "OIHW", "NCHW"]} : (tensor<2x4x8x8xf32>, tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32>
     func.return %c : tensor<2x6x6x6xf32>
   }
@@ -195,9 +195,9 @@ module @c13_lhs_layout_repeats {
 // -----
 
 // C14: kernel input features = lhs features / feature_group_count (4 != 4 / 2).
-// CHECK: {{^}}{{.*}}verify-conv.mlir:[[# @LINE + 3]]:5: error: 'c' (conv): rhs input feature dimension 4 must equal lhs feature dimension 4 / feature_group_count 2 = 2 [C14]{{$}}
 module @c14_kernel_input_features {
   func.func @main(%x: tensor<2x4x8x8xf32>, %w: tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32> {
+    // expected-error@+1 {{'c' (conv): rhs input feature dimension 4 must equal lhs feature dimension 4 / feature_group_count 2 = 2 [C14]}}
     %c = "convc.conv"(%x, %w) {feature_group_count = 2 : i64} : (tensor<2x4x8x8xf32>, tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32>
     func.return %c : tensor<2x6x6x6xf32>
   }
@@ -206,9 +206,9 @@ module @c14_kernel_input_features {
 // -----
 
 // C15: batch_group_count divides the kernel output features (6 by 4).
-// CHECK: {{^}}{{.*}}verify-conv.mlir:[[# @LINE + 3]]:5: error: 'c' (conv): rhs output feature dimension 6 is not divisible by batch_group_count 4 [C15]{{$}}
 module @c15_batch_groups_divide_kernel_outputs {
   func.func @main(%x: tensor<4x4x8x8xf32>, %w: tensor<6x4x3x3xf32>) -> tensor<1x6x6x6xf32> {
+    // expected-error@+1 {{'c' (conv): rhs output feature dimension 6 is not divisible by batch_group_count 4 [C15]}}
     %c = "convc.conv"(%x, %w) {batch_group_count = 4 : i64} : (tensor<4x4x8x8xf32>, tensor<6x4x3x3xf32>) -> tensor<1x6x6x6xf32>
     func.return %c : tensor<1x6x6x6xf32>
   }
@@ -217,9 +217,9 @@ module @c15_batch_groups_divide_kernel_outputs {
 // -----
 
 // C16: feature_group_count divides the kernel output features (6 by 4).
-// CHECK: {{^}}{{.*}}verify-conv.mlir:[[# @LINE + 3]]:5: error: 'c' (conv): rhs output feature dimension 6 is not divisible by feature_group_count 4 [C16]{{$}}
 module @c16_feature_groups_divide_kernel_outputs {
   func.func @main(%x: tensor<2x4x8x8xf32>, %w: tensor<6x1x3x3xf32>) -> tensor<2x6x6x6xf32> {
+    // expected-error@+1 {{'c' (conv): rhs output feature dimension 6 is not divisible by feature_group_count 4 [C16]}}
     %c = "convc.conv"(%x, %w) {feature_group_count = 4 : i64} : (tensor<2x4x8x8xf32>, tensor<6x1x3x3xf32>) -> tensor<2x6x6x6xf32>
     func.return %c : tensor<2x6x6x6xf32>
   }
@@ -228,9 +228,9 @@ module @c16_feature_groups_divide_kernel_outputs {
 // -----
 
 // C17: the rhs layout names every rhs dimension.
-// CHECK: {{^}}{{.*}}verify-conv.mlir:[[# @LINE + 3]]:5: error: 'c' (conv): rhs layout 'OIH' has 3 dimensions but the operands have rank 4 [C17]{{$}}
 module @c17_rhs_layout_rank {
   func.func @main(%x: tensor<2x4x8x8xf32>, %w: tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32> {
+    // expected-error@+1 {{'c' (conv): rhs layout 'OIH' has 3 dimensions but the operands have rank 4 [C17]}}
     %c = "convc.conv"(%x, %w) {dimension_numbers = ["NCHW", "OIH", "NCHW"]} : (tensor<2x4x8x8xf32>, tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32>
     func.return %c : tensor<2x6x6x6xf32>
   }
@@ -239,9 +239,9 @@ module @c17_rhs_layout_rank {
 // -----
 
 // C17: explicit rhs dimension numbers cover every rhs dimension.
-// CHECK: {{^}}{{.*}}verify-conv.mlir:[[# @LINE + 3]]:5: error: 'c' (conv): rhs dimension numbers [0, 1, 2] have 3 entries but the operands have rank 4 [C17]{{$}}
 module @c17_rhs_numbers_rank {
   func.func @main(%x: tensor<2x4x8x8xf32>, %w: tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32> {
+    // expected-error@+1 {{'c' (conv): rhs dimension numbers [0, 1, 2] have 3 entries but the operands have rank 4 [C17]}}
     %c = "convc.conv"(%x, %w) {dimension_numbers = #convc.dims<[b, f, 0, 1]x[o, i, 0]->[b, f, 0, 1]>} : (tensor<2x4x8x8xf32>, tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32>
     func.return %c : tensor<2x6x6x6xf32>
   }
@@ -250,9 +250,9 @@ module @c17_rhs_numbers_rank {
 // -----
 
 // C18: the rhs layout has exactly one O and one I.
-// CHECK: {{^}}{{.*}}verify-conv.mlir:[[# @LINE + 3]]:5: error: 'c' (conv): rhs layout 'OOHW' must contain 'O' and 'I' exactly once [C18]{{$}}
 module @c18_rhs_layout_output_input {
   func.func @main(%x: tensor<2x4x8x8xf32>, %w: tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32> {
+    // expected-error@+1 {{'c' (conv): rhs layout 'OOHW' must contain 'O' and 'I' exactly once [C18]}}
     %c = "convc.conv"(%x, %w) {dimension_numbers = ["NCHW", "OOHW", "NCHW"]} : (tensor<2x4x8x8xf32>, tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32>
     func.return %c : tensor<2x6x6x6xf32>
   }
@@ -261,9 +261,9 @@ module @c18_rhs_layout_output_input {
 // -----
 
 // C18: rhs layout letters are unique.
-// CHECK: {{^}}{{.*}}verify-conv.mlir:[[# @LINE + 3]]:5: error: 'c' (conv): rhs layout 'OIWW' repeats a dimension letter [C18]{{$}}
 module @c18_rhs_layout_repeats {
   func.func @main(%x: tensor<2x4x8x8xf32>, %w: tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32> {
+    // expected-error@+1 {{'c' (conv): rhs layout 'OIWW' repeats a dimension letter [C18]}}
     %c = "convc.conv"(%x, %w) {dimension_numbers = ["NCHW", "OIWW", "NCHW"]} : (tensor<2x4x8x8xf32>, tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32>
     func.return %c : tensor<2x6x6x6xf32>
   }
@@ -272,9 +272,9 @@ module @c18_rhs_layout_repeats {
 // -----
 
 // C19: the out layout names every result dimension.
-// CHECK: {{^}}{{.*}}verify-conv.mlir:[[# @LINE + 3]]:5: error: 'c' (conv): out layout 'NCHWD' has 5 dimensions but the operands have rank 4 [C19]{{$}}
 module @c19_out_layout_rank {
   func.func @main(%x: tensor<2x4x8x8xf32>, %w: tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32> {
+    // expected-error@+1 {{'c' (conv): out layout 'NCHWD' has 5 dimensions but the operands have rank 4 [C19]}}
     %c = "convc.conv"(%x, %w) {dimension_numbers = ["NCHW", "OIHW", "NCHWD"]} : (tensor<2x4x8x8xf32>, tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32>
     func.return %c : tensor<2x6x6x6xf32>
   }
@@ -283,9 +283,9 @@ module @c19_out_layout_rank {
 // -----
 
 // C19: explicit out dimension numbers cover every result dimension.
-// CHECK: {{^}}{{.*}}verify-conv.mlir:[[# @LINE + 3]]:5: error: 'c' (conv): out dimension numbers [0, 1, 2, 3, 4] have 5 entries but the operands have rank 4 [C19]{{$}}
 module @c19_out_numbers_rank {
   func.func @main(%x: tensor<2x4x8x8xf32>, %w: tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32> {
+    // expected-error@+1 {{'c' (conv): out dimension numbers [0, 1, 2, 3, 4] have 5 entries but the operands have rank 4 [C19]}}
     %c = "convc.conv"(%x, %w) {dimension_numbers = #convc.dims<[b, f, 0, 1]x[o, i, 0, 1]->[b, f, 0, 1, 2]>} : (tensor<2x4x8x8xf32>, tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32>
     func.return %c : tensor<2x6x6x6xf32>
   }
@@ -294,9 +294,9 @@ module @c19_out_numbers_rank {
 // -----
 
 // C20: the out layout has exactly one N and one C.
-// CHECK: {{^}}{{.*}}verify-conv.mlir:[[# @LINE + 3]]:5: error: 'c' (conv): out layout 'NHWX' must contain 'N' and 'C' exactly once [C20]{{$}}
 module @c20_out_layout_batch_feature {
   func.func @main(%x: tensor<2x4x8x8xf32>, %w: tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32> {
+    // expected-error@+1 {{'c' (conv): out layout 'NHWX' must contain 'N' and 'C' exactly once [C20]}}
     %c = "convc.conv"(%x, %w) {dimension_numbers = ["NCHW", "OIHW", "NHWX"]} : (tensor<2x4x8x8xf32>, tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32>
     func.return %c : tensor<2x6x6x6xf32>
   }
@@ -305,9 +305,9 @@ module @c20_out_layout_batch_feature {
 // -----
 
 // C20: out layout letters are unique.
-// CHECK: {{^}}{{.*}}verify-conv.mlir:[[# @LINE + 3]]:5: error: 'c' (conv): out layout 'NCHH' repeats a dimension letter [C20]{{$}}
 module @c20_out_layout_repeats {
   func.func @main(%x: tensor<2x4x8x8xf32>, %w: tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32> {
+    // expected-error@+1 {{'c' (conv): out layout 'NCHH' repeats a dimension letter [C20]}}
     %c = "convc.conv"(%x, %w) {dimension_numbers = ["NCHW", "OIHW", "NCHH"]} : (tensor<2x4x8x8xf32>, tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32>
     func.return %c : tensor<2x6x6x6xf32>
   }
@@ -316,9 +316,9 @@ module @c20_out_layout_repeats {
 // -----
 
 // C21: feature_group_count is positive.
-// CHECK: {{^}}{{.*}}verify-conv.mlir:[[# @LINE + 3]]:5: error: 'c' (conv): feature_group_count must be positive, got 0 [C21]{{$}}
 module @c21_feature_groups_positive {
   func.func @main(%x: tensor<2x4x8x8xf32>, %w: tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32> {
+    // expected-error@+1 {{'c' (conv): feature_group_count must be positive, got 0 [C21]}}
     %c = "convc.conv"(%x, %w) {feature_group_count = 0 : i64} : (tensor<2x4x8x8xf32>, tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32>
     func.return %c : tensor<2x6x6x6xf32>
   }
@@ -327,9 +327,9 @@ module @c21_feature_groups_positive {
 // -----
 
 // C22: batch_group_count is positive.
-// CHECK: {{^}}{{.*}}verify-conv.mlir:[[# @LINE + 3]]:5: error: 'c' (conv): batch_group_count must be positive, got -1 [C22]{{$}}
 module @c22_batch_groups_positive {
   func.func @main(%x: tensor<2x4x8x8xf32>, %w: tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32> {
+    // expected-error@+1 {{'c' (conv): batch_group_count must be positive, got -1 [C22]}}
     %c = "convc.conv"(%x, %w) {batch_group_count = -1 : i64} : (tensor<2x4x8x8xf32>, tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32>
     func.return %c : tensor<2x6x6x6xf32>
   }
@@ -338,9 +338,9 @@ module @c22_batch_groups_positive {
 // -----
 
 // C23: feature and batch groups cannot both exceed 1.
-// CHECK: {{^}}{{.*}}verify-conv.mlir:[[# @LINE + 3]]:5: error: 'c' (conv): feature_group_count 2 and batch_group_count 2 cannot both exceed 1 [C23]{{$}}
 module @c23_one_kind_of_group {
   func.func @main(%x: tensor<2x4x8x8xf32>, %w: tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32> {
+    // expected-error@+1 {{'c' (conv): feature_group_count 2 and batch_group_count 2 cannot both exceed 1 [C23]}}
     %c = "convc.conv"(%x, %w) {batch_group_count = 2 : i64, feature_group_count = 2 : i64} : (tensor<2x4x8x8xf32>, tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32>
     func.return %c : tensor<2x6x6x6xf32>
   }
@@ -349,9 +349,9 @@ module @c23_one_kind_of_group {
 // -----
 
 // C24: precision is one value or a pair (lhs, rhs).
-// CHECK: {{^}}{{.*}}verify-conv.mlir:[[# @LINE + 3]]:5: error: 'c' (conv): precision must be a precision or a pair of them, got ['HIGH', 'HIGH', 'HIGH'] [C24]{{$}}
 module @c24_precision_pair {
   func.func @main(%x: tensor<2x4x8x8xf32>, %w: tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32> {
+    // expected-error@+1 {{'c' (conv): precision must be a precision or a pair of them, got ['HIGH', 'HIGH', 'HIGH'] [C24]}}
     %c = "convc.conv"(%x, %w) {precision = ["HIGH", "HIGH", "HIGH"]} : (tensor<2x4x8x8xf32>, tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32>
     func.return %c : tensor<2x6x6x6xf32>
   }
@@ -360,9 +360,9 @@ module @c24_precision_pair {
 // -----
 
 // C27: lhs and rhs have one element type.
-// CHECK: {{^}}{{.*}}verify-conv.mlir:[[# @LINE + 3]]:5: error: 'c' (conv): element types differ: f32 and f16 [C27]{{$}}
 module @c27_element_types {
   func.func @main(%x: tensor<2x4x8x8xf32>, %w: tensor<6x4x3x3xf16>) -> tensor<2x6x6x6xf32> {
+    // expected-error@+1 {{'c' (conv): element types differ: f32 and f16 [C27]}}
     %c = "convc.conv"(%x, %w) : (tensor<2x4x8x8xf32>, tensor<6x4x3x3xf16>) -> tensor<2x6x6x6xf32>
     func.return %c : tensor<2x6x6x6xf32>
   }
@@ -371,9 +371,9 @@ module @c27_element_types {
 // -----
 
 // L1 (lax): lhs, rhs and out layouts name the same spatial dimensions.
-// CHECK: {{^}}{{.*}}verify-conv.mlir:[[# @LINE + 3]]:5: error: 'c' (conv): out layout 'NCWD' and rhs layout 'OIHW' name different spatial dimensions [L1]{{$}}
 module @l1_spatial_letters {
   func.func @main(%x: tensor<2x4x8x8xf32>, %w: tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32> {
+    // expected-error@+1 {{'c' (conv): out layout 'NCWD' and rhs layout 'OIHW' name different spatial dimensions [L1]}}
     %c = "convc.conv"(%x, %w) {dimension_numbers = ["NCHW", "OIHW", "NCWD"]} : (tensor<2x4x8x8xf32>, tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32>
     func.return %c : tensor<2x6x6x6xf32>
   }
@@ -382,9 +382,9 @@ module @l1_spatial_letters {
 // -----
 
 // L2 (lax): negative padding may crop, but not below an empty dimension.
-// CHECK: {{^}}{{.*}}verify-conv.mlir:[[# @LINE + 3]]:5: error: 'c' (conv): padding (-5, -5) makes spatial dimension 0 negative: dilated input size 8, padded size -2 [L2]{{$}}
 module @l2_padding_not_negative {
   func.func @main(%x: tensor<2x4x8x8xf32>, %w: tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32> {
+    // expected-error@+1 {{'c' (conv): padding (-5, -5) makes spatial dimension 0 negative: dilated input size 8, padded size -2 [L2]}}
     %c = "convc.conv"(%x, %w) {padding = dense<[[-5, -5], [0, 0]]> : tensor<2x2xi64>} : (tensor<2x4x8x8xf32>, tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32>
     func.return %c : tensor<2x6x6x6xf32>
   }
@@ -393,9 +393,9 @@ module @l2_padding_not_negative {
 // -----
 
 // M1 (MLIR's verifier): kernel spatial sizes are positive; an empty window is refused.
-// CHECK: {{^}}{{.*}}verify-conv.mlir:[[# @LINE + 3]]:5: error: 'c' (conv): rhs spatial dimensions [0, 3] must be positive: a conv window cannot be empty [M1]{{$}}
 module @m1_window_not_empty {
   func.func @main(%x: tensor<2x4x8x8xf32>, %w: tensor<6x4x0x3xf32>) -> tensor<2x6x9x6xf32> {
+    // expected-error@+1 {{'c' (conv): rhs spatial dimensions [0, 3] must be positive: a conv window cannot be empty [M1]}}
     %c = "convc.conv"(%x, %w) : (tensor<2x4x8x8xf32>, tensor<6x4x0x3xf32>) -> tensor<2x6x9x6xf32>
     func.return %c : tensor<2x6x9x6xf32>
   }
@@ -404,13 +404,13 @@ module @m1_window_not_empty {
 // -----
 
 // ===== C25/C26: the result type =====
-// convc infers a conv's result type; a declared type that differs (C25: sizes,
-// C26: rank) is reported by the generic result-type check, which names no id.
+// convc infers a conv's result type; a written type that differs is reported
+// under C26 when its rank differs, C25 when its sizes do (C27: its element type).
 
 // C25: the result's spatial sizes are the number of windows (6, declared 5).
-// CHECK: {{^}}{{.*}}verify-conv.mlir:[[# @LINE + 3]]:5: error: 'c' (conv): result type tensor<2x6x5x6xf32> does not match the inferred type tensor<2x6x6x6xf32>{{$}}
 module @c25_result_spatial_size {
   func.func @main(%x: tensor<2x4x8x8xf32>, %w: tensor<6x4x3x3xf32>) -> tensor<2x6x5x6xf32> {
+    // expected-error@+1 {{'c' (conv): result type tensor<2x6x5x6xf32> does not match the inferred type tensor<2x6x6x6xf32> [C25]}}
     %c = "convc.conv"(%x, %w) : (tensor<2x4x8x8xf32>, tensor<6x4x3x3xf32>) -> tensor<2x6x5x6xf32>
     func.return %c : tensor<2x6x5x6xf32>
   }
@@ -419,9 +419,9 @@ module @c25_result_spatial_size {
 // -----
 
 // C26: the result has the operands' rank.
-// CHECK: {{^}}{{.*}}verify-conv.mlir:[[# @LINE + 3]]:5: error: 'c' (conv): result type tensor<2x6x36xf32> does not match the inferred type tensor<2x6x6x6xf32>{{$}}
 module @c26_result_rank {
   func.func @main(%x: tensor<2x4x8x8xf32>, %w: tensor<6x4x3x3xf32>) -> tensor<2x6x36xf32> {
+    // expected-error@+1 {{'c' (conv): result type tensor<2x6x36xf32> does not match the inferred type tensor<2x6x6x6xf32> [C26]}}
     %c = "convc.conv"(%x, %w) : (tensor<2x4x8x8xf32>, tensor<6x4x3x3xf32>) -> tensor<2x6x36xf32>
     func.return %c : tensor<2x6x36xf32>
   }
@@ -432,9 +432,9 @@ module @c26_result_rank {
 // ===== Attribute values (checked before the constraints; no constraint id) =====
 
 // An unknown attribute name, with the closest known one suggested.
-// CHECK: {{^}}{{.*}}verify-conv.mlir:[[# @LINE + 3]]:5: error: 'c' (conv): unknown attribute 'strides' for op 'conv' (did you mean 'window_strides'?){{$}}
 module @unknown_attribute {
   func.func @main(%x: tensor<2x4x8x8xf32>, %w: tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32> {
+    // expected-error@+1 {{'c' (conv): unknown attribute 'strides' for op 'conv' (did you mean 'window_strides'?) [A3]}}
     %c = "convc.conv"(%x, %w) {strides = array<i64: 1, 1>} : (tensor<2x4x8x8xf32>, tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32>
     func.return %c : tensor<2x6x6x6xf32>
   }
@@ -443,9 +443,9 @@ module @unknown_attribute {
 // -----
 
 // window_strides is a list of integers, not one.
-// CHECK: {{^}}{{.*}}verify-conv.mlir:[[# @LINE + 3]]:5: error: 'c' (conv): window_strides must be a list of integers, got 2{{$}}
 module @strides_not_a_list {
   func.func @main(%x: tensor<2x4x8x8xf32>, %w: tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32> {
+    // expected-error@+1 {{'c' (conv): window_strides must be a list of integers, got 2 [A1]}}
     %c = "convc.conv"(%x, %w) {window_strides = 2 : i64} : (tensor<2x4x8x8xf32>, tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32>
     func.return %c : tensor<2x6x6x6xf32>
   }
@@ -454,9 +454,9 @@ module @strides_not_a_list {
 // -----
 
 // feature_group_count is an integer.
-// CHECK: {{^}}{{.*}}verify-conv.mlir:[[# @LINE + 3]]:5: error: 'c' (conv): feature_group_count must be an integer, got 'two'{{$}}
 module @group_count_not_an_integer {
   func.func @main(%x: tensor<2x4x8x8xf32>, %w: tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32> {
+    // expected-error@+1 {{'c' (conv): feature_group_count must be an integer, got 'two' [A1]}}
     %c = "convc.conv"(%x, %w) {feature_group_count = "two"} : (tensor<2x4x8x8xf32>, tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32>
     func.return %c : tensor<2x6x6x6xf32>
   }
@@ -465,9 +465,9 @@ module @group_count_not_an_integer {
 // -----
 
 // padding is SAME, SAME_LOWER, VALID or explicit rows.
-// CHECK: {{^}}{{.*}}verify-conv.mlir:[[# @LINE + 3]]:5: error: 'c' (conv): padding must be one of SAME, SAME_LOWER, VALID or {{\[\[}}lo, hi], ...], got 'FULL'{{$}}
 module @padding_unknown_mode {
   func.func @main(%x: tensor<2x4x8x8xf32>, %w: tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32> {
+    // expected-error@+1 {{'c' (conv): padding must be one of SAME, SAME_LOWER, VALID or [[lo, hi], ...], got 'FULL' [C4]}}
     %c = "convc.conv"(%x, %w) {padding = "FULL"} : (tensor<2x4x8x8xf32>, tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32>
     func.return %c : tensor<2x6x6x6xf32>
   }
@@ -476,9 +476,9 @@ module @padding_unknown_mode {
 // -----
 
 // dimension_numbers as layouts is exactly [lhs, rhs, out].
-// CHECK: {{^}}{{.*}}verify-conv.mlir:[[# @LINE + 3]]:5: error: 'c' (conv): dimension_numbers must be three layout strings [lhs, rhs, out], got ['NCHW', 'OIHW']{{$}}
 module @layouts_not_three {
   func.func @main(%x: tensor<2x4x8x8xf32>, %w: tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32> {
+    // expected-error@+1 {{'c' (conv): dimension_numbers must be three layout strings [lhs, rhs, out], got ['NCHW', 'OIHW'] [A1]}}
     %c = "convc.conv"(%x, %w) {dimension_numbers = ["NCHW", "OIHW"]} : (tensor<2x4x8x8xf32>, tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32>
     func.return %c : tensor<2x6x6x6xf32>
   }
@@ -487,9 +487,9 @@ module @layouts_not_three {
 // -----
 
 // precision values are DEFAULT, HIGH or HIGHEST.
-// CHECK: {{^}}{{.*}}verify-conv.mlir:[[# @LINE + 3]]:5: error: 'c' (conv): precision must be one of DEFAULT, HIGH, HIGHEST or a pair of them, got 'FAST'{{$}}
 module @precision_unknown {
   func.func @main(%x: tensor<2x4x8x8xf32>, %w: tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32> {
+    // expected-error@+1 {{'c' (conv): precision must be one of DEFAULT, HIGH, HIGHEST or a pair of them, got 'FAST' [C24]}}
     %c = "convc.conv"(%x, %w) {precision = "FAST"} : (tensor<2x4x8x8xf32>, tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32>
     func.return %c : tensor<2x6x6x6xf32>
   }
@@ -498,9 +498,9 @@ module @precision_unknown {
 // -----
 
 // preferred_element_type is a dtype convc knows.
-// CHECK: {{^}}{{.*}}verify-conv.mlir:[[# @LINE + 3]]:5: error: 'c' (conv): preferred_element_type must be a dtype (f32, f16, bf16, f64, i8, i32), got 'int64'{{$}}
 module @preferred_element_type_unknown {
   func.func @main(%x: tensor<2x4x8x8xf32>, %w: tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32> {
+    // expected-error@+1 {{'c' (conv): preferred_element_type must be a dtype (f32, f16, bf16, f64, i8, i32), got 'int64' [A1]}}
     %c = "convc.conv"(%x, %w) {preferred_element_type = "int64"} : (tensor<2x4x8x8xf32>, tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32>
     func.return %c : tensor<2x6x6x6xf32>
   }

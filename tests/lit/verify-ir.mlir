@@ -1,14 +1,31 @@
-// RUN: not convc-opt %s --split-input-file 2>&1 | filecheck %s
+// RUN: convc-opt %s --split-input-file --verify-diagnostics
 // RUN: %exit-status convc-opt %s --split-input-file | filecheck %s --check-prefix=STATUS
 // RUN: %exit-status convc-opt %S/inputs/not-utf8.mlir | filecheck %s --check-prefix=NOT-UTF8
 // RUN: %exit-status convc-opt %S/inputs/not-utf8.mlir --split-input-file | filecheck %s --check-prefix=NOT-UTF8
 
 // One case per diagnostic of the convc text reader and the generic op checks (op
 // names, operands, types, attribute syntax), each one line at the offending token.
-// The whole file exits 1 with exactly those lines. Op-specific rules: verify-conv.mlir
-// and verify-tensor-ops.mlir.
+// The whole file exits 1 with exactly those lines (--verify-diagnostics checks each
+// message and line; the STATUS lines check each column, in the cases' order).
+// Op-specific rules: verify-conv.mlir and verify-tensor-ops.mlir.
 // STATUS-NOT: Traceback
-// STATUS-COUNT-17: {{^}}{{.*}}verify-ir.mlir:{{[0-9]+}}:{{[0-9]+}}: error: {{.*}}
+// STATUS: {{^}}{{.*}}verify-ir.mlir:{{[0-9]+}}:10: error: {{.*}}
+// STATUS-NEXT: {{^}}{{.*}}verify-ir.mlir:{{[0-9]+}}:10: error: {{.*}}
+// STATUS-NEXT: {{^}}{{.*}}verify-ir.mlir:{{[0-9]+}}:23: error: {{.*}}
+// STATUS-NEXT: {{^}}{{.*}}verify-ir.mlir:{{[0-9]+}}:5: error: {{.*}}
+// STATUS-NEXT: {{^}}{{.*}}verify-ir.mlir:{{[0-9]+}}:38: error: {{.*}}
+// STATUS-NEXT: {{^}}{{.*}}verify-ir.mlir:{{[0-9]+}}:5: error: {{.*}}
+// STATUS-NEXT: {{^}}{{.*}}verify-ir.mlir:{{[0-9]+}}:10: error: {{.*}}
+// STATUS-NEXT: {{^}}{{.*}}verify-ir.mlir:{{[0-9]+}}:5: error: {{.*}}
+// STATUS-NEXT: {{^}}{{.*}}verify-ir.mlir:{{[0-9]+}}:5: error: {{.*}}
+// STATUS-NEXT: {{^}}{{.*}}verify-ir.mlir:{{[0-9]+}}:23: error: {{.*}}
+// STATUS-NEXT: {{^}}{{.*}}verify-ir.mlir:{{[0-9]+}}:62: error: {{.*}}
+// STATUS-NEXT: {{^}}{{.*}}verify-ir.mlir:{{[0-9]+}}:8: error: {{.*}}
+// STATUS-NEXT: {{^}}{{.*}}verify-ir.mlir:{{[0-9]+}}:34: error: {{.*}}
+// STATUS-NEXT: {{^}}{{.*}}verify-ir.mlir:{{[0-9]+}}:38: error: {{.*}}
+// STATUS-NEXT: {{^}}{{.*}}verify-ir.mlir:{{[0-9]+}}:52: error: {{.*}}
+// STATUS-NEXT: {{^}}{{.*}}verify-ir.mlir:{{[0-9]+}}:3: error: {{.*}}
+// STATUS-NEXT: {{^}}{{.*}}verify-ir.mlir:{{[0-9]+}}:1: error: {{.*}}
 // STATUS-NEXT: {{^}}exit status: 1, output lines: 17{{$}}
 
 // Input that is not UTF-8 (a Latin-1 byte in a comment), with or without --split-input-file.
@@ -16,9 +33,9 @@
 // NOT-UTF8-NEXT: {{^}}exit status: 1, output lines: 1{{$}}
 
 // An unknown op, with the closest known one suggested.
-// CHECK: {{^}}{{.*}}verify-ir.mlir:[[# @LINE + 3]]:10: error: unknown op 'convc.conv2d' (did you mean 'conv'?){{$}}
 module @unknown_op {
   func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+    // expected-error@+1 {{unknown op 'convc.conv2d' (did you mean 'conv'?) [A7]}}
     %r = "convc.conv2d"(%x) : (tensor<4xf32>) -> tensor<4xf32>
     func.return %r : tensor<4xf32>
   }
@@ -27,9 +44,9 @@ module @unknown_op {
 // -----
 
 // Ops live in the convc namespace; StableHLO ops are not convc IR.
-// CHECK: {{^}}{{.*}}verify-ir.mlir:[[# @LINE + 3]]:10: error: unknown op 'stablehlo.add'{{$}}
 module @op_outside_namespace {
   func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+    // expected-error@+1 {{unknown op 'stablehlo.add' [A7]}}
     %r = "stablehlo.add"(%x, %x) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
     func.return %r : tensor<4xf32>
   }
@@ -38,9 +55,9 @@ module @op_outside_namespace {
 // -----
 
 // An operand must be defined before it is used.
-// CHECK: {{^}}{{.*}}verify-ir.mlir:[[# @LINE + 3]]:23: error: use of undefined value '%y'{{$}}
 module @undefined_value {
   func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+    // expected-error@+1 {{use of undefined value '%y'}}
     %r = "convc.relu"(%y) : (tensor<4xf32>) -> tensor<4xf32>
     func.return %r : tensor<4xf32>
   }
@@ -49,9 +66,9 @@ module @undefined_value {
 // -----
 
 // An SSA name is defined once (here an op result reuses an argument's).
-// CHECK: {{^}}{{.*}}verify-ir.mlir:[[# @LINE + 3]]:5: error: '%x' is defined twice{{$}}
 module @ssa_redefined {
   func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+    // expected-error@+1 {{'%x' is defined twice}}
     %x = "convc.relu"(%x) : (tensor<4xf32>) -> tensor<4xf32>
     func.return %x : tensor<4xf32>
   }
@@ -60,8 +77,8 @@ module @ssa_redefined {
 // -----
 
 // Arguments have distinct names.
-// CHECK: {{^}}{{.*}}verify-ir.mlir:[[# @LINE + 2]]:38: error: '%x' is defined twice{{$}}
 module @argument_redefined {
+  // expected-error@+1 {{'%x' is defined twice}}
   func.func @main(%x: tensor<4xf32>, %x: tensor<4xf32>) -> tensor<4xf32> {
     func.return %x : tensor<4xf32>
   }
@@ -70,10 +87,10 @@ module @argument_redefined {
 // -----
 
 // Node names (an SSA id, or a loc("...") override) are unique.
-// CHECK: {{^}}{{.*}}verify-ir.mlir:[[# @LINE + 4]]:5: error: name 'n' is defined twice{{$}}
 module @node_name_redefined {
   func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
     %a = "convc.relu"(%x) : (tensor<4xf32>) -> tensor<4xf32> loc("n")
+    // expected-error@+1 {{name 'n' is defined twice}}
     %b = "convc.relu"(%a) : (tensor<4xf32>) -> tensor<4xf32> loc("n")
     func.return %b : tensor<4xf32>
   }
@@ -82,9 +99,9 @@ module @node_name_redefined {
 // -----
 
 // The op's declared operand types are its operands' types.
-// CHECK: {{^}}{{.*}}verify-ir.mlir:[[# @LINE + 3]]:10: error: operand types do not match the operands' declared types{{$}}
 module @operand_types {
   func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+    // expected-error@+1 {{operand types do not match the operands' declared types}}
     %r = "convc.relu"(%x) : (tensor<5xf32>) -> tensor<5xf32>
     func.return %r : tensor<5xf32>
   }
@@ -93,9 +110,9 @@ module @operand_types {
 // -----
 
 // The declared result type is the inferred one (a transpose of 2x3 is 3x2).
-// CHECK: {{^}}{{.*}}verify-ir.mlir:[[# @LINE + 3]]:5: error: 't' (transpose): result type tensor<2x3xf32> does not match the inferred type tensor<3x2xf32>{{$}}
 module @result_type {
   func.func @main(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+    // expected-error@+1 {{'t' (transpose): result type tensor<2x3xf32> does not match the inferred type tensor<3x2xf32> [A5]}}
     %t = "convc.transpose"(%x) {permutation = array<i64: 1, 0>} : (tensor<2x3xf32>) -> tensor<2x3xf32>
     func.return %t : tensor<2x3xf32>
   }
@@ -104,10 +121,10 @@ module @result_type {
 // -----
 
 // func.return's types are the function's result types.
-// CHECK: {{^}}{{.*}}verify-ir.mlir:[[# @LINE + 4]]:5: error: return types do not match the function's result types{{$}}
 module @return_types {
   func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
     %r = "convc.relu"(%x) : (tensor<4xf32>) -> tensor<4xf32>
+    // expected-error@+1 {{return types do not match the function's result types}}
     func.return %r : tensor<4xf16>
   }
 }
@@ -115,8 +132,8 @@ module @return_types {
 // -----
 
 // Element types are convc's (f32, f16, bf16, f64, i8, i32).
-// CHECK: {{^}}{{.*}}verify-ir.mlir:[[# @LINE + 2]]:23: error: unknown element type 'f8'{{$}}
 module @unknown_element_type {
+  // expected-error@+1 {{unknown element type 'f8'}}
   func.func @main(%x: tensor<4xf8>) -> tensor<4xf32> {
     func.return %x : tensor<4xf32>
   }
@@ -125,9 +142,9 @@ module @unknown_element_type {
 // -----
 
 // A character no token starts with.
-// CHECK: {{^}}{{.*}}verify-ir.mlir:[[# @LINE + 3]]:62: error: unexpected character '?'{{$}}
 module @unexpected_character {
   func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+    // expected-error@+1 {{unexpected character '?'}}
     %r = "convc.relu"(%x) : (tensor<4xf32>) -> tensor<4xf32> ?
     func.return %r : tensor<4xf32>
   }
@@ -136,9 +153,9 @@ module @unexpected_character {
 // -----
 
 // A missing token is named, with what was found instead.
-// CHECK: {{^}}{{.*}}verify-ir.mlir:[[# @LINE + 3]]:8: error: expected '=', found '"convc.relu"'{{$}}
 module @expected_token {
   func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+    // expected-error@+1 {{expected '=', found '"convc.relu"'}}
     %r "convc.relu"(%x) : (tensor<4xf32>) -> tensor<4xf32>
     func.return %r : tensor<4xf32>
   }
@@ -147,9 +164,9 @@ module @expected_token {
 // -----
 
 // An attribute value convc cannot read.
-// CHECK: {{^}}{{.*}}verify-ir.mlir:[[# @LINE + 3]]:34: error: unexpected attribute value 'bar'{{$}}
 module @unexpected_attribute_value {
   func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+    // expected-error@+1 {{unexpected attribute value 'bar'}}
     %r = "convc.relu"(%x) {foo = bar} : (tensor<4xf32>) -> tensor<4xf32>
     func.return %r : tensor<4xf32>
   }
@@ -158,9 +175,9 @@ module @unexpected_attribute_value {
 // -----
 
 // A dense literal whose element count does not fit its type.
-// CHECK: {{^}}{{.*}}verify-ir.mlir:[[# @LINE + 3]]:38: error: malformed dense literal: cannot reshape array of size 2 into shape (4,){{$}}
 module @malformed_dense {
   func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+    // expected-error@+1 {{malformed dense literal: cannot reshape array of size 2 into shape (4,)}}
     %k = "convc.constant"() {value = dense<[1.0, 2.0]> : tensor<4xf32>} : () -> tensor<4xf32>
     func.return %k : tensor<4xf32>
   }
@@ -169,9 +186,9 @@ module @malformed_dense {
 // -----
 
 // #convc.dims names each spatial dimension once (here 0 twice): C13 cannot be spelled.
-// CHECK: {{^}}{{.*}}verify-ir.mlir:[[# @LINE + 3]]:52: error: malformed dimension numbers '[b, f, 0, 0]x[o, i, 0, 1]->[b, f, 0, 1]': spatial labels must be 0..1, each once{{$}}
 module @malformed_dims {
   func.func @main(%x: tensor<1x2x4x4xf32>, %w: tensor<2x2x1x1xf32>) -> tensor<1x2x4x4xf32> {
+    // expected-error@+1 {{malformed dimension numbers '[b, f, 0, 0]x[o, i, 0, 1]->[b, f, 0, 1]': spatial labels must be 0..1, each once}}
     %c = "convc.conv"(%x, %w) {dimension_numbers = #convc.dims<[b, f, 0, 0]x[o, i, 0, 1]->[b, f, 0, 1]>} : (tensor<1x2x4x4xf32>, tensor<2x2x1x1xf32>) -> tensor<1x2x4x4xf32>
     func.return %c : tensor<1x2x4x4xf32>
   }
@@ -180,20 +197,20 @@ module @malformed_dims {
 // -----
 
 // Text after the module.
-// CHECK: {{^}}{{.*}}verify-ir.mlir:[[# @LINE + 6]]:3: error: expected end of input, found 'trailing'{{$}}
 module @trailing_text {
   func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
     func.return %x : tensor<4xf32>
   }
 } // the next line is not IR
+  // expected-error@+1 {{expected end of input, found 'trailing'}}
   trailing
 
 // -----
 
 // A module that is never closed: the error is at the end of the chunk.
-// CHECK: {{^}}{{.*}}verify-ir.mlir:[[# @LINE + 6]]:1: error: expected '}', found 'end of input'{{$}}
 module @unclosed {
   func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
     func.return %x : tensor<4xf32>
   }
 
+// expected-error@+1 {{expected '}', found 'end of input'}}

@@ -1,11 +1,11 @@
-// RUN: not convc-opt %s --split-input-file 2>&1 | filecheck %s
+// RUN: convc-opt %s --split-input-file --verify-diagnostics
 
 // Shardings in convc text are checked as in a model file, each error one line at the
 // sharding attribute (S1-S7; S8 is --mesh's: json/sharding_mesh_flag.test).
 
-// CHECK: {{^}}{{.*}}verify-sharding.mlir:[[# @LINE + 3]]:{{[0-9]+}}: error: 'x': sharding names axis 'model', which the mesh (data) lacks [S1]{{$}}
 module @unknown_axis {
   sdy.mesh @mesh = <["data"=2]>
+  // expected-error@+1 {{'x': sharding names axis 'model', which the mesh (data) lacks [S1]}}
   func.func @main(%x: tensor<4x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"model"}, {}]>}) -> tensor<4x4xf32> {
     func.return %x : tensor<4x4xf32>
   }
@@ -13,10 +13,10 @@ module @unknown_axis {
 
 // -----
 
-// CHECK: {{^}}{{.*}}verify-sharding.mlir:[[# @LINE + 4]]:{{[0-9]+}}: error: 'r': sharding uses axis 'data' twice [S2]{{$}}
 module @axis_twice {
   sdy.mesh @mesh = <["data"=2]>
   func.func @main(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
+    // expected-error@+1 {{'r': sharding uses axis 'data' twice [S2]}}
     %r = "convc.relu"(%x) {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"data"}, {"data"}]>]>} : (tensor<4x4xf32>) -> tensor<4x4xf32>
     func.return %r : tensor<4x4xf32>
   }
@@ -24,9 +24,9 @@ module @axis_twice {
 
 // -----
 
-// CHECK: {{^}}{{.*}}verify-sharding.mlir:[[# @LINE + 3]]:{{[0-9]+}}: error: 'x': sharding [null, null, "data"] has 3 entries but the value has rank 2 [S3]{{$}}
 module @too_long {
   sdy.mesh @mesh = <["data"=2]>
+  // expected-error@+1 {{'x': sharding [null, null, "data"] has 3 entries but the value has rank 2 [S3]}}
   func.func @main(%x: tensor<4x4xf32>) -> (tensor<4x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {}, {"data"}]>}) {
     func.return %x : tensor<4x4xf32>
   }
@@ -34,9 +34,9 @@ module @too_long {
 
 // -----
 
-// CHECK: {{^}}{{.*}}verify-sharding.mlir:[[# @LINE + 3]]:{{[0-9]+}}: error: 'x': dimension 1 of size 5 is not divisible by data(2) = 2 [S4]{{$}}
 module @not_divisible {
   sdy.mesh @mesh = <["data"=2]>
+  // expected-error@+1 {{'x': dimension 1 of size 5 is not divisible by data(2) = 2 [S4]}}
   func.func @main(%x: tensor<4x5xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"data"}]>}) -> tensor<4x5xf32> {
     func.return %x : tensor<4x5xf32>
   }
@@ -44,8 +44,8 @@ module @not_divisible {
 
 // -----
 
-// CHECK: {{^}}{{.*}}verify-sharding.mlir:[[# @LINE + 2]]:{{[0-9]+}}: error: the size of mesh axis 'data' must be a positive integer, got 0 [S5]{{$}}
 module @mesh_size {
+  // expected-error@+1 {{the size of mesh axis 'data' must be a positive integer, got 0 [S5]}}
   sdy.mesh @mesh = <["data"=0]>
   func.func @main(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
     func.return %x : tensor<4x4xf32>
@@ -54,8 +54,8 @@ module @mesh_size {
 
 // -----
 
-// CHECK: {{^}}{{.*}}verify-sharding.mlir:[[# @LINE + 2]]:{{[0-9]+}}: error: 'x' has a sharding but the graph has no mesh [S7]{{$}}
 module @without_mesh {
+  // expected-error@+1 {{'x' has a sharding but the graph has no mesh [S7]}}
   func.func @main(%x: tensor<4x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"data"}, {}]>}) -> tensor<4x4xf32> {
     func.return %x : tensor<4x4xf32>
   }

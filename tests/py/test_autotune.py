@@ -13,17 +13,22 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import convc
 import numpy as np
 import pytest
-from convc import autotune, cli
-from convc.autotune import AutotuneCache, Autotuner, Measurement, candidates, device_key, signature
+from convc import autotune_pjrt, cli
+from convc.autotune import AutotuneCache, Autotuner, Measurement, candidates, signature
+from convc.autotune_pjrt import PjrtMeasure, device_key
 from convc.compile import Compiler
 from convc.conv_facts import conv_facts
-from convc.ops.conv import LOWERINGS
+from convc.conv_lowering import conv_lowerings
+from convc.lowering_pins import lowering_pins
+from convc.pass_manager import PassManager, PipelineError
 from convc.passes import CONV_LOWERINGS, PASSES, default_pipeline
+from convc.passes.autotune_conv_lowering import AutotuneConvLowering
 from convc.reference import evaluate
 from convc.runtime_inputs import compare, random_inputs, tolerance_for
 
@@ -127,7 +132,7 @@ def summaries(text: str) -> list[str]:
 
 
 def test_the_choices_are_xla_and_the_cpu_rewrite_passes() -> None:
-    assert set(LOWERINGS) == {"xla", *CONV_LOWERINGS}
+    assert lowering_pins() == ("xla", *CONV_LOWERINGS) and conv_lowerings() == CONV_LOWERINGS
     for name, pattern in CONV_LOWERINGS.items():
         assert pattern.name == name and getattr(PASSES[name], "pattern", None) is pattern
 
@@ -256,7 +261,7 @@ def test_a_cached_entry_that_is_no_legal_choice_is_measured_again(entry: object,
     key = signature(conv_facts(the_conv(graph)))
     (tmp_path / "cache.json").write_text(json.dumps(
         {"format": "convc-autotune-cache", "version": 1, "devices": {device_key("cpu"): {key: entry}}}))
-    report = Autotuner(tmp_path / "cache.json", platform="cpu", budget_s=BUDGET_MS / 1e3, log=lines.append).tune(graph)
+    report = Autotuner(tmp_path / "cache.json", PjrtMeasure("cpu", BUDGET_MS / 1e3), log=lines.append).tune(graph)
     assert report.outcomes["measured"] == 1 and not [line for line in lines if "warning" in line]
     assert the_conv(graph).attrs["lowering"] in {"xla", TAP_SUM}
 
@@ -272,7 +277,7 @@ def test_a_broken_cache_is_one_warning_and_rebuilt(content: bytes, problem: str,
     path, lines = tmp_path / "cache.json", []
     path.write_bytes(content)
     graph = canonical(depthwise())
-    report = Autotuner(path, platform="cpu", budget_s=BUDGET_MS / 1e3, log=lines.append).tune(graph)
+    report = Autotuner(path, PjrtMeasure("cpu", BUDGET_MS / 1e3), log=lines.append).tune(graph)
     warnings = [line for line in lines if "warning" in line]
     assert len(warnings) == 1, lines
     assert re.fullmatch(f"convc: warning: autotune cache {re.escape(str(path))} {re.escape(problem)}( \\(.*\\))?; rebuilding it", warnings[0])
@@ -294,16 +299,45 @@ def test_an_unwritable_cache_is_a_warning(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("")
     lines: list[str] = []
     graph = canonical(depthwise())
-    Autotuner(tmp_path / "file" / "cache.json", platform="cpu", budget_s=BUDGET_MS / 1e3, log=lines.append).tune(graph)
+    Autotuner(tmp_path / "file" / "cache.json", PjrtMeasure("cpu", BUDGET_MS / 1e3), log=lines.append).tune(graph)
     assert any(line.startswith(f"convc: warning: cannot write autotune cache {tmp_path / 'file' / 'cache.json'}") for line in lines)
     assert "lowering" in the_conv(graph).attrs
 
 
 def test_convs_with_one_candidate_measure_nothing(tmp_path: Path) -> None:
     lines: list[str] = []
-    Autotuner(tmp_path / "cache.json", "cpu", log=lines.append).tune(canonical(dense1d()))
+    Autotuner(tmp_path / "cache.json", PjrtMeasure("cpu"), log=lines.append).tune(canonical(dense1d()))
     assert lines == ["autotune: 1 conv: 0 measured, 0 cached, 1 with one candidate"]
     assert not (tmp_path / "cache.json").exists()
+
+
+@dataclass
+class ScriptedMeasure:
+    """A measure that times nothing: the last candidate is always the fastest."""
+
+    calls: list[list[str]] = field(default_factory=list)
+
+    def device(self) -> str:
+        return "scripted"
+
+    def __call__(self, op: convc.Op, candidates: list[str], log: Callable[[str], None]) -> Measurement:
+        self.calls.append(candidates)
+        return Measurement({name: float(len(candidates) - i) for i, name in enumerate(candidates)})
+
+
+def test_the_pass_measures_through_the_measure_it_is_given(tmp_path: Path) -> None:
+    graph, measure = canonical(depthwise_weight_grad()), ScriptedMeasure()
+    tune = AutotuneConvLowering(cache=str(tmp_path / "cache.json"), measure=measure)
+    assert tune.spelling() == f"autotune-conv-lowering{{cache={tmp_path / 'cache.json'} platform= budget_ms=100.0}}"
+    PassManager([tune]).run(graph)
+    assert measure.calls == [["xla", TAP_REDUCE, REGROUP]] and the_conv(graph).attrs["lowering"] == REGROUP
+    assert set(json.loads((tmp_path / "cache.json").read_text())["devices"]) == {"scripted"}
+
+
+def test_a_pass_given_no_measure_fails_only_when_a_conv_needs_one(tmp_path: Path) -> None:
+    PassManager([AutotuneConvLowering(cache=str(tmp_path / "cache.json"))]).run(canonical(dense1d()))
+    with pytest.raises(PipelineError, match="given no measure"):
+        PassManager([AutotuneConvLowering(cache=str(tmp_path / "cache.json"))]).run(canonical(depthwise()))
 
 
 def test_the_fastest_agreeing_candidate_wins_and_xla_keeps_near_ties() -> None:
@@ -321,7 +355,7 @@ def test_a_candidate_slower_than_the_whole_budget_is_not_called_again() -> None:
             return []
         return run
 
-    ms = autotune._timed({name: runner(name) for name in ("xla", TAP_SUM)}, {"xla": 5000.0, TAP_SUM: 1.0}, budget_s=0.001)
+    ms = autotune_pjrt._timed({name: runner(name) for name in ("xla", TAP_SUM)}, {"xla": 5000.0, TAP_SUM: 1.0}, budget_s=0.001)
     assert ms["xla"] == 5000.0 and "xla" not in calls and TAP_SUM in calls
 
 
@@ -330,7 +364,7 @@ def test_a_wrong_or_failing_candidate_is_reported_and_never_chosen(fault: str, m
     """A faulty tap sum, injected as the candidate's lowering (everything else real):
     one that doubles the result, or text MLIR cannot parse."""
     op = the_conv(canonical(depthwise()))
-    real = autotune.lowered_stablehlo
+    real = autotune_pjrt.lowered_stablehlo
     b = convc.Builder("doubled")
     lhs, rhs = b.input("lhs", op.operands[0].type.shape), b.input("rhs", op.operands[1].type.shape)
     conv = b.op("conv", lhs, rhs, **op.attrs)
@@ -342,9 +376,9 @@ def test_a_wrong_or_failing_candidate_is_reported_and_never_chosen(fault: str, m
             return real(op, lowering)
         return doubled if fault == "wrong" else "module {"
 
-    monkeypatch.setattr(autotune, "lowered_stablehlo", faulty)
+    monkeypatch.setattr(autotune_pjrt, "lowered_stablehlo", faulty)
     lines: list[str] = []
-    measurement = autotune.measure(op, "cpu", BUDGET_MS / 1e3, lines.append)
+    measurement = autotune_pjrt.measure(op, candidates(conv_facts(op)), "cpu", BUDGET_MS / 1e3, lines.append)
     assert measurement is not None and measurement.choice == "xla" and set(measurement.ms) == {"xla"}
     reason = "disagrees with xla" if fault == "wrong" else "failed: "
     assert measurement.rejected[TAP_SUM].startswith(reason)

@@ -122,7 +122,7 @@ USER_ERRORS = [
     pytest.param({**tiny_model(), "nodes": [{"name": "c", "op": "conv", "inputs": ["x", "wrong"]}]},
                  r"model\.json:/nodes/0/inputs/1: error: 'c' \(conv\): input 'wrong' is not defined", id="undefined-input"),
     pytest.param({**tiny_model(), "nodes": [{"name": "c", "op": "convv", "inputs": ["x", "w"]}]},
-                 r"model\.json:/nodes/0/op: error: 'c': unknown op 'convv' \(did you mean 'conv'\?\)", id="unknown-op"),
+                 r"model\.json:/nodes/0/op: error: 'c': unknown op 'convv' \(did you mean 'conv'\?\) \[A7\]", id="unknown-op"),
 ]
 
 
@@ -449,7 +449,7 @@ def test_convc_opt_help_offers_only_its_own_flags() -> None:
 
 NEWCOMER_MISTAKES = [
     pytest.param({**tiny_model(), "nodes": [{"name": "y", "op": "ReLU", "inputs": ["x"]}]},
-                 r"model\.json:/nodes/0/op: error: 'y': unknown op 'ReLU' \(did you mean 'relu'\?\)", id="op-case"),
+                 r"model\.json:/nodes/0/op: error: 'y': unknown op 'ReLU' \(did you mean 'relu'\?\) \[A7\]", id="op-case"),
     pytest.param({**tiny_model(), "inputs": [{"name": "x", "shape": [1, 2, 5, 5], "dtype": "float"}]},
                  r"model\.json:/inputs/0/dtype: error: unknown dtype \"float\" \(did you mean 'f32'\?\); "
                  r"expected one of f32, f16, bf16, f64, i8, i32", id="dtype-float"),

@@ -24,8 +24,7 @@ import convc
 import numpy as np
 import pytest
 from convc.compile import Compiler
-from convc.conv_facts import conv_facts
-from convc.passes.cpu_crop_negative_padding import crops, misread_by_xla_cpu
+from convc.conv_facts import conv_facts, crops, misread_by_xla_cpu
 from convc.runner import cropped_for_xla_cpu, needs_xla_cpu_guard, xla_cpu_misread_convs
 from convc.runtime import compile_stablehlo
 from convc.xla_probes import xla_cpu_misreads_crop_low_pad_high

@@ -323,7 +323,7 @@ def check_front_end(data: bytes, *extra: str) -> None:
     path = str(root / "model.json")
     try:
         assert result.code in (0, 1), f"exit {result.code}: {result.stderr}"
-        tag = re.search(r"\[(\w+)\]$", result.stderr.strip())
+        tag = re.search(r"\[([\w.]+)\]$", result.stderr.strip())
         record("accepted" if result.code == 0 else f"refused [{tag.group(1) if tag else '-'}]")
         if result.code == 1:
             assert_one_located_line(result.stderr, path, data)

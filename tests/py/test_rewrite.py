@@ -1,12 +1,17 @@
 """apply_patterns / Rewriter bookkeeping: inserted ops land right before their anchor,
-names stay unique, erased anchors vanish, and foreign edits of `graph.ops` are survived."""
+names stay unique, erased anchors vanish, and foreign edits of `graph.ops` are survived;
+pattern_pass derives a pass from its pattern."""
 
 from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
 
 import numpy as np
 from convc import Builder, Graph
 from convc.ir import Op
-from convc.rewrite import RewritePattern, Rewriter, apply_patterns
+from convc.pass_manager import parse_pipeline
+from convc.rewrite import RewritePattern, Rewriter, apply_patterns, pattern_pass
 from convc.verify import verify_graph
 
 
@@ -81,3 +86,33 @@ def test_constants_and_numbers_survive_a_rewrite() -> None:
     apply_patterns(graph, [ReluToMaxOfTwo()])
     verify_graph(graph)
     assert [op.kind for op in graph.ops] == ["constant", "add", "relu", "relu", "add", "relu"]
+
+
+@dataclass(frozen=True)
+class PeelOutputRelu(RewritePattern):
+    """An output relu(relu(x)) -> relu(x): once a sweep, since the relu it leaves as the
+    output was visited before it."""
+
+    kind = "relu"
+    name = "peel-output-relu"
+    enabled: bool = True  # an option
+
+    def match_and_rewrite(self, op: Op, rewriter: Rewriter) -> None:
+        producer = op.operands[0].producer
+        if self.enabled and producer is not None and producer.kind == "relu" and op.result in rewriter.graph.outputs:
+            rewriter.replace_anchor(producer.result)
+
+
+def test_a_pattern_pass_takes_its_name_and_options_from_the_pattern() -> None:
+    cls = pattern_pass(PeelOutputRelu, "peels relus")
+    assert (cls.__name__, cls.name, cls.summary, cls.__module__) == ("PeelOutputRelu", "peel-output-relu", "peels relus", __name__)
+    assert [(f.name, f.type, f.default) for f in dataclasses.fields(cls)] == [("enabled", bool, True)]
+    (parsed,) = parse_pipeline("peel-output-relu{enabled=false}", {cls.name: cls})
+    assert parsed == cls(enabled=False) and parsed.spelling() == "peel-output-relu{enabled=false}"
+    assert not parsed.run(_relu_chain(4)) and cls().run(_relu_chain(4))  # the option reaches the pattern
+
+
+def test_until_stable_sweeps_again_while_a_sweep_changes_something() -> None:
+    once, stable = _relu_chain(8), _relu_chain(8)
+    assert pattern_pass(PeelOutputRelu, "")().run(once) and pattern_pass(PeelOutputRelu, "", until_stable=True)().run(stable)
+    assert (len(once.ops), len(stable.ops)) == (7, 1)

@@ -10,7 +10,7 @@ template writes "@DEVICE@" where the device key goes.
 import sys
 from pathlib import Path
 
-from convc.autotune import device_key
+from convc.autotune_pjrt import device_key
 
 
 def main(argv: list[str]) -> int:
