@@ -225,12 +225,13 @@ def _convc_main(args: argparse.Namespace) -> int:
                         print_ir_after_all=args.print_ir_after_all, allow_external_data=args.allow_external_data,
                         max_bytes=args.max_bytes, autotune=args.autotune, autotune_cache=args.autotune_cache,
                         autotune_platform=args.platform, elide_constants_larger=elide, mesh=args.mesh, grad=args.grad)
-    graph = compiler.differentiate(compiler.load(args.model), args.model)
+    model = compiler.load(args.model)
+    graph = compiler.differentiate(model, args.model)
     if args.run or args.check:
         prepare_run(graph, args.platform)  # before compiling: host devices for a mesh, before JAX starts
     elif args.platform is not None and args.autotune:
         require_platform(args.platform)  # before compiling: --autotune measures on that device
-    source = graph.clone() if args.check else None
+    source = model.clone() if args.check else None  # with --grad, --check takes jax.vjp of the model
     compiler.run_passes(graph)
     payload = compiler.emit(graph, args.emit)
     if args.run or args.check:  # before writing -o: a failed run or check leaves it untouched
@@ -255,7 +256,7 @@ def _run_and_check(compiler: Compiler, graph: Graph, payload: bytes, source: Gra
         print(f"{value.name}: {list(out.shape)} {value.type.dtype} {_checksum(out)}")
     if source is not None:
         with compiler.timed("check (jax.lax reference)"):
-            report = check_outputs(result, source)
+            report = check_outputs(result, source, wrt=args.grad)
         for line in report.lines:
             print(line)
         if not report.passed:

@@ -426,6 +426,32 @@ def lax_function(graph: Graph) -> Callable[..., list[Any]]:
     return fn
 
 
+def vjp_function(graph: Graph, wrt: Sequence[str]) -> Callable[..., list[Any]]:
+    """`jax.vjp` of the graph, as a function of its inputs then one cotangent per output: the
+    outputs, then the gradient of each `wrt` input or constant (what `convc.grad`'s step computes)."""
+    import jax
+
+    constants = {op.name: op for op in graph.ops if op.kind == "constant"}
+
+    def fn(*args: Any) -> list[Any]:
+        inputs, cotangents = args[:len(graph.inputs)], args[len(graph.inputs):]
+        given = {v.name: x for v, x in zip(graph.inputs, inputs)}
+        primals = [given[name] if name in given else LAX_RULES["constant"](constants[name], []) for name in wrt]
+
+        def model(*params: Any) -> list[Any]:
+            chosen = dict(zip(wrt, params))
+            env: dict[int, Any] = {id(v): chosen.get(v.name, x) for v, x in zip(graph.inputs, inputs)}
+            for op in graph.ops:
+                replaced = op.kind == "constant" and op.name in chosen
+                env[id(op.result)] = chosen[op.name] if replaced else LAX_RULES[op.kind](op, [env[id(v)] for v in op.operands])
+            return [env[id(v)] for v in graph.outputs]
+
+        outputs, pullback = jax.vjp(model, *primals)
+        return [*outputs, *pullback(list(cotangents))]
+
+    return fn
+
+
 def oracle_device() -> Any:
     """Where `evaluate` runs: the CPU, whose f64 is native and whose convs and dots do not
     trade accuracy for speed; the default device where PJRT has no CPU."""
@@ -445,4 +471,15 @@ def evaluate(graph: Graph, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
     with jax.enable_x64(True), jax.default_device(device), _accumulating_in_f64(device.platform == "cpu"):
         # x64: f64 graphs stay f64 and the oracle may accumulate in f64 (jax narrows to f32 by default)
         outputs = jax.jit(lax_function(graph))(*inputs)
+    return [np.asarray(out) for out in outputs]
+
+
+def evaluate_vjp(graph: Graph, wrt: Sequence[str], inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """`vjp_function(graph, wrt)` on `inputs` (the graph's, then one cotangent per output), as
+    exact as `evaluate`: the oracle of `convc --grad ... --check`."""
+    import jax
+
+    device = oracle_device()
+    with jax.enable_x64(True), jax.default_device(device), _accumulating_in_f64(device.platform == "cpu"):
+        outputs = jax.jit(vjp_function(graph, wrt))(*inputs)
     return [np.asarray(out) for out in outputs]

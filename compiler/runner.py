@@ -131,14 +131,15 @@ def run_lowered(compiler: Compiler, graph: Graph, stablehlo: str, inputs: Inputs
     return RunResult(graph, arrays, outputs, ran_on, warnings)
 
 
-def check_outputs(result: RunResult, source: Graph) -> CheckReport:
+def check_outputs(result: RunResult, source: Graph, wrt: Sequence[str] | None = None) -> CheckReport:
     """Compare `result` with the oracle's evaluation of `source`, the graph before any pass
     (exact math, rounded to the output types), within the tolerance of the least precise
-    thing the module computes on the platform that ran it (docs/cli.md, --check)."""
-    from .reference import evaluate
+    thing the module computes on the platform that ran it (docs/cli.md, --check). With `wrt`
+    the result is `source`'s gradient step (`convc.grad`), compared with `jax.vjp` of it."""
+    from .reference import evaluate, evaluate_vjp
     from .runtime_inputs import compare, tolerance_for
 
-    expected = evaluate(source, result.inputs)
+    expected = evaluate(source, result.inputs) if wrt is None else evaluate_vjp(source, wrt, result.inputs)
     precision = tolerance_for([source, result.graph], result.platform)
     compared = [compare(value.name, precision, got, want) for value, got, want in zip(result.graph.outputs, result.outputs, expected)]
     return CheckReport([line for line, _ in compared], all(passed for _, passed in compared))

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from convc import Builder, ConvcError, Graph
 from convc.dtypes import numpy_dtype
-from convc.reference import LAX_RULES
+from convc.reference import vjp_function
 from convc.runtime import compile_stablehlo
 from hypothesis import given
 from strategies import budget, conv_models, run_cli
@@ -33,24 +33,9 @@ TARGETS = ("generic", "cpu")
 
 def reference_vjp(graph: Graph, wrt: Sequence[str], inputs: Sequence[np.ndarray],
                   cotangents: Sequence[np.ndarray]) -> list[np.ndarray]:
-    """The model's outputs, then jax.vjp's gradient of each `wrt` value (input or constant)."""
-    given = {v.name: x for v, x in zip(graph.inputs, inputs)}
-    constants = {op.name: op.attrs["value"] for op in graph.ops if op.kind == "constant"}
-    primals = [given[name] if name in given else np.asarray(constants[name]) for name in wrt]
-
-    def model(*params: Any) -> list[Any]:
-        chosen = dict(zip(wrt, params))
-        env = {id(v): chosen.get(v.name, x) for v, x in zip(graph.inputs, inputs)}
-        for op in graph.ops:
-            if op.kind == "constant" and op.name in chosen:
-                env[id(op.result)] = chosen[op.name]
-            else:
-                env[id(op.result)] = LAX_RULES[op.kind](op, [env[id(v)] for v in op.operands])
-        return [env[id(v)] for v in graph.outputs]
-
-    outputs, pullback = jax.vjp(model, *primals)
-    grads = pullback([jax.numpy.asarray(c) for c in cotangents])
-    return [np.asarray(x) for x in [*outputs, *grads]]
+    """The model's outputs, then jax.vjp's gradient of each `wrt` value (input or constant),
+    computed in the model's own element types."""
+    return [np.asarray(x) for x in jax.jit(vjp_function(graph, wrt))(*inputs, *cotangents)]
 
 
 def random_like(shape: Sequence[int], dtype: str, rng: np.random.Generator) -> np.ndarray:
