@@ -6,6 +6,7 @@ same computation as JAX writes it (`jax.jit` of jax.lax / jax.vjp) and PyTorch e
     python -m convc.tools.bench --quick --json out.json
     python -m convc.tools.bench --cases depthwise,grouped --target generic
     python -m convc.tools.bench --platform gpu       # CUDA: PyTorch on cuDNN, batches x32
+    python -m convc.tools.bench --suite train        # training steps (tools/bench_train.py)
 
 Everything runs on one PJRT platform (`--platform`, default the one PJRT picks): on `gpu`,
 PyTorch runs on CUDA with cudnn.benchmark, every timed call ends with the device
@@ -40,6 +41,7 @@ import numpy as np
 SPATIAL_LETTERS = {1: "W", 2: "HW", 3: "DHW"}
 IMPLEMENTATIONS = ("convc", "jax", "torch")
 PLATFORMS = ("cpu", "gpu")
+SUITES = ("conv", "train")
 TOLERANCE = 1e-4  # max |convc - jax| / (1 + max |jax|), f32
 # On the GPU, f32 convs run in TF32 (operands rounded to 2^-11 relative) and XLA autotunes
 # the cuDNN algorithm per compile, so two compiles of one conv may round differently.
@@ -514,6 +516,9 @@ def format_table(results: Sequence[CaseResult]) -> str:
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m convc.tools.bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="small shapes (smoke testing), short budgets")
+    parser.add_argument("--suite", choices=SUITES, default="conv",
+                        help="conv: single convs and their gradients (default); train: forward + backward of five blocks "
+                             "(convc.grad against jax.vjp and PyTorch autograd)")
     parser.add_argument("--cases", help="comma-separated substrings of case names to run (default: all)")
     parser.add_argument("--platform", choices=PLATFORMS,
                         help="the PJRT platform convc and JAX run on, and PyTorch's device (gpu: CUDA); default: the one PJRT picks")
@@ -555,13 +560,23 @@ def resolve_platform(args: argparse.Namespace) -> None:
         args.batch_scale = GPU_BATCH_SCALE if args.platform == "gpu" else 1
 
 
-def selected_cases(args: argparse.Namespace) -> list[ConvSpec]:
-    cases = _cases()
-    if args.cases:
-        wanted = [w.strip() for w in args.cases.split(",") if w.strip()]
-        cases = [c for c in cases if any(w in c.name for w in wanted)]
+def selected_cases(args: argparse.Namespace) -> list[Any]:
+    """The suite's cases (ConvSpec, or bench_train.TrainSpec for --suite train) that --cases
+    names, shrunk by --quick, their batches scaled by --batch-scale."""
+    if getattr(args, "suite", "conv") == "train":
+        from convc.tools import bench_train
+
+        return [spec.with_batch(spec.batch * (args.batch_scale or 1)) for spec in _wanted(bench_train.train_cases(args.quick), args)]
+    cases = _wanted(_cases(), args)
     cases = [c.shrunk() for c in cases] if args.quick else cases
     return [replace(c, batch=c.batch * (args.batch_scale or 1)) for c in cases]
+
+
+def _wanted(cases: list[Any], args: argparse.Namespace) -> list[Any]:
+    if not args.cases:
+        return cases
+    wanted = [w.strip() for w in args.cases.split(",") if w.strip()]
+    return [c for c in cases if any(w in c.name for w in wanted)]
 
 
 def run_suite(args: argparse.Namespace, log: Callable[[str], None] = print) -> dict[str, Any]:
@@ -580,8 +595,11 @@ def run_suite(args: argparse.Namespace, log: Callable[[str], None] = print) -> d
         f"platform {args.platform}, target {target}, batch x{args.batch_scale}; load {info['load_average'][0]:.2f}"
         + (f"; sgemm peak {peak:.0f} GFLOP/s" if peak else ""))
     results = []
+    runner = run_case
+    if args.suite == "train":
+        from convc.tools.bench_train import run_train_case as runner  # type: ignore[assignment]
     for spec in selected_cases(args):
-        result = run_case(spec, target, budget, use_torch=use_torch, autotune=args.autotune, pjrt_platform=args.platform)
+        result = runner(spec, target, budget, use_torch=use_torch, autotune=args.autotune, pjrt_platform=args.platform)
         if peak:
             result.percent_of_sgemm_peak = 100 * result.gflops["convc"] / peak
         log(f"  {spec.name}: convc {result.ms['convc']:.2f} ms, jax {result.ms['jax']:.2f} ms"
@@ -589,7 +607,7 @@ def run_suite(args: argparse.Namespace, log: Callable[[str], None] = print) -> d
         results.append(result)
     info["load_average_after"] = list(os.getloadavg())
     return {
-        "machine": info, "platform": args.platform, "target": target, "batch_scale": args.batch_scale, "autotune": args.autotune,
+        "machine": info, "suite": args.suite, "platform": args.platform, "target": target, "batch_scale": args.batch_scale, "autotune": args.autotune,
         "quick": args.quick, "budget_s": budget, "sgemm_peak_gflops": peak, "tolerance": tolerance(args.platform),
         "cases": [asdict(r) for r in results],
         "geomean_convc_over_jax": geomean([r.ratio_vs_jax for r in results]),

@@ -123,3 +123,33 @@ def test_sharding_bench_counts_exactly_the_analytic_collectives(tmp_path: Path) 
             assert row["collective_bytes"] == row["analytic_bytes"], row
         if row["workload"] == "dp-weight-grad":
             assert row["per_device_bytes"] <= 1.15 * row["ideal_bytes"], row
+
+
+def test_quick_train_suite_runs_and_matches_jax(tmp_path: Path) -> None:
+    """--suite train --quick: the five training steps (convc.grad against jax.vjp and PyTorch
+    autograd) run in process, and every output and gradient matches JAX's."""
+    out = tmp_path / "train.json"
+    code = bench.main(["--suite", "train", "--quick", "--platform", "cpu", "--budget", "0.05", "--no-peak", "--json", str(out)])
+    assert code == 0
+    report = json.loads(out.read_text())
+    assert report["suite"] == "train"
+    names = [case["name"] for case in report["cases"]]
+    assert names == ["train_resnet_basic", "train_resnext_g32", "train_mobilenet_dws", "train_conv3d", "train_dcgan_gen"]
+    for case in report["cases"]:
+        assert case["max_error_vs_jax"] <= bench.TOLERANCE, case["name"]
+        if case["torch_error_vs_jax"] is not None:
+            assert case["torch_error_vs_jax"] <= bench.TOLERANCE, case["name"]
+
+
+def test_every_train_step_is_the_gradient_graph_jax_computes() -> None:
+    """Each full-size training step's convc graph has the inputs and results of JAX's step
+    (x, parameters, cotangent -> output, dx, dparameters), by shape (traced abstractly)."""
+    import jax
+    from convc.tools import bench_train
+
+    for spec in bench.selected_cases(bench.parse_args(["--suite", "train"])):
+        step = bench_train.convc_step(spec)
+        assert [v.name for v in step.inputs][-1].endswith(".grad")
+        shapes = [jax.ShapeDtypeStruct(v.type.shape, "float32") for v in step.inputs]
+        expected = jax.eval_shape(bench_train.jax_step(spec), *shapes)
+        assert [tuple(v.type.shape) for v in step.outputs] == [tuple(e.shape) for e in expected], spec.name
