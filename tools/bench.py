@@ -595,9 +595,11 @@ def run_suite(args: argparse.Namespace, log: Callable[[str], None] = print) -> d
         f"platform {args.platform}, target {target}, batch x{args.batch_scale}; load {info['load_average'][0]:.2f}"
         + (f"; sgemm peak {peak:.0f} GFLOP/s" if peak else ""))
     results = []
-    runner = run_case
+    runner: Callable[..., CaseResult] = run_case
     if args.suite == "train":
-        from convc.tools.bench_train import run_train_case as runner  # type: ignore[assignment]
+        from convc.tools import bench_train
+
+        runner = bench_train.run_train_case
     for spec in selected_cases(args):
         result = runner(spec, target, budget, use_torch=use_torch, autotune=args.autotune, pjrt_platform=args.platform)
         if peak:
