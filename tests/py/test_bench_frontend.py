@@ -23,3 +23,11 @@ def test_tiny_run_prints_the_table(capsys: pytest.CaptureFixture[str]) -> None:
     assert "| nodes | convc ms | JAX ms | speedup | convc µs/node |" in out
     rows = [line for line in out.splitlines() if line.startswith("| 3 |") or line.startswith("| 5 |")]
     assert len(rows) == 2
+
+
+def test_tiny_grad_run_compares_the_same_gradient_step(capsys: pytest.CaptureFixture[str]) -> None:
+    """--grad: convc's step and JAX's vjp both hold 3N - 1 convolutions (checked inside)."""
+    assert bench_frontend.main(["--grad", "--sizes", "3", "--repeat", "1", "--target", "generic"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("gradient step (convc --grad every weight vs jax.vjp trace + lower)")
+    assert any(line.startswith("| 3 |") for line in out.splitlines())
