@@ -530,6 +530,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--json", help="write the results (and the machine) to this JSON file")
     parser.add_argument("--budget", type=float, help="seconds of timing per case (default 8, --quick 1)")
     parser.add_argument("--no-torch", action="store_true", help="skip PyTorch even when it is installed")
+    parser.add_argument("--torch-threads", type=_positive_int, metavar="N",
+                        help="PyTorch's intra-op threads (default: one per core, as XLA's pool)")
     parser.add_argument("--no-peak", action="store_true", help="skip measuring the sgemm peak")
     parser.add_argument("--no-malloc-tuning", action="store_true", help="leave glibc's malloc thresholds alone")
     parser.add_argument("--list", action="store_true", help="list the cases and exit")
@@ -585,7 +587,7 @@ def run_suite(args: argparse.Namespace, log: Callable[[str], None] = print) -> d
     if args.autotune and target != "cpu":
         raise BenchError(f"--autotune chooses among the cpu target's lowerings; the target is '{target}'")
     budget = args.budget if args.budget is not None else (1.0 if args.quick else 8.0)
-    use_torch = not args.no_torch and _configure_torch(args.platform)
+    use_torch = not args.no_torch and _configure_torch(args.platform, args.torch_threads)
     if not args.no_malloc_tuning:
         keep_freed_memory()
     info = machine(args.platform)
@@ -637,14 +639,14 @@ def tolerance(pjrt_platform: str) -> float:
     return GPU_TOLERANCE if pjrt_platform == "gpu" else TOLERANCE
 
 
-def _configure_torch(pjrt_platform: str) -> bool:
+def _configure_torch(pjrt_platform: str, threads: int | None = None) -> bool:
     """Set PyTorch up for the platform; False without torch. On gpu: cuDNN picks each conv's
     fastest algorithm (cudnn.benchmark), as XLA's autotuner does on the JAX/convc side."""
     try:
         import torch
     except ImportError:
         return False
-    torch.set_num_threads(os.cpu_count() or 1)
+    torch.set_num_threads(threads or os.cpu_count() or 1)
     if pjrt_platform == "gpu":
         if not torch.cuda.is_available():
             raise BenchError(f"--platform gpu: PyTorch {torch.__version__} sees no CUDA device (install a CUDA build, or pass --no-torch)")
