@@ -42,6 +42,55 @@ module @nchw_strided {
 
 // -----
 
+// A full window (the kernel gradient of a 1x1 conv: the input against the output
+// gradient, [f, 0, 1, b]x[i, 0, 1, o]): the feature and spatial dims contract, the
+// [batch, out feature] product is reshaped to the 1x1 output.
+// CHECK-LABEL: module @full_window
+// CHECK: %[[D:.*]] = "convc.dot_general"(%x, %dy)
+// CHECK-SAME: lhs_contracting_dimensions = array<i64: 0, 1, 2>, rhs_contracting_dimensions = array<i64: 0, 1, 2>
+// CHECK-SAME: -> tensor<2x4xf32>
+// CHECK-NEXT: %dw = "convc.reshape"(%[[D]]) {new_sizes = array<i64: 1, 1, 2, 4>}
+// CHECK-NOT: convc.conv
+// CHECK: func.return %dw
+module @full_window {
+  func.func @main(%x: tensor<3x5x5x2xf32>, %dy: tensor<3x5x5x4xf32>) -> tensor<1x1x2x4xf32> {
+    %dw = "convc.conv"(%x, %dy) {dimension_numbers = #convc.dims<[f, 0, 1, b]x[i, 0, 1, o]->[0, 1, b, f]>, padding = dense<[[0, 0], [0, 0]]> : tensor<2x2xi64>} : (tensor<3x5x5x2xf32>, tensor<3x5x5x4xf32>) -> tensor<1x1x2x4xf32>
+    func.return %dw : tensor<1x1x2x4xf32>
+  }
+}
+
+// -----
+
+// A full window whose output puts the feature dim before the batch dim: the product is
+// transposed before the reshape.
+// CHECK-LABEL: module @full_window_feature_first
+// CHECK: %[[D:.*]] = "convc.dot_general"(%x, %dy)
+// CHECK-SAME: -> tensor<2x4xf32>
+// CHECK-NEXT: %[[T:.*]] = "convc.transpose"(%[[D]]) {permutation = array<i64: 1, 0>}
+// CHECK-NEXT: %dw = "convc.reshape"(%[[T]]) {new_sizes = array<i64: 4, 1, 1, 2>}
+module @full_window_feature_first {
+  func.func @main(%x: tensor<3x5x5x2xf32>, %dy: tensor<3x5x5x4xf32>) -> tensor<4x1x1x2xf32> {
+    %dw = "convc.conv"(%x, %dy) {dimension_numbers = #convc.dims<[f, 0, 1, b]x[i, 0, 1, o]->[f, 0, 1, b]>, padding = dense<[[0, 0], [0, 0]]> : tensor<2x2xi64>} : (tensor<3x5x5x2xf32>, tensor<3x5x5x4xf32>) -> tensor<4x1x1x2xf32>
+    func.return %dw : tensor<4x1x1x2xf32>
+  }
+}
+
+// -----
+
+// Not rewritten: a window as large as the input but padded, or rhs-dilated.
+// CHECK-LABEL: module @full_window_untouched
+// CHECK-COUNT-2: "convc.conv"
+// CHECK-NOT: convc.dot_general
+module @full_window_untouched {
+  func.func @main(%x: tensor<3x5x5x2xf32>, %dy: tensor<3x5x5x4xf32>, %dy3: tensor<3x3x3x4xf32>) -> (tensor<3x3x2x4xf32>, tensor<1x1x2x4xf32>) {
+    %padded = "convc.conv"(%x, %dy) {dimension_numbers = #convc.dims<[f, 0, 1, b]x[i, 0, 1, o]->[0, 1, b, f]>, padding = dense<[[1, 1], [1, 1]]> : tensor<2x2xi64>} : (tensor<3x5x5x2xf32>, tensor<3x5x5x4xf32>) -> tensor<3x3x2x4xf32>
+    %dilated = "convc.conv"(%x, %dy3) {dimension_numbers = #convc.dims<[f, 0, 1, b]x[i, 0, 1, o]->[0, 1, b, f]>, padding = dense<[[0, 0], [0, 0]]> : tensor<2x2xi64>, rhs_dilation = array<i64: 2, 2>} : (tensor<3x5x5x2xf32>, tensor<3x3x3x4xf32>) -> tensor<1x1x2x4xf32>
+    func.return %padded, %dilated : tensor<3x3x2x4xf32>, tensor<1x1x2x4xf32>
+  }
+}
+
+// -----
+
 // Not rewritten: padding, a 3x3 kernel, feature groups, batch groups.
 // CHECK-LABEL: module @untouched
 // CHECK-COUNT-4: "convc.conv"

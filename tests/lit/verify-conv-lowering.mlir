@@ -32,7 +32,7 @@ module @not_a_string {
 // P2: the pinned rewrite cannot compute this conv (a 3x3 kernel is no 1x1).
 module @p2_not_1x1 {
   func.func @main(%x: tensor<1x4x4x2xf32>, %w: tensor<3x3x2x2xf32>) -> tensor<1x2x2x2xf32> {
-    // expected-error@+1 {{'c' (conv): lowering "cpu-conv-1x1-to-dot" cannot compute this conv exactly: it needs an ungrouped conv with a kernel of 1 in every spatial dim, no padding and no lhs dilation [P2]}}
+    // expected-error@+1 {{'c' (conv): lowering "cpu-conv-1x1-to-dot" cannot compute this conv exactly: it needs an ungrouped conv with a kernel of 1 in every spatial dim, no padding and no lhs dilation, or a kernel as large as the input without padding or dilation [P2]}}
     %c = "convc.conv"(%x, %w) {dimension_numbers = ["NHWC", "HWIO", "NHWC"], lowering = "cpu-conv-1x1-to-dot"} : (tensor<1x4x4x2xf32>, tensor<3x3x2x2xf32>) -> tensor<1x2x2x2xf32>
     func.return %c : tensor<1x2x2x2xf32>
   }

@@ -96,6 +96,18 @@ def conv_1x1(rng: np.random.Generator) -> Conv:
                        pads=((0, 0),) * n, lhs_dilation=(1,) * n, rhs_dilation=_ints(rng, n, 1, 2))
 
 
+def full_window_conv(rng: np.random.Generator) -> Conv:
+    """A kernel as large as the input (a 1x1 conv's kernel gradient), random layouts and strides."""
+    n = int(rng.integers(1, 4))
+    lhs_layout, rhs_layout, out_layout = _layouts(rng, n)
+    letters = [c for c in rhs_layout if c not in "OI"]
+    spatial = dict(zip(letters, _ints(rng, n, 1, 5)))
+    in_features = int(rng.integers(1, 7))
+    lhs = _place(lhs_layout, {"N": int(rng.integers(1, 4)), "C": in_features, **spatial})
+    rhs = _place(rhs_layout, {"O": int(rng.integers(1, 7)), "I": in_features, **spatial})
+    return Conv(lhs, rhs, (lhs_layout, rhs_layout, out_layout), _ints(rng, n, 1, 3), ((0, 0),) * n, (1,) * n, (1,) * n)
+
+
 def grouped_conv(rng: np.random.Generator) -> Conv:
     n = int(rng.integers(1, 3))
     groups, per_in, per_out = int(rng.integers(2, 5)), int(rng.choice([1, 1, 2, 3])), int(rng.integers(1, 3))
@@ -191,6 +203,7 @@ class Rewrite:
 
 REWRITES = (
     Rewrite("cpu-conv-1x1-to-dot", conv_1x1, no_conv_left),
+    Rewrite("cpu-conv-1x1-to-dot", full_window_conv, no_conv_left),
     Rewrite("cpu-depthwise-tap-sum", grouped_conv, no_conv_left),
     Rewrite("cpu-batch-group-to-feature-group", batch_grouped_conv, no_batch_groups_left),
     Rewrite("cpu-batch-group-tap-reduce", depthwise_weight_grad_like, no_conv_left),
