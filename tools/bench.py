@@ -336,10 +336,11 @@ class Timer:
         return True
 
 
-def _block(value: Any) -> None:
+def block_until_ready(value: Any) -> None:
+    """Wait for every device buffer in `value` (a buffer, or nested lists/tuples of them)."""
     if isinstance(value, list | tuple):
         for item in value:
-            _block(item)
+            block_until_ready(item)
     elif hasattr(value, "block_until_ready"):
         value.block_until_ready()
 
@@ -401,7 +402,8 @@ def run_case(spec: ConvSpec, target: str, budget_s: float, use_torch: bool, seed
     jax_out = np.asarray(jax_run())
     scale = 1.0 + float(np.abs(jax_out).max(initial=0.0))
     error = float(np.abs(convc_out - jax_out).max(initial=0.0)) / scale if convc_out.shape == jax_out.shape else math.inf
-    thunks: dict[str, Callable[[], None]] = {"convc": lambda: _block(convc_run()), "jax": lambda: _block(jax_run())}
+    thunks: dict[str, Callable[[], None]] = {"convc": lambda: block_until_ready(convc_run()),
+                                                "jax": lambda: block_until_ready(jax_run())}
     torch_error = None
     torch_run = torch_function(spec, arrays, "cuda" if pjrt_platform == "gpu" else "cpu") if use_torch else None
     if torch_run is not None:

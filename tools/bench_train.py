@@ -18,16 +18,23 @@ import math
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from . import bench
 
-SPATIAL_LETTERS = {2: "HW", 3: "DHW"}
-
-
 # --- the layer interface, three ways -------------------------------------------------------
+
+
+class Layers(Protocol):
+    """What a block is written against: convc (building a model), JAX and PyTorch (computing)."""
+
+    def conv(self, x: Any, w: Any, bias: Any = None, stride: int = 1, groups: int = 1) -> Any: ...
+    def depthwise(self, x: Any, w: Any, bias: Any = None) -> Any: ...
+    def conv_transpose(self, x: Any, w: Any, bias: Any = None, stride: int = 2, pad: int = 1) -> Any: ...
+    def relu(self, x: Any) -> Any: ...
+    def add(self, a: Any, b: Any) -> Any: ...
 
 
 def symmetric_pads(kernel: Sequence[int]) -> tuple[tuple[int, int], ...]:
@@ -50,7 +57,7 @@ class ConvcLayers:
     def conv(self, x: Any, w: Any, bias: Any = None, stride: int = 1, groups: int = 1) -> Any:
         kernel = w.type.shape[:-2]
         rank = len(kernel)
-        letters = SPATIAL_LETTERS[rank]
+        letters = bench.SPATIAL_LETTERS[rank]
         y = self.b.conv(x, w, window_strides=(stride,) * rank, padding=symmetric_pads(kernel),
                         dimension_numbers=(f"N{letters}C", f"{letters}IO", f"N{letters}C"), feature_group_count=groups)
         self.macs += math.prod(y.type.shape) * math.prod(w.type.shape) // w.type.shape[-1]
@@ -63,7 +70,7 @@ class ConvcLayers:
         """PyTorch's ConvTranspose (kernel: the forward conv's HWIO, O = x's features)."""
         kernel = w.type.shape[:-2]
         rank = len(kernel)
-        letters = SPATIAL_LETTERS[rank]
+        letters = bench.SPATIAL_LETTERS[rank]
         y = self.b.conv_backprop_input(x, w, window_strides=(stride,) * rank, padding=((pad, pad),) * rank,
                                        dimension_numbers=(f"N{letters}C", f"{letters}IO", f"N{letters}C"),
                                        output_padding=(0,) * rank)
@@ -85,7 +92,7 @@ class JaxLayers:
 
         kernel = w.shape[:-2]
         rank = len(kernel)
-        letters = SPATIAL_LETTERS[rank]
+        letters = bench.SPATIAL_LETTERS[rank]
         y = lax.conv_general_dilated(x, w, (stride,) * rank, symmetric_pads(kernel),
                                      dimension_numbers=(f"N{letters}C", f"{letters}IO", f"N{letters}C"),
                                      feature_group_count=groups)
@@ -99,7 +106,7 @@ class JaxLayers:
 
         kernel = w.shape[:-2]
         rank = len(kernel)
-        letters = SPATIAL_LETTERS[rank]
+        letters = bench.SPATIAL_LETTERS[rank]
         y = lax.conv_transpose(x, w, (stride,) * rank, transposed_pads(kernel, ((pad, pad),) * rank, 0),
                                dimension_numbers=(f"N{letters}C", f"{letters}IO", f"N{letters}C"), transpose_kernel=True)
         return y if bias is None else y + bias
@@ -146,38 +153,38 @@ class TorchLayers:
 # --- the five blocks ---------------------------------------------------------------------
 
 
-Block = Callable[[Any, Any, dict[str, Any]], Any]
+Block = Callable[[Layers, Any, dict[str, Any]], Any]
 
 
-def resnet_basic(L: Any, x: Any, p: dict[str, Any]) -> Any:
+def resnet_basic(layers: Layers, x: Any, p: dict[str, Any]) -> Any:
     """conv3x3 + bias, relu, conv3x3 + bias, + x, relu."""
-    y = L.relu(L.conv(x, p["w1"], p["b1"]))
-    return L.relu(L.add(L.conv(y, p["w2"], p["b2"]), x))
+    y = layers.relu(layers.conv(x, p["w1"], p["b1"]))
+    return layers.relu(layers.add(layers.conv(y, p["w2"], p["b2"]), x))
 
 
-def resnext(L: Any, x: Any, p: dict[str, Any]) -> Any:
+def resnext(layers: Layers, x: Any, p: dict[str, Any]) -> Any:
     """1x1 reduce, grouped 3x3 (G = 32), 1x1 expand, each + bias; relus; + x, relu."""
-    y = L.relu(L.conv(x, p["w1"], p["b1"]))
-    y = L.relu(L.conv(y, p["w2"], p["b2"], groups=32))
-    return L.relu(L.add(L.conv(y, p["w3"], p["b3"]), x))
+    y = layers.relu(layers.conv(x, p["w1"], p["b1"]))
+    y = layers.relu(layers.conv(y, p["w2"], p["b2"], groups=32))
+    return layers.relu(layers.add(layers.conv(y, p["w3"], p["b3"]), x))
 
 
-def mobilenet(L: Any, x: Any, p: dict[str, Any]) -> Any:
+def mobilenet(layers: Layers, x: Any, p: dict[str, Any]) -> Any:
     """Depthwise 3x3 + bias, relu, pointwise 1x1 + bias, relu."""
-    y = L.relu(L.depthwise(x, p["dw"], p["b1"]))
-    return L.relu(L.conv(y, p["pw"], p["b2"]))
+    y = layers.relu(layers.depthwise(x, p["dw"], p["b1"]))
+    return layers.relu(layers.conv(y, p["pw"], p["b2"]))
 
 
-def conv3d(L: Any, x: Any, p: dict[str, Any]) -> Any:
+def conv3d(layers: Layers, x: Any, p: dict[str, Any]) -> Any:
     """Two 3x3x3 convs, each + bias and relu."""
-    y = L.relu(L.conv(x, p["w1"], p["b1"]))
-    return L.relu(L.conv(y, p["w2"], p["b2"]))
+    y = layers.relu(layers.conv(x, p["w1"], p["b1"]))
+    return layers.relu(layers.conv(y, p["w2"], p["b2"]))
 
 
-def dcgan_generator(L: Any, x: Any, p: dict[str, Any]) -> Any:
+def dcgan_generator(layers: Layers, x: Any, p: dict[str, Any]) -> Any:
     """Two ConvTranspose 4x4 stride 2 padding 1 (each doubles H and W), each + bias, relu."""
-    y = L.relu(L.conv_transpose(x, p["t1"], p["b1"]))
-    return L.relu(L.conv_transpose(y, p["t2"], p["b2"]))
+    y = layers.relu(layers.conv_transpose(x, p["t1"], p["b1"]))
+    return layers.relu(layers.conv_transpose(y, p["t2"], p["b2"]))
 
 
 @dataclass(frozen=True)
@@ -219,22 +226,25 @@ def _conv_params(*layers: tuple[str, tuple[int, ...]]) -> tuple[tuple[str, tuple
 
 def train_cases(quick: bool = False) -> list[TrainSpec]:
     """The five blocks: modest shapes (a few ms a step on 2 cores), or tiny ones (--quick)."""
-    if quick:
-        n, hw, c, mid, dw, pw, d3, gan = 1, 8, 64, 64, 16, 32, (4, 8, 8), 32
-    else:
-        n, hw, c, mid, dw, pw, d3, gan = 4, 28, 256, 128, 64, 128, (8, 16, 16), 128
-    rc = c // 4  # ResNet basic block's channels
-    c3 = 8 if quick else 32
+    n = 1 if quick else 4  # batch
+    hw = 8 if quick else 28  # ResNet / ResNeXt spatial size (MobileNet: twice that)
+    wide, mid = (64, 64) if quick else (256, 128)  # ResNeXt's outer and inner channels (G = 32)
+    narrow = wide // 4  # ResNet's channels
+    dw, pw = (16, 32) if quick else (64, 128)  # MobileNet's depthwise and pointwise channels
+    depth, c3 = ((4, 8, 8), 8) if quick else ((8, 16, 16), 32)  # the 3-D block's D, H, W and channels
+    gan = 32 if quick else 128  # DCGAN's input channels (halved by each ConvTranspose)
+    side = hw // 4 + 1  # DCGAN's input H = W (doubled twice)
     return [
-        TrainSpec("train_resnet_basic", "ResNet basic 3x3", resnet_basic, (n, hw, hw, rc),
-                  _conv_params(("w1", (3, 3, rc, rc)), ("w2", (3, 3, rc, rc)))),
-        TrainSpec("train_resnext_g32", f"ResNeXt 1x1,3x3 G32,1x1 {mid}", resnext, (n, hw, hw, c),
-                  _conv_params(("w1", (1, 1, c, mid)), ("w2", (3, 3, mid // 32, mid)), ("w3", (1, 1, mid, c)))),
+        TrainSpec("train_resnet_basic", "ResNet basic 3x3", resnet_basic, (n, hw, hw, narrow),
+                  _conv_params(("w1", (3, 3, narrow, narrow)), ("w2", (3, 3, narrow, narrow)))),
+        TrainSpec("train_resnext_g32", f"ResNeXt 1x1,3x3 G32,1x1 {mid}", resnext, (n, hw, hw, wide),
+                  _conv_params(("w1", (1, 1, wide, mid)), ("w2", (3, 3, mid // 32, mid)), ("w3", (1, 1, mid, wide)))),
         TrainSpec("train_mobilenet_dws", f"MobileNet dw3x3,pw1x1 ->{pw}", mobilenet, (n, 2 * hw, 2 * hw, dw),
                   _conv_params(("dw", (3, 3, 1, dw)), ("pw", (1, 1, dw, pw)))),
-        TrainSpec("train_conv3d", "3-D 3x3x3 x2", conv3d, (n // 2 or 1, *d3, c3),
+        TrainSpec("train_conv3d", "3-D 3x3x3 x2", conv3d, (max(1, n // 2), *depth, c3),
                   _conv_params(("w1", (3, 3, 3, c3, c3)), ("w2", (3, 3, 3, c3, c3)))),
-        TrainSpec("train_dcgan_gen", f"DCGAN ConvT4x4s2 x2 ->{gan // 4}", dcgan_generator, (n, hw // 4 + 1, hw // 4 + 1, gan),
+        # a ConvTranspose kernel is its forward conv's (H, W, I, O): O = its input's channels
+        TrainSpec("train_dcgan_gen", f"DCGAN ConvT4x4s2 x2 ->{gan // 4}", dcgan_generator, (n, side, side, gan),
                   (("t1", (4, 4, gan // 2, gan)), ("b1", (gan // 2,)), ("t2", (4, 4, gan // 4, gan // 2)), ("b2", (gan // 4,)))),
     ]
 
@@ -389,7 +399,8 @@ def run_train_case(spec: TrainSpec, target: str, budget_s: float, use_torch: boo
 
     jax_out = [np.asarray(r) for r in jax_run()]
     error = max_relative_error([np.asarray(r) for r in convc_run()], jax_out)
-    thunks: dict[str, Callable[[], None]] = {"convc": lambda: bench._block(convc_run()), "jax": lambda: bench._block(jax_run())}
+    thunks: dict[str, Callable[[], None]] = {"convc": lambda: bench.block_until_ready(convc_run()),
+                                                "jax": lambda: bench.block_until_ready(jax_run())}
     torch_error = None
     torch_run = torch_step(spec, arrays, "cuda" if pjrt_platform == "gpu" else "cpu") if use_torch else None
     if torch_run is not None:
