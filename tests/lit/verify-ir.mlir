@@ -24,9 +24,10 @@
 // STATUS-NEXT: {{^}}{{.*}}verify-ir.mlir:{{[0-9]+}}:34: error: {{.*}}
 // STATUS-NEXT: {{^}}{{.*}}verify-ir.mlir:{{[0-9]+}}:38: error: {{.*}}
 // STATUS-NEXT: {{^}}{{.*}}verify-ir.mlir:{{[0-9]+}}:52: error: {{.*}}
+// STATUS-NEXT: {{^}}{{.*}}verify-ir.mlir:{{[0-9]+}}:38: error: {{.*}}
 // STATUS-NEXT: {{^}}{{.*}}verify-ir.mlir:{{[0-9]+}}:3: error: {{.*}}
 // STATUS-NEXT: {{^}}{{.*}}verify-ir.mlir:{{[0-9]+}}:1: error: {{.*}}
-// STATUS-NEXT: {{^}}exit status: 1, output lines: 17{{$}}
+// STATUS-NEXT: {{^}}exit status: 1, output lines: 18{{$}}
 
 // Input that is not UTF-8 (a Latin-1 byte in a comment), with or without --split-input-file.
 // NOT-UTF8: {{^}}{{.*}}/inputs/not-utf8.mlir: error: input is not UTF-8 text (byte 26) [I2]{{$}}
@@ -191,6 +192,17 @@ module @malformed_dims {
     // expected-error@+1 {{malformed dimension numbers '[b, f, 0, 0]x[o, i, 0, 1]->[b, f, 0, 1]': spatial labels must be 0..1, each once [X8]}}
     %c = "convc.conv"(%x, %w) {dimension_numbers = #convc.dims<[b, f, 0, 0]x[o, i, 0, 1]->[b, f, 0, 1]>} : (tensor<1x2x4x4xf32>, tensor<2x2x1x1xf32>) -> tensor<1x2x4x4xf32>
     func.return %c : tensor<1x2x4x4xf32>
+  }
+}
+
+// -----
+
+// A constant printed elided has lost its value: it cannot be read back.
+module @elided_constant {
+  func.func @main() -> tensor<4xf32> {
+    // expected-error@+1 {{this constant was elided when the IR was printed {{.*}} [X9]}}
+    %k = "convc.constant"() {value = dense_resource<__elided__> : tensor<4xf32>} : () -> tensor<4xf32>
+    func.return %k : tensor<4xf32>
   }
 }
 
