@@ -7,7 +7,8 @@ names; MLIR itself parses the same text with unregistered dialects allowed (test
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -68,6 +69,8 @@ def _tokenize(text: str, file: str) -> list[_Token]:
     tokens.append(_Token("eof", "", line, pos - line_start + 1))
     return tokens
 
+
+Item = TypeVar("Item")
 
 _ATTR_INT = "i64"  # element type of integer-row attributes; not a tensor dtype convc computes in
 
@@ -144,6 +147,15 @@ class _Parser:
             raise self.error(f"expected {what}, found '{self.tok.text or 'end of input'}'", "X2")
         return self.next()
 
+    def comma_separated(self, close: str, item: Callable[[], Item]) -> list[Item]:
+        """`item`s separated by commas, up to and including `close`."""
+        items: list[Item] = []
+        while not self.accept(close):
+            if items:
+                self.expect(",")
+            items.append(item())
+        return items
+
     def type(self) -> TensorType:
         tok = self.expect_kind("type", "a tensor type")
         t = _tensor_type(tok.text)
@@ -160,12 +172,7 @@ class _Parser:
     def type_list(self) -> list[TensorType]:
         if not self.accept("("):
             return [self.type()]
-        types: list[TensorType] = []
-        while not self.accept(")"):
-            if types:
-                self.expect(",")
-            types.append(self.type())
-        return types
+        return self.comma_separated(")", self.type)
 
     def name_loc(self, default: str) -> str:
         """An optional `loc("name")` that overrides the SSA name."""
@@ -297,11 +304,7 @@ class _Parser:
         if not full.startswith("convc.") or kind not in OPS:
             raise ConvcError(f"unknown op '{full}'{suggest(kind, OPS)}", self.loc(kind_tok), KNOWN_OP)
         self.expect("(")
-        operands: list[Value] = []
-        while not self.accept(")"):
-            if operands:
-                self.expect(",")
-            operands.append(self.use(self.expect_kind("value", "an operand")))
+        operands = self.comma_separated(")", lambda: self.use(self.expect_kind("value", "an operand")))
         raw = self.attr_dict() if self.tok.text == "{" else {}
         sharding = raw.pop("sdy.sharding", None)
         if sharding is not None and not isinstance(sharding, ShardingSpec):
@@ -326,14 +329,12 @@ class _Parser:
 
     def attr_dict(self) -> dict[str, Any]:
         self.expect("{")
-        attrs: dict[str, Any] = {}
-        while not self.accept("}"):
-            if attrs:
-                self.expect(",")
-            key = self.expect_kind("word", "an attribute name")
-            self.expect("=")
-            attrs[key.text] = self.attr_value()
-        return attrs
+        return dict(self.comma_separated("}", self.attr_entry))
+
+    def attr_entry(self) -> tuple[str, Any]:
+        key = self.expect_kind("word", "an attribute name")
+        self.expect("=")
+        return key.text, self.attr_value()
 
     def attr_value(self) -> Any:
         tok = self.next()
@@ -365,12 +366,7 @@ class _Parser:
             raise self.error("this constant was elided when the IR was printed (dense_resource<__elided__>), so its value "
                              "is lost: print the IR again with its constants whole (convc --print-constants-whole)", "X9", tok)
         if tok.text == "[":
-            items: list[Any] = []
-            while not self.accept("]"):
-                if items:
-                    self.expect(",")
-                items.append(self.attr_value())
-            return items
+            return self.comma_separated("]", self.attr_value)
         if tok.text in ("true", "false"):
             return tok.text == "true"
         if tok.kind == "word" and canonical_dtype(tok.text):

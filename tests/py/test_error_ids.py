@@ -8,10 +8,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import convc
 import numpy as np
 import pytest
-
-import convc
 from convc.cli import main as convc_main
 from convc.diagnostics import ConvcError
 from convc.ir import Graph, TensorType, Value
