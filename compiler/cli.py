@@ -156,7 +156,7 @@ def _guarded(main: Callable[[argparse.Namespace], int], args: argparse.Namespace
         print(one_line(f"{prog}: error: {err}"), file=sys.stderr)
         return EXIT_USAGE
     except PlatformUnavailableError as err:  # a sound command line on a machine without that device
-        print(one_line(f"{prog}: error: --platform {err.platform}: {err}"), file=sys.stderr)
+        print(ConvcError(f"--platform {err.platform}: {err}", Location(file=prog), "R7"), file=sys.stderr)
         return EXIT_USER_ERROR
     except KeyboardInterrupt:
         return 130

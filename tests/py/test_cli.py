@@ -241,7 +241,7 @@ def test_a_platform_this_machine_lacks_is_a_user_error(convc: Runner, write_mode
     result = convc("model.json", *flags, "--platform", platform, "-o", "out.mlir")
     assert (result.code, result.stdout) == (1, "")
     assert assert_one_line(result.stderr) == (f"convc: error: --platform {platform}: no {platform} device is available "
-                                              f"to PJRT here (found: {', '.join(found)})")
+                                              f"to PJRT here (found: {', '.join(found)}) [R7]")
     assert not (tmp_path / "out.mlir").exists()
 
 
