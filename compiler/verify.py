@@ -107,13 +107,14 @@ def verify_graph(graph: Graph) -> None:
     for op in graph.ops:
         for index, operand in enumerate(op.operands):
             if id(operand) not in defined:
-                raise ConvcError(f"operand {index} '%{operand.name}' is used before it is defined", op.loc.child("inputs").child(index))
+                raise ConvcError(f"operand {index} '%{operand.name}' is used before it is defined", op.loc.child("inputs").child(index),
+                                 "V1")
         verify_op(op)
         _define(op.name, names, op.loc)
         defined.add(id(op.result))
     for value in graph.outputs:
         if id(value) not in defined:
-            raise ConvcError(f"output '%{value.name}' is not defined in the graph", Location())
+            raise ConvcError(f"output '%{value.name}' is not defined in the graph", Location(), "V2")
     if graph.mesh is not None:  # shardings (a graph without a mesh holds none: S7 at every frontend)
         from .sharding import verify_shardings
 
@@ -122,5 +123,5 @@ def verify_graph(graph: Graph) -> None:
 
 def _define(name: str, names: set[str], loc: Location) -> None:
     if name in names:
-        raise ConvcError(f"name '{name}' is defined twice", loc)
+        raise ConvcError(f"name '{name}' is defined twice", loc, "V3")
     names.add(name)

@@ -1,5 +1,6 @@
 """cpu-conv-1x1-to-dot: a 1x1 conv is a matrix product over the feature dim; XLA CPU
-runs it as one `dot_general` (a library GEMM) about 1.8x faster than as a convolution.
+runs it faster as one `dot_general` (a library GEMM) than as a convolution (figures in
+docs/benchmarks.md).
 
 Legal on ungrouped convs whose kernel is 1 in every spatial dim, with no padding and no
 lhs dilation, and always taken there (no cost model). Strides become a strided `slice` of

@@ -181,7 +181,7 @@ def _conv_tail(op: Op) -> str:
     if not isinstance(dn, ConvDimensionNumbers) or isinstance(padding, str) and padding != "VALID":
         # reachable from the command line (`convc-opt --emit=stablehlo`, `convc -p ...`): a user error
         raise ConvcError("StableHLO needs explicit dimension numbers and padding; "
-                         "run -p canonicalize-dimension-numbers,resolve-padding first", op.loc)
+                         "run -p canonicalize-dimension-numbers,resolve-padding first", op.loc, "E1")
     lhs, rhs = v.types
     pads = ((0, 0),) * (lhs.rank - 2) if padding == "VALID" else padding
     window = (f"stride = {int_list(v.window_strides)}, "
