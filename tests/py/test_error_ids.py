@@ -131,7 +131,7 @@ def test_R6_a_failed_check_is_a_user_error(tmp_path: Path, monkeypatch: pytest.M
     model = {"inputs": [{"name": "x", "shape": [2], "dtype": "f32"}],
              "nodes": [{"name": "r", "op": "relu", "inputs": ["x"]}], "outputs": ["r"]}
     (tmp_path / "m.json").write_text(json.dumps(model))
-    monkeypatch.setattr("convc.cli.check_outputs", lambda result, source: CheckReport(["r: differs"], False))
+    monkeypatch.setattr("convc.cli.check_outputs", lambda result, source, **_: CheckReport(["r: differs"], False))
     assert convc_main([str(tmp_path / "m.json"), "--run", "--check", "--platform", "cpu", "-o", str(tmp_path / "m.mlir")]) == 1
     assert capsys.readouterr().err.rstrip().endswith("error: --check: outputs differ from jax.lax beyond tolerance [R6]")
 
