@@ -12,7 +12,7 @@ import numpy as np
 
 from ..diagnostics import ConvcError, InternalError
 from ..dtypes import is_float, numpy_dtype
-from ..ir import Graph, Op, TensorType, Value
+from ..ir import Graph, Op, TensorType, Value, attrs_key
 from ..literals import dense_literal, int_list, is_ssa_id, is_symbol_id, quote
 from ..memo import memoized
 from ..ops import ConvDimensionNumbers, view
@@ -170,7 +170,7 @@ def _conv(op: Op, ctx: EmitContext, result: str) -> None:
 
 
 def _signature(op: Op) -> object:
-    return tuple(v.type for v in op.operands), op.result.type, tuple(sorted(op.attrs.items()))
+    return op.operand_types(), op.result.type, attrs_key(op.attrs)
 
 
 @memoized(1024, key=_signature)
