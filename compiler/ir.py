@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
+import operator
 import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -39,10 +40,11 @@ class TensorType:
         if found is not None:
             return found
         made = object.__new__(cls)
-        object.__setattr__(made, "shape", key[0])
+        dims = tuple(_plain_int(d) for d in key[0])  # numpy integers equal ints: keep the one spelling
+        object.__setattr__(made, "shape", dims)
         object.__setattr__(made, "dtype", dtype)
-        object.__setattr__(made, "_elements", math.prod(key[0]))
-        _UNIQUED[key] = made
+        object.__setattr__(made, "_elements", math.prod(dims))
+        _UNIQUED[(dims, dtype)] = made
         return made
 
     def __setattr__(self, name: str, value: object) -> None:
@@ -75,6 +77,14 @@ class TensorType:
 
     def __str__(self) -> str:
         return self.mlir()
+
+
+def _plain_int(dim: Any) -> int:
+    """A dimension as a Python int when it is an integer of any kind (numpy's included)."""
+    try:
+        return operator.index(dim)
+    except TypeError:
+        return dim  # type: ignore[no-any-return]  # not an integer: kept as given, as before
 
 
 _UNIQUED: weakref.WeakValueDictionary[tuple[tuple[int, ...], str], TensorType] = weakref.WeakValueDictionary()
