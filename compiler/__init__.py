@@ -4,6 +4,13 @@ Data flows one way: JSON model or `Builder` -> IR (`convc.ir`) -> passes
 (`convc.passes`) -> emitter (`convc.emit`) -> PJRT (`convc.runtime`). `Compiler`
 (`convc.compile`) loads, runs the pipeline and emits; `run` (`convc.runner`) compiles,
 runs and checks; `convc.cli` holds the two command lines over both.
+
+This folder is the package itself: the frontends (`frontend/` for JSON, `builder.py`,
+`textual/` for convc IR text), the IR and its verifier (`ir.py`, `verify.py`,
+`diagnostics.py`), the op declarations (`ops/`), what passes share (`pass_manager.py`,
+`rewrite.py`, `builders.py`, `conv_lowering.py`, `conv_facts.py`), the emitters (`emit/`),
+MLIR and PJRT (`mlir.py`, `runtime*.py`), the jax.lax oracle (`reference.py`) and the
+drivers (`compile.py`, `runner.py`, `cli.py`). docs/architecture.md maps every module.
 """
 
 from __future__ import annotations

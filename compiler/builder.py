@@ -78,9 +78,9 @@ class Builder:
         loc = _call_site()
         canonical = canonical_dtype(dtype)
         if canonical is None:
-            raise ConvcError(f"unknown dtype '{dtype}'", loc)
+            raise ConvcError(f"unknown dtype '{dtype}'", loc, "U1")
         if any(isinstance(d, bool) or not isinstance(d, int | np.integer) or d < 0 for d in shape):
-            raise ConvcError(f"input '{name}' has an invalid shape {list(shape)}", loc)
+            raise ConvcError(f"input '{name}' has an invalid shape {list(shape)}", loc, "U2")
         value = Value(self._claim(name, loc), TensorType(tuple(int(d) for d in shape), canonical))
         if sharding is not None:
             self._pin(value, sharding, loc)
@@ -97,7 +97,7 @@ class Builder:
         if dtype is not None:
             canonical = canonical_dtype(dtype)
             if canonical is None:
-                raise ConvcError(f"unknown dtype '{dtype}'", _call_site())
+                raise ConvcError(f"unknown dtype '{dtype}'", _call_site(), "U1")
             array = array.astype(numpy_dtype(canonical))
         if from_numpy(array.dtype) is None:
             array = array.astype(np.float32) if array.dtype.kind == "f" else array.astype(np.int32)
@@ -108,7 +108,7 @@ class Builder:
         `sharding` (with one value) pins the result's sharding."""
         if sharding is not None:
             if len(values) != 1:
-                raise ConvcError(f"output(..., sharding=) takes one value, got {len(values)}", _call_site())
+                raise ConvcError(f"output(..., sharding=) takes one value, got {len(values)}", _call_site(), "U3")
             self._pin(values[0], sharding, _call_site())
         self.graph.outputs.extend(values)
 
@@ -126,7 +126,7 @@ class Builder:
     def build(self) -> Graph:
         """The graph; it needs at least one output, as a JSON model does."""
         if not self.graph.outputs:
-            raise ConvcError(f"graph '{self.graph.name}' has no outputs: call output(...) before build()", _call_site())
+            raise ConvcError(f"graph '{self.graph.name}' has no outputs: call output(...) before build()", _call_site(), "U4")
         return self.graph
 
     # --- ops ------------------------------------------------------------------
@@ -230,9 +230,9 @@ class Builder:
 
     def _claim(self, name: str, loc: Location) -> str:
         if not isinstance(name, str) or not name:
-            raise ConvcError(f"names must be non-empty strings, got {name!r}", loc)
+            raise ConvcError(f"names must be non-empty strings, got {name!r}", loc, "U5")
         if name in self._names:
-            raise ConvcError(f"name '{name}' is already defined", loc)
+            raise ConvcError(f"name '{name}' is already defined", loc, "U6")
         self._names.add(name)
         return name
 

@@ -22,7 +22,7 @@ from .ir import Graph
 from .pass_manager import PipelineError
 from .runner import check_outputs, prepare_run, run_lowered
 from .runtime import PlatformUnavailableError, require_platform
-from .verify_diagnostics import verify_diagnostics
+from .verify_diagnostics import split_chunks, verify_diagnostics
 
 EXIT_OK, EXIT_USER_ERROR, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 EXIT_BROKEN_PIPE = 128 + 13  # what a shell reports for a tool killed by SIGPIPE (`yes | head -1`)
@@ -164,7 +164,7 @@ def _guarded(main: Callable[[argparse.Namespace], int], args: argparse.Namespace
         print(one_line(f"{prog}: error: {err}"), file=sys.stderr)
         return EXIT_USAGE
     except PlatformUnavailableError as err:  # a sound command line on a machine without that device
-        print(one_line(f"{prog}: error: --platform {err.platform}: {err}"), file=sys.stderr)
+        print(ConvcError(f"--platform {err.platform}: {err}", Location(file=prog), "R7"), file=sys.stderr)
         return EXIT_USER_ERROR
     except KeyboardInterrupt:
         return 130
@@ -260,7 +260,7 @@ def _run_and_check(compiler: Compiler, graph: Graph, payload: bytes, source: Gra
         for line in report.lines:
             print(line)
         if not report.passed:
-            raise ConvcError("--check: outputs differ from jax.lax beyond tolerance", Location(file=args.model))
+            raise ConvcError("--check: outputs differ from jax.lax beyond tolerance", Location(file=args.model), "R6")
     if args.outputs:  # after --check: a failed check writes nothing
         save_outputs(args.outputs, graph, result.outputs)
 
@@ -323,7 +323,7 @@ def _opt_main(args: argparse.Namespace) -> int:
         try:
             data, base_dir = Path(args.input).read_bytes(), Path(args.input).resolve().parent
         except OSError as err:
-            raise ConvcError(f"cannot read input: {err.strerror}", Location(file=args.input)) from None
+            raise ConvcError(f"cannot read input: {err.strerror}", Location(file=args.input), "I1") from None
     file = "<stdin>" if args.input == "-" else args.input
     if args.verify_diagnostics:
         return verify_diagnostics(data, file, SPLIT_MARKER if args.split_input_file else None,
@@ -342,14 +342,9 @@ def _opt_main(args: argparse.Namespace) -> int:
 
 def _opt_split(compiler: Compiler, data: bytes, file: str, base_dir: Path | None, args: argparse.Namespace) -> int:
     """Each chunk alone; line numbers stay those of the whole file. Errors do not stop later chunks."""
-    results, status, line_offset = [], EXIT_OK, 0
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as err:  # as without --split-input-file, not silently replaced
-        raise ConvcError(f"input is not UTF-8 text (byte {err.start})", Location(file=file)) from None
-    for chunk in text.split(SPLIT_MARKER):
-        padded = "\n" * line_offset + chunk
-        line_offset += chunk.count("\n")
+    results, status = [], EXIT_OK
+    for first_line, chunk in split_chunks(data, file, SPLIT_MARKER):
+        padded = "\n" * (first_line - 1) + chunk
         try:
             results.append(_opt_one(compiler, padded.encode(), file, base_dir, args.emit))
         except ConvcError as err:

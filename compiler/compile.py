@@ -80,7 +80,7 @@ class Compiler:
         try:
             data = Path(path).read_bytes()
         except OSError as err:
-            raise ConvcError(f"cannot read input: {err.strerror}", Location(file=path)) from None
+            raise ConvcError(f"cannot read input: {err.strerror}", Location(file=path), "I1") from None
         return self.load_bytes(data, path, Path(path).resolve().parent)
 
     def load_bytes(self, data: bytes, file: str, base_dir: Path | None = None) -> Graph:
@@ -102,7 +102,7 @@ class Compiler:
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as err:
-            raise ConvcError(f"input is not UTF-8 text (byte {err.start})", Location(file=file)) from None
+            raise ConvcError(f"input is not UTF-8 text (byte {err.start})", Location(file=file), "I2") from None
         return parse_ir(text, file)
 
     def differentiate(self, graph: Graph, file: str) -> Graph:

@@ -4,9 +4,10 @@ in (the steps that build values from them are in convc.builders)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from itertools import product
 
-from convc.ir import Op, TensorType
+from convc.ir import Op, TensorType, attrs_key
 from convc.memo import memoized
 from convc.ops import ConvDimensionNumbers, view
 from convc.ops.conv import spatial
@@ -17,6 +18,9 @@ WIDE_FLOATS = ("f32", "f64")
 
 @dataclass(frozen=True)
 class ConvFacts:
+    """A canonical conv's types and attributes, defaults filled in. Memoized per signature and
+    so shared by every conv like it: the derived sizes are computed once (cached properties)."""
+
     lhs: TensorType
     rhs: TensorType
     out: TensorType
@@ -30,19 +34,19 @@ class ConvFacts:
     precision: object
     preferred_element_type: str | None
 
-    @property
+    @cached_property
     def kernel_spatial(self) -> tuple[int, ...]:
         return spatial(self.rhs.shape, self.dn.rhs_spec)
 
-    @property
+    @cached_property
     def out_spatial(self) -> tuple[int, ...]:
         return spatial(self.out.shape, self.dn.out_spec)
 
-    @property
+    @cached_property
     def in_features(self) -> int:
         return self.lhs.shape[self.dn.lhs_spec[1]]
 
-    @property
+    @cached_property
     def out_features(self) -> int:
         return self.rhs.shape[self.dn.rhs_spec[0]]
 
@@ -62,11 +66,15 @@ class ConvFacts:
         return {k: v for k, v in attrs.items() if v is not None}
 
     def is_empty(self) -> bool:
+        return self._empty
+
+    @cached_property
+    def _empty(self) -> bool:
         return self.out.num_elements() == 0 or self.lhs.num_elements() == 0 or self.rhs.num_elements() == 0
 
 
 def _signature(op: Op) -> object:
-    return tuple(v.type for v in op.operands), op.result.type, tuple(op.attrs.items())
+    return op.operand_types(), op.result.type, attrs_key(op.attrs)
 
 
 def conv_facts(op: Op) -> ConvFacts | None:

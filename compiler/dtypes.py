@@ -38,8 +38,14 @@ def numpy_dtype(name: str) -> np.dtype:
     return _NUMPY[name]
 
 
+_BY_NUMPY: dict[np.dtype, str] = {dtype: name for name, dtype in _NUMPY.items()}
+
+
 def from_numpy(dtype: np.dtype) -> str | None:
-    for name, candidate in _NUMPY.items():
+    found = _BY_NUMPY.get(dtype)
+    if found is not None:
+        return found
+    for name, candidate in _NUMPY.items():  # what compares equal without hashing equal ("float32")
         if candidate == dtype:
             return name
     return None

@@ -18,7 +18,7 @@ def write_atomic(path: str | os.PathLike[str], data: bytes | str) -> None:
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
     except OSError as err:
-        raise ConvcError(f"cannot write output: {err.strerror}", Location(file=str(path))) from None
+        raise ConvcError(f"cannot write output: {err.strerror}", Location(file=str(path)), "I3") from None
     try:
         with os.fdopen(fd, "wb") as handle:
             os.fchmod(handle.fileno(), _mode_for(target))
@@ -30,7 +30,7 @@ def write_atomic(path: str | os.PathLike[str], data: bytes | str) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         if isinstance(err, OSError):
-            raise ConvcError(f"cannot write output: {err.strerror or err}", Location(file=str(path))) from None
+            raise ConvcError(f"cannot write output: {err.strerror or err}", Location(file=str(path)), "I3") from None
         raise
 
 

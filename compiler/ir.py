@@ -7,7 +7,11 @@ attributes (see `convc.ops`).
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import math
+import operator
+import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -18,26 +22,72 @@ if TYPE_CHECKING:
     from .sharding import Mesh, ShardingSpec
 
 
-@dataclass(frozen=True)
 class TensorType:
+    """A ranked tensor type: a shape and an element type.
+
+    Uniqued, as MLIR's types are: constructing an equal type returns the existing object, so
+    equality and hashing are by identity (cheap in the memo keys every stage builds from
+    operand types) and a type is immutable. Only types still in use are kept."""
+
+    __slots__ = ("shape", "dtype", "_elements", "__weakref__")
     shape: tuple[int, ...]
     dtype: str
+    _elements: int
+
+    def __new__(cls, shape: tuple[int, ...], dtype: str) -> TensorType:
+        key = (tuple(shape), dtype)
+        found = _UNIQUED.get(key)
+        if found is not None:
+            return found
+        made = object.__new__(cls)
+        dims = tuple(_plain_int(d) for d in key[0])  # numpy integers equal ints: keep the one spelling
+        object.__setattr__(made, "shape", dims)
+        object.__setattr__(made, "dtype", dtype)
+        object.__setattr__(made, "_elements", math.prod(dims))
+        _UNIQUED[(dims, dtype)] = made
+        return made
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"TensorType is immutable (cannot set '{name}')")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"TensorType is immutable (cannot delete '{name}')")
+
+    def __reduce__(self) -> tuple[type[TensorType], tuple[tuple[int, ...], str]]:
+        return TensorType, (self.shape, self.dtype)  # unpickling and copying unique again
+
+    def __copy__(self) -> TensorType:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, object]) -> TensorType:
+        return self
+
+    def __repr__(self) -> str:
+        return f"TensorType(shape={self.shape!r}, dtype={self.dtype!r})"
 
     @property
     def rank(self) -> int:
         return len(self.shape)
 
     def num_elements(self) -> int:
-        count = 1
-        for dim in self.shape:
-            count *= dim
-        return count
+        return self._elements
 
     def mlir(self) -> str:
-        return _tensor_text(tuple(self.shape), self.dtype)
+        return _tensor_text(self.shape, self.dtype)
 
     def __str__(self) -> str:
         return self.mlir()
+
+
+def _plain_int(dim: Any) -> int:
+    """A dimension as a Python int when it is an integer of any kind (numpy's included)."""
+    try:
+        return operator.index(dim)
+    except TypeError:
+        return dim  # type: ignore[no-any-return]  # not an integer: kept as given, as before
+
+
+_UNIQUED: weakref.WeakValueDictionary[tuple[tuple[int, ...], str], TensorType] = weakref.WeakValueDictionary()
 
 
 @functools.lru_cache(maxsize=4096)
@@ -45,6 +95,99 @@ def _tensor_text(shape: tuple[int, ...], dtype: str) -> str:
     """`tensor<1x8x8x4xf32>`; cached because emitters and printers spell each type many times."""
     dims = "".join(f"{d}x" for d in shape)
     return f"tensor<{dims}{dtype}>"
+
+
+class AttrsKey:
+    """An op's attributes as one uniqued, hashable object: equal attribute sets give the same
+    key, so a memo key holding it hashes and compares by identity."""
+
+    __slots__ = ("items",)
+
+    def __init__(self, items: tuple[tuple[str, Any], ...]):
+        self.items = items
+
+    def __repr__(self) -> str:
+        return f"AttrsKey({self.items!r})"
+
+
+# Started over at a size: a key made afterwards for attributes an older key still stands for
+# only costs memo hits (two keys, one meaning); no key ever stands for two attribute sets.
+_ATTRS_KEYS: dict[tuple[tuple[str, Any], ...], AttrsKey] = {}
+_MAX_ATTRS_KEYS = 1 << 16
+
+
+class Attrs(dict[str, Any]):
+    """An op's attribute dict. It remembers its `key()` until it is next changed, so the
+    signature every stage memoizes on is built once per op rather than once per question."""
+
+    __slots__ = ("_key",)
+    _key: AttrsKey
+
+    def key(self) -> AttrsKey | tuple[tuple[str, Any], ...]:
+        """The uniqued key of these attributes; the plain items when a value is unhashable."""
+        try:
+            return self._key
+        except AttributeError:
+            pass
+        items = tuple(self.items())
+        try:
+            key = _ATTRS_KEYS.get(items) or _new_attrs_key(items)
+        except TypeError:  # an unhashable value (a constant's array): no key to keep
+            return items
+        self._key = key
+        return key
+
+    def _changed(self) -> None:
+        with contextlib.suppress(AttributeError):
+            del self._key
+
+    def __setitem__(self, name: str, value: Any) -> None:
+        self._changed()
+        super().__setitem__(name, value)
+
+    def __delitem__(self, name: str) -> None:
+        self._changed()
+        super().__delitem__(name)
+
+    def __ior__(self, other: Any) -> Attrs:  # type: ignore[override,misc]
+        self._changed()
+        return super().__ior__(other)  # type: ignore[no-any-return]
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        self._changed()
+        super().update(*args, **kwargs)
+
+    def setdefault(self, name: str, default: Any = None) -> Any:
+        self._changed()
+        return super().setdefault(name, default)
+
+    def pop(self, name: str, *default: Any) -> Any:
+        self._changed()
+        return super().pop(name, *default)
+
+    def popitem(self) -> tuple[str, Any]:
+        self._changed()
+        return super().popitem()
+
+    def clear(self) -> None:
+        self._changed()
+        super().clear()
+
+    def __reduce__(self) -> tuple[type[Attrs], tuple[dict[str, Any]]]:
+        return Attrs, (dict(self),)
+
+
+def _new_attrs_key(items: tuple[tuple[str, Any], ...]) -> AttrsKey:
+    key = AttrsKey(items)
+    if len(_ATTRS_KEYS) >= _MAX_ATTRS_KEYS:
+        _ATTRS_KEYS.clear()
+    _ATTRS_KEYS[items] = key
+    return key
+
+
+def attrs_key(attrs: dict[str, Any]) -> AttrsKey | tuple[tuple[str, Any], ...]:
+    """A memo key part for an attribute dict: an op's uniqued key, else the plain items."""
+    return attrs.key() if type(attrs) is Attrs else tuple(attrs.items())
 
 
 class Value:
@@ -80,7 +223,7 @@ class Op:
     ):
         self.kind = kind
         self.operands = list(operands)
-        self.attrs = dict(attrs)
+        self.attrs = Attrs(attrs)
         self.result = Value(result_name, result_type, self)
         self.loc = loc
         for operand in self.operands:
@@ -89,6 +232,15 @@ class Op:
     @property
     def name(self) -> str:
         return self.result.name
+
+    def operand_types(self) -> tuple[TensorType, ...]:
+        """The operands' types (a fresh tuple: a memo key part)."""
+        operands = self.operands
+        if len(operands) == 2:  # most ops: spelled out, the cheapest way to build it
+            return (operands[0].type, operands[1].type)
+        if len(operands) == 1:
+            return (operands[0].type,)
+        return tuple([v.type for v in operands])
 
     def set_operand(self, index: int, value: Value) -> None:
         self.operands[index].users.remove(self)

@@ -3,6 +3,7 @@ shared by the attribute kinds, the convc printer and the StableHLO emitter."""
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -16,6 +17,7 @@ INLINE_ELEMENTS = 16  # larger constants are printed as a hex blob
 _SSA_ID = re.compile(r"[A-Za-z_$.\-][A-Za-z0-9_$.\-]*")
 _BARE_ID = re.compile(r"[A-Za-z_][A-Za-z0-9_$.]*")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_PLAIN = re.compile(r'[^\\"\x00-\x1f\x7f]*')
 
 
 def is_symbol_id(name: str) -> bool:
@@ -30,6 +32,8 @@ def is_ssa_id(name: str) -> bool:
 def quote(text: str) -> str:
     """An MLIR string literal. Control characters become `\\XX` hex escapes: MLIR's lexer
     rejects some raw ones, and text tools would rewrite a raw CR."""
+    if _PLAIN.fullmatch(text):  # most names: nothing to escape
+        return f'"{text}"'
     escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
     return '"' + _CONTROL.sub(lambda m: f"\\{ord(m.group()):02X}", escaped) + '"'
 
@@ -65,6 +69,10 @@ def dense_literal(array: np.ndarray) -> str:
     type_text = TensorType(tuple(array.shape), dtype).mlir()
     if array.size == 0:  # `dense<[]>` would claim shape [0]
         return f"dense<> : {type_text}"
+    if array.size > 1 and not any(array.strides):  # a broadcast scalar: a splat without looking
+        first = array.flat[0]
+        if not is_float(dtype) or math.isfinite(float(first)):
+            return f"dense<{_scalar(first, dtype)}> : {type_text}"
     finite = not is_float(dtype) or bool(np.isfinite(array.astype(np.float64)).all())
     if finite and array.size > 1 and bool((array == array.flat[0]).all()):
         return f"dense<{_scalar(array.flat[0], dtype)}> : {type_text}"

@@ -73,8 +73,7 @@ def parse_pipeline(text: str, registry: dict[str, type[Pass]]) -> list[Pass]:
         cls = registry.get(name)
         if cls is None:
             raise PipelineError(f"unknown pass '{name}'{suggest(name, registry)}")
-        hints = get_type_hints(cls)
-        fields = {f.name for f in dataclasses.fields(cls)}
+        hints, fields = _options(cls)
         kwargs: dict[str, Any] = {}
         for item in options.split():
             key, sep, value = item.partition("=")
@@ -86,6 +85,18 @@ def parse_pipeline(text: str, registry: dict[str, type[Pass]]) -> list[Pass]:
         passes.append(cls(**kwargs))
         pos = match.end()
     return passes
+
+
+_OPTIONS: dict[type[Pass], tuple[dict[str, Any], tuple[str, ...]]] = {}
+
+
+def _options(cls: type[Pass]) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """A pass class's option types and names, kept per class (resolving the annotations is
+    the slow part of parsing a pipeline, and every compile parses one)."""
+    found = _OPTIONS.get(cls)
+    if found is None:
+        found = _OPTIONS[cls] = (get_type_hints(cls), tuple(f.name for f in dataclasses.fields(cls)))
+    return found
 
 
 PrintHook = Callable[[Pass, Graph], None]

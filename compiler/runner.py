@@ -180,12 +180,12 @@ def _given_inputs(graph: Graph, arrays: Mapping[str, np.ndarray] | Sequence[np.n
     if isinstance(arrays, Mapping):
         missing = [v.name for v in graph.inputs if v.name not in arrays]
         if missing:
-            raise ConvcError(f"no array named '{missing[0]}' (has: {', '.join(map(str, arrays))})", loc)
+            raise ConvcError(f"no array named '{missing[0]}' (has: {', '.join(map(str, arrays))})", loc, "R1")
         ordered = [arrays[v.name] for v in graph.inputs]
     else:
         ordered = list(arrays)
         if len(ordered) != len(graph.inputs):
-            raise ConvcError(f"{len(ordered)} input arrays for the {len(graph.inputs)} inputs of the graph", loc)
+            raise ConvcError(f"{len(ordered)} input arrays for the {len(graph.inputs)} inputs of the graph", loc, "R1")
     return [_as_input(value, np.asarray(array), loc) for value, array in zip(graph.inputs, ordered)]
 
 
@@ -194,11 +194,12 @@ def _as_input(value: Value, array: np.ndarray, loc: Location) -> np.ndarray:
     from .dtypes import numpy_dtype
 
     if tuple(array.shape) != value.type.shape:
-        raise ConvcError(f"array '{value.name}' has shape {list(array.shape)}, expected {list(value.type.shape)}", loc)
+        raise ConvcError(f"array '{value.name}' has shape {list(array.shape)}, expected {list(value.type.shape)}", loc, "R2")
     try:
         return as_dtype(array, numpy_dtype(value.type.dtype))
     except (ValueError, TypeError) as err:
-        raise ConvcError(f"array '{value.name}' ({array.dtype}) cannot be converted to {value.type.dtype}: {err}", loc) from None
+        raise ConvcError(f"array '{value.name}' ({array.dtype}) cannot be converted to {value.type.dtype}: {err}", loc,
+                         "R3") from None
 
 
 def check_run_sizes(graph: Graph, max_bytes: int, file: str | None) -> None:
@@ -209,12 +210,12 @@ def check_run_sizes(graph: Graph, max_bytes: int, file: str | None) -> None:
     total = sum(v.type.num_elements() * itemsize(v.type.dtype) for v in graph.inputs)
     if total > max_bytes:
         raise ConvcError(f"the inputs of --run would need {total} bytes, over the limit of {max_bytes} (--max-bytes)",
-                         Location(file=file))
+                         Location(file=file), "R5")
     for op in graph.ops:
         nbytes = op.result.type.num_elements() * itemsize(op.result.type.dtype)
         if nbytes > max_bytes:
             raise ConvcError(f"its result {op.result.type} would need {nbytes} bytes to --run, over the limit of "
-                             f"{max_bytes} (--max-bytes)", replace(op.loc, file=op.loc.file or file, node=op.name, op=op.kind))
+                             f"{max_bytes} (--max-bytes)", replace(op.loc, file=op.loc.file or file, node=op.name, op=op.kind), "R5")
 
 
 # --- the XLA:CPU negative-padding guard (openxla/xla#48713) ---------------------------------

@@ -61,7 +61,7 @@ def tolerance_for(graphs: Sequence[Graph], platform: str) -> str:
 def random_inputs(graph: Graph, seed: int, max_bytes: int = DEFAULT_MAX_INPUT_BYTES) -> list[np.ndarray]:
     total = sum(v.type.num_elements() * numpy_dtype(v.type.dtype).itemsize for v in graph.inputs)
     if total > max_bytes:
-        raise ConvcError(f"random inputs would need {total} bytes, over the limit of {max_bytes}", Location())
+        raise ConvcError(f"random inputs would need {total} bytes, over the limit of {max_bytes}", Location(), "R5")
     rng = np.random.default_rng(seed)
     arrays = []
     for value in graph.inputs:
@@ -80,20 +80,22 @@ def load_inputs(graph: Graph, path: str, max_bytes: int = DEFAULT_MAX_INPUT_BYTE
     try:
         with open_array_file(path) as archive:
             if not archive.is_archive:
-                raise ConvcError("--inputs must be an .npz holding one array per input name", loc)
+                raise ConvcError("--inputs must be an .npz holding one array per input name", loc, "R4")
             for value in graph.inputs:
                 if value.name not in archive.names:
-                    raise ConvcError(f"no array named '{value.name}' (has: {', '.join(archive.names)})", loc)
+                    raise ConvcError(f"no array named '{value.name}' (has: {', '.join(archive.names)})", loc, "R1")
                 array = archive.read(value.name, remaining)
                 remaining -= array.nbytes
                 if tuple(array.shape) != value.type.shape:
-                    raise ConvcError(f"array '{value.name}' has shape {list(array.shape)}, expected {list(value.type.shape)}", loc)
+                    raise ConvcError(f"array '{value.name}' has shape {list(array.shape)}, expected {list(value.type.shape)}", loc,
+                                     "R2")
                 try:
                     arrays.append(as_dtype(array, numpy_dtype(value.type.dtype)))
                 except (ValueError, TypeError) as err:
-                    raise ConvcError(f"array '{value.name}' ({array.dtype}) cannot be converted to {value.type.dtype}: {err}", loc) from None
+                    raise ConvcError(f"array '{value.name}' ({array.dtype}) cannot be converted to {value.type.dtype}: {err}",
+                                     loc, "R3") from None
     except ArrayFileError as err:
-        raise ConvcError(f"cannot load inputs: {err}", loc) from None
+        raise ConvcError(f"cannot load inputs: {err}", loc, "R4") from None
     return arrays
 
 

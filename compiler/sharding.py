@@ -128,7 +128,7 @@ def parse_mesh_flag(text: str) -> Mesh:
 def read_spec(raw: Any, loc: Location) -> ShardingSpec:
     """A spec from its JSON/builder form: per dimension null, "axis" or ["a", "b"]."""
     if isinstance(raw, str) or not isinstance(raw, list | tuple):
-        raise ConvcError(f"a sharding is a list with one entry per dimension, got {_brief(raw)}", loc)
+        raise ConvcError(f"a sharding is a list with one entry per dimension, got {_brief(raw)}", loc, "S10")
     dims: list[tuple[str, ...]] = []
     for index, entry in enumerate(raw):
         if entry is None:
@@ -139,7 +139,7 @@ def read_spec(raw: Any, loc: Location) -> ShardingSpec:
             dims.append(tuple(entry))
         else:
             raise ConvcError(f"dimension {index}: expected null, an axis name or a list of them, got {_brief(entry)}",
-                             loc.child(index))
+                             loc.child(index), "S10")
     return ShardingSpec(tuple(dims), loc)
 
 
@@ -226,7 +226,7 @@ def parse_sdy_sharding(text: str, loc: Location) -> ShardingSpec:
     """`#sdy.sharding<@mesh, [{"a"}, {}]>` or its `_per_value<[<...>]>` form -> ShardingSpec."""
     match = _SDY_DIMS.search(text[text.index("@"):])
     if match is None or not text.startswith("#sdy.sharding"):
-        raise ConvcError(f"malformed sharding '{text}'", loc)
+        raise ConvcError(f"malformed sharding '{text}'", loc, "S10")
     dims = []
     for dim in _SDY_DIM.findall(match.group(1)):
         dims.append(tuple(_SDY_AXIS.findall(dim)))

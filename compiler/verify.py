@@ -2,18 +2,61 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from .diagnostics import ConvcError, Location, VerifyError
-from .ir import Graph, Op, TensorType
+from .ir import Graph, Op, TensorType, attrs_key
 from .memo import memoized
-from .ops import OPS, suggest
+from .ops import OPS, OpDef, suggest
+from .ops.attr_kinds import TensorKind
 from .ops.base import ATTR_KNOWN, ATTR_REQUIRED, KNOWN_OP, OPERAND_COUNT, SIZE_LIMIT
 
 
 def coerce_attrs(kind: str, raw: dict[str, Any], loc: Location) -> dict[str, Any]:
     """Check attribute names and value kinds; unknown names get a suggestion."""
+    return dict(_coerced(kind, raw, loc))  # a copy: the memoized dict is shared
+
+
+def _raw_signature(kind: str, raw: dict[str, Any], loc: Location) -> object:
+    """The memo key of JSON-shaped attribute values: ints, strings and lists of them (or of
+    int lists), as the JSON frontend passes them. Anything else (a float, whose -0.0 equals
+    0.0; a bool, which equals 1; a tuple from Python callers) gives an unhashable key, which
+    the memo computes directly."""
+    items = []
+    for name, value in raw.items():
+        frozen = _frozen(value)
+        if frozen is None:
+            return _UNKEYED
+        items.append((name, frozen))
+    return OPS.get(kind), tuple(items)
+
+
+_UNKEYED: list[object] = []  # unhashable: the memo's "compute directly"
+
+
+def _frozen(value: Any) -> Any:
+    kind = type(value)
+    if kind is int or kind is str:
+        return value
+    if kind is not list:
+        return None
+    items: list[object] = []
+    for item in value:
+        if type(item) is int or type(item) is str:
+            items.append(item)
+        elif type(item) is list and all(type(x) is int for x in item):
+            items.append(tuple(item))
+        else:
+            return None
+    return tuple(items)
+
+
+@memoized(1 << 12, key=_raw_signature)
+def _coerced(kind: str, raw: dict[str, Any], loc: Location) -> dict[str, Any]:
     opdef = OPS[kind]
     typed: dict[str, Any] = {}
     for name, value in raw.items():
@@ -41,8 +84,28 @@ def locate(err: VerifyError, loc: Location) -> ConvcError:
 
 
 def _signature(kind: str, operand_types: Sequence[TensorType], attrs: dict[str, Any], loc: Location) -> object:
-    """The memo key: the declaration itself (register() may replace one), types, attributes."""
-    return OPS.get(kind), tuple(operand_types), tuple(attrs.items())
+    """The memo key: the declaration itself (register() may replace one), types, attributes.
+    An array attribute (a constant's value) enters by its shape and element type, all a
+    shape rule reads of it, so constants are memoized too."""
+    opdef = OPS.get(kind)
+    arrays = _array_attrs(opdef)
+    if arrays:
+        items: object = tuple([(name, _array_key(value) if name in arrays else value) for name, value in attrs.items()])
+    else:
+        items = attrs_key(attrs)
+    return opdef, tuple(operand_types), items
+
+
+@functools.cache
+def _array_attrs(opdef: OpDef | None) -> frozenset[str]:
+    """The names of an op's array-valued (TensorKind) attributes."""
+    if opdef is None:
+        return frozenset()
+    return frozenset(name for name, spec in opdef.attrs.items() if isinstance(spec.kind, TensorKind))
+
+
+def _array_key(value: Any) -> Any:
+    return (np.ndarray, value.shape, value.dtype) if isinstance(value, np.ndarray) else value
 
 
 # Type inference is a pure function of (op declaration, operand types, attributes), and
@@ -86,7 +149,7 @@ def _check_result_size(result: TensorType, loc: Location) -> None:
 
 
 def verify_op(op: Op) -> None:
-    inferred = infer_type(op.kind, [v.type for v in op.operands], op.attrs, op.loc)
+    inferred = infer_type(op.kind, op.operand_types(), op.attrs, op.loc)
     check_result_type(op.kind, op.result.type, inferred, op.loc)
 
 
@@ -104,16 +167,21 @@ def verify_graph(graph: Graph) -> None:
     for value in graph.inputs:
         _define(value.name, names, graph.input_locs.get(value.name, Location()))
         defined.add(id(value))
-    for op in graph.ops:
-        for index, operand in enumerate(op.operands):
+    for op in graph.ops:  # verify_op and _define inlined: this loop runs after every changing pass
+        operands = op.operands
+        for index, operand in enumerate(operands):
             if id(operand) not in defined:
-                raise ConvcError(f"operand {index} '%{operand.name}' is used before it is defined", op.loc.child("inputs").child(index))
-        verify_op(op)
-        _define(op.name, names, op.loc)
-        defined.add(id(op.result))
+                raise ConvcError(f"operand {index} '%{operand.name}' is used before it is defined", op.loc.child("inputs").child(index),
+                                 "V1")
+        result = op.result
+        inferred = infer_type(op.kind, op.operand_types(), op.attrs, op.loc)
+        if inferred is not result.type:  # types are uniqued: equal means identical
+            check_result_type(op.kind, result.type, inferred, op.loc)
+        _define(result.name, names, op.loc)
+        defined.add(id(result))
     for value in graph.outputs:
         if id(value) not in defined:
-            raise ConvcError(f"output '%{value.name}' is not defined in the graph", Location())
+            raise ConvcError(f"output '%{value.name}' is not defined in the graph", Location(), "V2")
     if graph.mesh is not None:  # shardings (a graph without a mesh holds none: S7 at every frontend)
         from .sharding import verify_shardings
 
@@ -122,5 +190,5 @@ def verify_graph(graph: Graph) -> None:
 
 def _define(name: str, names: set[str], loc: Location) -> None:
     if name in names:
-        raise ConvcError(f"name '{name}' is defined twice", loc)
+        raise ConvcError(f"name '{name}' is defined twice", loc, "V3")
     names.add(name)

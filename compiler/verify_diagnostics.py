@@ -104,7 +104,7 @@ def split_chunks(data: bytes, file: str, split_marker: str | None) -> list[tuple
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:
-        raise ConvcError(f"input is not UTF-8 text (byte {err.start})", Location(file=file)) from None
+        raise ConvcError(f"input is not UTF-8 text (byte {err.start})", Location(file=file), "I2") from None
     chunks, first_line = [], 1
     for chunk in text.split(split_marker) if split_marker else [text]:
         chunks.append((first_line, chunk))

@@ -1,4 +1,12 @@
-"""The pass registry. A pass's command-line name, its file and its lit test share one word."""
+"""The passes, one per file, and their registry.
+
+A pass's command-line name, its file and its lit test share one word
+(`cpu-depthwise-tap-sum`, `cpu_depthwise_tap_sum.py`, `tests/lit/cpu-depthwise-tap-sum.mlir`).
+The files hold the canonicalizing passes (`infer-shapes`, `canonicalize-dimension-numbers`,
+`resolve-padding`, `dce`), the lowerings of the transposed conv and the conv gradients
+(`lower-*`), the cpu target's conv rewrites (`cpu-*`) and `autotune-conv-lowering`; this
+module registers them (`ALL_PASSES`, `PASSES`) and builds each target's default pipeline.
+"""
 
 from __future__ import annotations
 

@@ -4,8 +4,8 @@ window, a multiply of the shifted lhs by the rhs summed over everything but the 
 
 For a depthwise weight gradient the output windows are the kernel taps (9 for 3x3)
 and the "kernel" is the whole output gradient, so XLA CPU's batch-group expansion and
-its feature-grouped form both run it as huge-kernel grouped convs (60-90 ms on
-8x56x56x128); as multiplies summed by one variadic reduce it takes about 3 ms. Its cost
+its feature-grouped form both run it as huge-kernel grouped convs; as multiplies summed
+by one variadic reduce it runs an order of magnitude faster (docs/benchmarks.md). Its cost
 model takes convs with at most `max_windows` output windows; legal on f32/f64 convs without
 a wider accumulation type, up to MAX_WINDOWS windows.
 
@@ -59,8 +59,8 @@ class BatchGroupTapReduce(ConvLowering):
 
         In two steps: first over the outermost summed dim only, all windows in one
         variadic reduce (one loop reading the input once, with many outputs to spread over
-        threads), then over the rest. Measured on 8x56x56x128: 2.5-3.5 ms, against 8 ms for
-        one variadic reduce over all dims and 20-25 ms for one reduce per window."""
+        threads), then over the rest: faster than one variadic reduce over all dims or one
+        reduce per window (docs/benchmarks.md)."""
         keep, shape = facts.dn.lhs_spec[0], products[0].type.shape
         summed = [d for d in range(len(shape)) if d != keep]
         first = next((i for i, d in enumerate(summed) if shape[d] > 1), len(summed) - 1)

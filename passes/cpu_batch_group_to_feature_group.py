@@ -2,10 +2,11 @@
 gradient of a grouped conv) becomes a feature-grouped conv over a re-laid-out lhs.
 
 XLA CPU expands batch_group_count into a conv with G times the work, most of it on
-inserted zeros (5.2 s for the weight gradient of a G=32 3x3 conv over 8x28x28x256).
+inserted zeros.
 With lhs batch B = G*B' split as (G, B') and G moved in front of the lhs feature dim F,
 the lhs has batch B' and features G*F, grouped exactly as the rhs out features already
-are, so `feature_group_count = G` computes the same result (27-76 ms on that case).
+are, so `feature_group_count = G` computes the same result without the expansion
+(docs/benchmarks.md: the weight gradient of a G=32 3x3 conv).
 Legal on every non-empty batch-grouped conv, and always taken there (no cost model).
 """
 

@@ -2,9 +2,9 @@
 kernel taps of one spatial dim (the "peeled" dim) of convs with one spatial dim fewer,
 the peeled dim folded into the batch.
 
-XLA CPU's 3-D convolution runs far from its 2-D library path (a 3x3x3 conv over
-2x16x32x32x32 took 70-120 ms, PyTorch 25 ms); three 2-D convs over a batch of N*D
-slices take 10-13 ms. For tap t of the peeled dim:
+XLA CPU's 3-D convolution runs far from its 2-D library path, behind PyTorch; 2-D convs
+over a batch of N*D slices, one per tap, run several times faster (docs/benchmarks.md).
+For tap t of the peeled dim:
 
     x_t = slice(pad(x), t * rhs_dilation, stride)    # [N, D_out, ...] in the lhs layout
     y_t = conv(merge(N, D_out) of x_t, w[t])          # one spatial dim fewer

@@ -1,15 +1,16 @@
 """cpu-conv-1x1-to-dot: a conv that is a matrix product becomes one `dot_general` (a
-library GEMM on XLA CPU), which XLA runs faster than the same product as a convolution.
+library GEMM on XLA CPU), which XLA runs faster than the same product as a convolution
+(figures in docs/benchmarks.md).
 
 Two forms are matrix products, both ungrouped, without padding or lhs dilation, and both
 always taken (no cost model):
 
-* a 1x1 kernel: the lhs feature dim contracts with the kernel's input features, about 1.8x
-  faster than XLA's conv; strides become a strided `slice` of the input first;
+* a 1x1 kernel: the lhs feature dim contracts with the kernel's input features; strides
+  become a strided `slice` of the input first;
 * a full window, the kernel as large as the input in every spatial dim (no rhs dilation):
   the feature dim and every spatial dim contract, the output's spatial dims are 1. This is
   the kernel gradient of a 1x1 conv (the input against the output gradient, summed over
-  batch and space), 2-3.5x faster as a GEMM than as XLA's conv.
+  batch and space).
 """
 
 from __future__ import annotations

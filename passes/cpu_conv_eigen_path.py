@@ -1,10 +1,10 @@
 """cpu-conv-eigen-path: a dense 2-D f32 conv computes one output row more than asked (one
 more stride of high padding on a spatial dim), and a `slice` drops it.
 
-XLA:CPU (jaxlib 0.10.2) hands every 2-D f32 channels-last conv to YNNPACK, whose kernels
-ran the bench's dense 3x3 convs at 45-50% of XLA's own sgemm rate; its Eigen conv, which
-XLA uses for every conv YNNPACK declines, ran the same convs in 0.6x the time (8.2 vs
-5.1 ms on 8x56x56x64->64). XLA offers no per-op choice, but it declines YNNPACK for a conv
+XLA:CPU hands every 2-D f32 channels-last conv to YNNPACK, whose kernels run the bench's
+dense 3x3 convs well below XLA's own sgemm rate; its Eigen conv, which XLA uses for every
+conv YNNPACK declines, runs the same convs faster (figures and the jaxlib they were
+measured on: docs/benchmarks.md). XLA offers no per-op choice, but it declines YNNPACK for a conv
 whose output is larger than its input in a spatial dim (xla/backends/cpu/ynn_support.cc),
 so a conv whose output is as large as its input (SAME, stride 1) grows by one row, which
 moves it to Eigen for 1/H more multiply-adds and a copy of the result.

@@ -1,14 +1,12 @@
 """cpu-depthwise-tap-sum: depthwise and small-group convs as a sum over kernel taps of
 shifted input slices times per-channel weights.
 
-XLA CPU runs a grouped conv group by group as tiny patch+GEMM problems (a depthwise
-3x3 over 8x56x56x128 took 65-160 ms, PyTorch 0.3-1.1 ms). Written as slices,
-broadcasts, multiplies and adds, the whole sum is one fused elementwise loop (about
-1.5-2.5 ms). The terms together do exactly the conv's multiply-adds, but XLA stops
-fusing them into one loop somewhere past 100 terms (measured on 8x28x28 grouped 3x3
-convs: 72 terms 6 ms vs 27 ms native, 108 terms 12-18 ms vs 17-26 ms, 126 terms 85 ms
-vs 36 ms), so its cost model takes only convs with at most `max_terms` = taps x input
-features per group. Legal on f32/f64 feature-grouped convs without lhs dilation or a wider
+XLA CPU runs a grouped conv group by group as tiny patch+GEMM problems, far behind
+PyTorch. Written as slices, broadcasts, multiplies and adds, the whole sum is one fused
+elementwise loop. The terms together do exactly the conv's multiply-adds, but past some
+number of terms XLA stops fusing them into one loop and the sum loses to the native conv
+(where: docs/benchmarks.md), so its cost model takes only convs with at most `max_terms`
+= taps x input features per group. Legal on f32/f64 feature-grouped convs without lhs dilation or a wider
 accumulation type, up to MAX_TERMS terms.
 
 In the lhs layout, with G groups of Cgi input and Cgo output features, the feature

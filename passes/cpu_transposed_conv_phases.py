@@ -58,11 +58,11 @@ MAX_PHASES = 64
 
 def worth_it(facts: ConvFacts) -> bool:
     """XLA CPU has its own kernel for ungrouped stride-1 lhs-dilated convs: uncontended, it beat
-    the phases when they are unbalanced (3x3, stride 2: 1x1..2x2 phase kernels, 1.7-2.2 vs
-    2.2-2.3 ms best) and lost to them when every phase gets the same taps (4x4, stride 2:
-    4.5 vs 3.7 ms). Grouped convs miss that kernel, so their phases always pay. Since
-    cpu-conv-eigen-path moves the phase convs to Eigen, unbalanced phases win too (3x3,
-    stride 2: 2.0 vs 3.4 ms), so this only applies with `unbalanced=false`."""
+    the phases when they are unbalanced (3x3, stride 2: 1x1..2x2 phase kernels) and lost to
+    them when every phase gets the same taps (4x4, stride 2). Grouped convs miss that
+    kernel, so their phases always pay. Since cpu-conv-eigen-path moves the phase convs to
+    Eigen, unbalanced phases win too, so this only applies with `unbalanced=false`
+    (figures: docs/benchmarks.md)."""
     balanced = all(k % d == 0 for k, d in zip(facts.kernel_spatial, facts.lhs_dilation))
     return balanced or facts.feature_groups > 1 or facts.batch_groups > 1
 

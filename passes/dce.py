@@ -19,7 +19,8 @@ class DeadCodeElimination(Pass):
         for op in reversed(graph.ops):
             if id(op.result) in live:
                 kept.append(op)
-                live.update(id(v) for v in op.operands)
+                for operand in op.operands:
+                    live.add(id(operand))
             else:
                 op.drop_operands()
         changed = len(kept) != len(graph.ops)

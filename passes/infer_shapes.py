@@ -17,7 +17,7 @@ class InferShapes(Pass):
     def run(self, graph: Graph) -> bool:
         changed = False
         for op in graph.ops:
-            inferred = infer_type(op.kind, [v.type for v in op.operands], op.attrs, op.loc)
+            inferred = infer_type(op.kind, op.operand_types(), op.attrs, op.loc)
             if inferred != op.result.type:
                 op.result.type = inferred
                 changed = True

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from convc.ir import Graph
+from convc.ir import Graph, Op, attrs_key
+from convc.memo import memoized
 from convc.ops import view
 from convc.ops.conv import explicit_padding, resolve_dimension_numbers, spatial
 from convc.pass_manager import Pass
@@ -21,12 +22,24 @@ class ResolvePadding(Pass):
         for op in graph.ops:
             if op.kind != "conv":
                 continue
-            v = view(op)
-            if not isinstance(v.padding, str):
-                continue
-            lhs, rhs = v.types
-            dn = resolve_dimension_numbers(v.dimension_numbers, lhs.rank)
-            op.attrs["padding"] = explicit_padding(
-                v.padding, spatial(lhs.shape, dn.lhs_spec), spatial(rhs.shape, dn.rhs_spec), v.window_strides, v.rhs_dilation)
-            changed = True
+            pads = _explicit_pads(op)
+            if pads is not None:
+                op.attrs["padding"] = pads
+                changed = True
         return changed
+
+
+def _signature(op: Op) -> object:
+    return op.operand_types(), attrs_key(op.attrs)
+
+
+@memoized(1 << 12, key=_signature)
+def _explicit_pads(op: Op) -> tuple[tuple[int, int], ...] | None:
+    """A conv's padding mode as explicit pads (None: already explicit); memoized, as a
+    network's convs share a few signatures."""
+    v = view(op)
+    if not isinstance(v.padding, str):
+        return None
+    lhs, rhs = v.types
+    dn = resolve_dimension_numbers(v.dimension_numbers, lhs.rank)
+    return explicit_padding(v.padding, spatial(lhs.shape, dn.lhs_spec), spatial(rhs.shape, dn.rhs_spec), v.window_strides, v.rhs_dilation)

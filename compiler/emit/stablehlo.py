@@ -12,7 +12,7 @@ import numpy as np
 
 from ..diagnostics import ConvcError, InternalError
 from ..dtypes import is_float, numpy_dtype
-from ..ir import Graph, Op, TensorType, Value
+from ..ir import Graph, Op, TensorType, Value, attrs_key
 from ..literals import dense_literal, int_list, is_ssa_id, is_symbol_id, quote
 from ..memo import memoized
 from ..ops import ConvDimensionNumbers, view
@@ -170,7 +170,7 @@ def _conv(op: Op, ctx: EmitContext, result: str) -> None:
 
 
 def _signature(op: Op) -> object:
-    return tuple(v.type for v in op.operands), op.result.type, tuple(sorted(op.attrs.items()))
+    return op.operand_types(), op.result.type, attrs_key(op.attrs)
 
 
 @memoized(1024, key=_signature)
@@ -181,7 +181,7 @@ def _conv_tail(op: Op) -> str:
     if not isinstance(dn, ConvDimensionNumbers) or isinstance(padding, str) and padding != "VALID":
         # reachable from the command line (`convc-opt --emit=stablehlo`, `convc -p ...`): a user error
         raise ConvcError("StableHLO needs explicit dimension numbers and padding; "
-                         "run -p canonicalize-dimension-numbers,resolve-padding first", op.loc)
+                         "run -p canonicalize-dimension-numbers,resolve-padding first", op.loc, "E1")
     lhs, rhs = v.types
     pads = ((0, 0),) * (lhs.rank - 2) if padding == "VALID" else padding
     window = (f"stride = {int_list(v.window_strides)}, "

@@ -1,4 +1,7 @@
-"""Frontends: ways to get a convc Graph (JSON model files; the builder lives in convc.builder)."""
+"""The JSON model frontend: `json_model.py` reads a model file into a verified Graph.
+
+The other frontends are `convc.builder` (Python) and `convc.textual` (convc IR text).
+"""
 
 from .json_model import load_model, load_model_text
 

@@ -1,4 +1,12 @@
-"""The op registry: every op kind convc knows, declared once."""
+"""The op registry: every op kind convc knows, declared once.
+
+Each module declares a family of ops (`OpDef`: operands, attributes with their kinds and
+defaults, the shape rule that verifies and infers): `conv.py`, `conv_grad.py` (the
+transposed conv and the conv gradients), `tensor.py` (the plain tensor ops), `dot.py`,
+`broadcast.py`, `reduce.py`, `pool.py`. `base.py` holds `OpDef`, `Attr` and the typed view,
+`attr_kinds.py` the attribute kinds. `OPS` maps each kind to its declaration; `view(op)`
+reads an op's attributes with their declared defaults.
+"""
 
 from __future__ import annotations
 

@@ -118,7 +118,7 @@ class OpDef:
         return self.view_class(self, types, attrs)
 
     def view(self, op: Op) -> OpView:
-        return self.view_class(self, [v.type for v in op.operands], op.attrs)
+        return self.view_class(self, op.operand_types(), op.attrs)
 
 
 class OpView:

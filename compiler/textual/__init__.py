@@ -1,4 +1,8 @@
-"""convc's textual IR: MLIR generic-op syntax in a `convc` namespace."""
+"""convc's textual IR: MLIR generic-op syntax in a `convc` namespace.
+
+`printer.py` writes a Graph as that text (`print_graph`), `parser.py` reads it back into a
+verified Graph (`parse_ir`), keeping value names as node names.
+"""
 
 from .parser import parse_ir
 from .printer import print_graph

@@ -7,7 +7,8 @@ names; MLIR itself parses the same text with unregistered dialects allowed (test
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -55,7 +56,8 @@ def _tokenize(text: str, file: str) -> list[_Token]:
     while pos < len(text):
         match = _TOKEN.match(text, pos)
         if match is None:
-            raise ConvcError(f"unexpected character {text[pos]!r}", Location(file=file, line=line, col=pos - line_start + 1))
+            raise ConvcError(f"unexpected character {text[pos]!r}", Location(file=file, line=line, col=pos - line_start + 1),
+                             "X1")
         kind = match.lastgroup or ""
         if kind != "ws":
             tokens.append(_Token(kind, match.group(), line, pos - line_start + 1))
@@ -67,6 +69,8 @@ def _tokenize(text: str, file: str) -> list[_Token]:
     tokens.append(_Token("eof", "", line, pos - line_start + 1))
     return tokens
 
+
+Item = TypeVar("Item")
 
 _ATTR_INT = "i64"  # element type of integer-row attributes; not a tensor dtype convc computes in
 
@@ -118,8 +122,8 @@ class _Parser:
         tok = tok or self.tok
         return Location(file=self.file, line=tok.line, col=tok.col)
 
-    def error(self, message: str, tok: _Token | None = None) -> ConvcError:
-        return ConvcError(message, self.loc(tok))
+    def error(self, message: str, constraint: str, tok: _Token | None = None) -> ConvcError:
+        return ConvcError(message, self.loc(tok), constraint)
 
     def next(self) -> _Token:
         tok = self.tok
@@ -135,19 +139,28 @@ class _Parser:
     def expect(self, text: str) -> _Token:
         if not self.accept(text):
             found = self.tok.text or "end of input"
-            raise self.error(f"expected '{text}', found '{found}'")
+            raise self.error(f"expected '{text}', found '{found}'", "X2")
         return self.tokens[self.pos - 1]
 
     def expect_kind(self, kind: str, what: str) -> _Token:
         if self.tok.kind != kind:
-            raise self.error(f"expected {what}, found '{self.tok.text or 'end of input'}'")
+            raise self.error(f"expected {what}, found '{self.tok.text or 'end of input'}'", "X2")
         return self.next()
+
+    def comma_separated(self, close: str, item: Callable[[], Item]) -> list[Item]:
+        """`item`s separated by commas, up to and including `close`."""
+        items: list[Item] = []
+        while not self.accept(close):
+            if items:
+                self.expect(",")
+            items.append(item())
+        return items
 
     def type(self) -> TensorType:
         tok = self.expect_kind("type", "a tensor type")
         t = _tensor_type(tok.text)
         if canonical_dtype(t.dtype) is None:
-            raise self.error(f"unknown element type '{t.dtype}'", tok)
+            raise self.error(f"unknown element type '{t.dtype}'", "X3", tok)
         return t
 
     def attr_type(self) -> TensorType:
@@ -159,12 +172,7 @@ class _Parser:
     def type_list(self) -> list[TensorType]:
         if not self.accept("("):
             return [self.type()]
-        types: list[TensorType] = []
-        while not self.accept(")"):
-            if types:
-                self.expect(",")
-            types.append(self.type())
-        return types
+        return self.comma_separated(")", self.type)
 
     def name_loc(self, default: str) -> str:
         """An optional `loc("name")` that overrides the SSA name."""
@@ -194,7 +202,7 @@ class _Parser:
         if wrapped:
             self.expect("}")
         if self.tok.kind != "eof":
-            raise self.error(f"expected end of input, found '{self.tok.text}'")
+            raise self.error(f"expected end of input, found '{self.tok.text}'", "X2")
         return graph
 
     def function(self, module_name: str) -> Graph:
@@ -223,7 +231,7 @@ class _Parser:
             graph.ops.append(self.operation())
         return_tok = self.tok
         if not (self.accept("func.return") or self.accept("return")):
-            raise self.error(f"expected an op or 'func.return', found '{self.tok.text}'")
+            raise self.error(f"expected an op or 'func.return', found '{self.tok.text}'", "X2")
         outputs = [self.use(self.expect_kind("value", "a result name"))]
         while self.accept(","):
             outputs.append(self.use(self.expect_kind("value", "a result name")))
@@ -232,7 +240,7 @@ class _Parser:
         while self.accept(","):
             declared.append(self.type())
         if [v.type for v in outputs] != declared or declared != result_types:
-            raise self.error("return types do not match the function's result types", return_tok)
+            raise self.error("return types do not match the function's result types", "X7", return_tok)
         graph.outputs = outputs
         for value, sharding in zip(outputs, result_shardings):
             value.sharding = sharding or value.sharding
@@ -246,7 +254,7 @@ class _Parser:
             return None
         symbol = self.expect_kind("symbol", "@mesh")
         if _symbol_name(symbol.text) != MESH_SYMBOL:
-            raise self.error(f"the mesh must be named @{MESH_SYMBOL}", symbol)
+            raise self.error(f"the mesh must be named @{MESH_SYMBOL}", "X10", symbol)
         self.expect("=")
         body = self.expect_kind("mesh", 'a mesh like <["data"=4, "space"=2]>')
         return parse_sdy_mesh(body.text, self.loc(body))
@@ -275,16 +283,16 @@ class _Parser:
 
     def define(self, tok: _Token, value: Value) -> None:
         if tok.text in self.values:
-            raise self.error(f"'{tok.text}' is defined twice", tok)
+            raise self.error(f"'{tok.text}' is defined twice", "X5", tok)
         if value.name in self.names:
-            raise self.error(f"name '{value.name}' is defined twice", tok)
+            raise self.error(f"name '{value.name}' is defined twice", "X5", tok)
         self.names.add(value.name)
         self.values[tok.text] = value
 
     def use(self, tok: _Token) -> Value:
         value = self.values.get(tok.text)
         if value is None:
-            raise self.error(f"use of undefined value '{tok.text}'", tok)
+            raise self.error(f"use of undefined value '{tok.text}'", "X4", tok)
         return value
 
     def operation(self) -> Op:
@@ -296,22 +304,18 @@ class _Parser:
         if not full.startswith("convc.") or kind not in OPS:
             raise ConvcError(f"unknown op '{full}'{suggest(kind, OPS)}", self.loc(kind_tok), KNOWN_OP)
         self.expect("(")
-        operands: list[Value] = []
-        while not self.accept(")"):
-            if operands:
-                self.expect(",")
-            operands.append(self.use(self.expect_kind("value", "an operand")))
+        operands = self.comma_separated(")", lambda: self.use(self.expect_kind("value", "an operand")))
         raw = self.attr_dict() if self.tok.text == "{" else {}
         sharding = raw.pop("sdy.sharding", None)
         if sharding is not None and not isinstance(sharding, ShardingSpec):
-            raise self.error("sdy.sharding must be a #sdy.sharding_per_value<[<@mesh, [...]>]> attribute", kind_tok)
+            raise self.error("sdy.sharding must be a #sdy.sharding_per_value<[<@mesh, [...]>]> attribute", "X10", kind_tok)
         self.expect(":")
         operand_types = self.type_list()
         self.expect("->")
         result_type = self.type()
         name = self.name_loc(result_tok.text[1:])
         if operand_types != [v.type for v in operands]:
-            raise self.error("operand types do not match the operands' declared types", kind_tok)
+            raise self.error("operand types do not match the operands' declared types", "X6", kind_tok)
         loc = Location(file=self.file, line=result_tok.line, col=result_tok.col, node=name, op=kind)
         attrs = coerce_attrs(kind, _by_kind(kind, raw), loc)
         inferred = infer_type(kind, operand_types, attrs, loc)
@@ -325,14 +329,12 @@ class _Parser:
 
     def attr_dict(self) -> dict[str, Any]:
         self.expect("{")
-        attrs: dict[str, Any] = {}
-        while not self.accept("}"):
-            if attrs:
-                self.expect(",")
-            key = self.expect_kind("word", "an attribute name")
-            self.expect("=")
-            attrs[key.text] = self.attr_value()
-        return attrs
+        return dict(self.comma_separated("}", self.attr_entry))
+
+    def attr_entry(self) -> tuple[str, Any]:
+        key = self.expect_kind("word", "an attribute name")
+        self.expect("=")
+        return key.text, self.attr_value()
 
     def attr_value(self) -> Any:
         tok = self.next()
@@ -349,32 +351,27 @@ class _Parser:
             try:
                 return tuple(int(x) for x in body.split(",") if x.strip())
             except ValueError:
-                raise self.error(f"malformed integer array '{tok.text}'", tok) from None
+                raise self.error(f"malformed integer array '{tok.text}'", "X8", tok) from None
         if tok.kind == "sdy":
             return parse_sdy_sharding(tok.text, self.loc(tok))
         if tok.kind == "dims":
             try:
                 return parse_dimension_numbers(tok.text[len("#convc.dims<"):-1])
             except ValueError as err:
-                raise self.error(str(err), tok) from None
+                raise self.error(str(err), "X8", tok) from None
         if tok.kind == "dense":
             self.expect(":")
             return self.dense(tok, self.attr_type())
         if tok.kind == "resource":
             raise self.error("this constant was elided when the IR was printed (dense_resource<__elided__>), so its value "
-                             "is lost: print the IR again with its constants whole (convc --print-constants-whole)", tok)
+                             "is lost: print the IR again with its constants whole (convc --print-constants-whole)", "X9", tok)
         if tok.text == "[":
-            items: list[Any] = []
-            while not self.accept("]"):
-                if items:
-                    self.expect(",")
-                items.append(self.attr_value())
-            return items
+            return self.comma_separated("]", self.attr_value)
         if tok.text in ("true", "false"):
             return tok.text == "true"
         if tok.kind == "word" and canonical_dtype(tok.text):
             return tok.text
-        raise self.error(f"unexpected attribute value '{tok.text}'", tok)
+        raise self.error(f"unexpected attribute value '{tok.text}'", "X8", tok)
 
     def typed_suffix(self) -> None:
         if self.accept(":"):
@@ -396,7 +393,7 @@ class _Parser:
                 array = np.full(t.shape, array.reshape(()), dtype)
             return array.reshape(t.shape)
         except (ValueError, TypeError) as err:
-            raise self.error(f"malformed dense literal: {err}", tok) from None
+            raise self.error(f"malformed dense literal: {err}", "X8", tok) from None
 
 
 def parse_ir(text: str, file: str = "<input>") -> Graph:

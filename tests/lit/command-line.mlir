@@ -59,13 +59,13 @@
 // RUN: %exit-status convc-opt %S/no-such-file.mlir | filecheck %s --check-prefix=MISSING
 // RUN: %exit-status convc %S/no-such-file.mlir | filecheck %s --check-prefix=MISSING
 // MISSING-NOT: Traceback
-// MISSING: {{^}}{{.*}}no-such-file.mlir: error: cannot read input: No such file or directory{{$}}
+// MISSING: {{^}}{{.*}}no-such-file.mlir: error: cannot read input: No such file or directory [I1]{{$}}
 // MISSING-NEXT: {{^}}exit status: 1, output lines: 1{{$}}
 
 // StableHLO from convc-opt needs the layouts and pads made explicit first: without
 // them it is a located user error naming the passes to run.
 // RUN: %exit-status convc-opt %s --emit=stablehlo | filecheck %s --check-prefix=NOT-CANONICAL
-// NOT-CANONICAL: {{^}}{{.*}}command-line.mlir:[[# @LINE + 10]]:5: error: 'c' (conv): StableHLO needs explicit dimension numbers and padding; run -p canonicalize-dimension-numbers,resolve-padding first{{$}}
+// NOT-CANONICAL: {{^}}{{.*}}command-line.mlir:[[# @LINE + 10]]:5: error: 'c' (conv): StableHLO needs explicit dimension numbers and padding; run -p canonicalize-dimension-numbers,resolve-padding first [E1]{{$}}
 // NOT-CANONICAL-NEXT: {{^}}exit status: 1, output lines: 1{{$}}
 
 // The same input through those passes succeeds.

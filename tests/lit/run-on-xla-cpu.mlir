@@ -11,7 +11,7 @@
 // RUN: filecheck %s --input-file %t.err --allow-empty --check-prefix=%if xla-cpu-misreads-negative-padding %{WARN%} %else %{SILENT%}
 // SILENT-NOT: {{.}}
 // RUN: filecheck %s --input-file %t.generic.mlir --check-prefix=EMITTED
-// WARN: {{^}}{{.*}}run-on-xla-cpu.mlir:[[# @LINE + 27]]:5: warning: 'c1' (conv): running a cropped copy on XLA:CPU, which misreads negative low + positive high padding (openxla/xla#48713); the emitted --target generic module is unchanged{{$}}
+// WARN: {{^}}{{.*}}run-on-xla-cpu.mlir:[[# @LINE + 31]]:5: warning: 'c1' (conv): running a cropped copy on XLA:CPU, which misreads negative low + positive high padding (openxla/xla#48713); the emitted --target generic module is unchanged{{$}}
 // WARN-NOT: {{.}}
 // RESULTS: {{^}}c1: [1, 15, 2, 8] f32 sum={{\S+}} crc32={{[0-9a-f]+}}{{$}}
 // RESULTS-NEXT: {{^}}c1: max abs error vs jax.lax {{\S+}} (ok){{$}}
@@ -21,8 +21,12 @@
 
 // --target gpu names its target.
 // RUN: convc %s --target gpu --run --platform cpu 2> %t.gpu.err
-// RUN: filecheck %s --input-file %t.gpu.err --allow-empty --check-prefix=%if xla-cpu-misreads-negative-padding %{GPU%} %else %{SILENT%}
+// RUN: filecheck %s --input-file %t.gpu.err --check-prefix=%if xla-cpu-misreads-negative-padding %{GPU%} %else %{GPUFIXED%}
 // GPU: warning: 'c1' (conv): {{.*}} the emitted --target gpu module is unchanged{{$}}
+// Without the bug: only the line saying the gpu module runs on the cpu platform.
+// GPUFIXED-NOT: cropped copy
+// GPUFIXED: {{^}}convc: warning: --run executes the --target gpu module on PJRT platform cpu{{.*$}}
+// GPUFIXED-NOT: {{.}}
 
 // --target cpu crops at compile time: no warning, one run line (exit status merges stderr).
 // RUN: %exit-status convc %s --target cpu --run --platform cpu | filecheck %s --check-prefix=CPU

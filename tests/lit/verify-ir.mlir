@@ -24,12 +24,13 @@
 // STATUS-NEXT: {{^}}{{.*}}verify-ir.mlir:{{[0-9]+}}:34: error: {{.*}}
 // STATUS-NEXT: {{^}}{{.*}}verify-ir.mlir:{{[0-9]+}}:38: error: {{.*}}
 // STATUS-NEXT: {{^}}{{.*}}verify-ir.mlir:{{[0-9]+}}:52: error: {{.*}}
+// STATUS-NEXT: {{^}}{{.*}}verify-ir.mlir:{{[0-9]+}}:38: error: {{.*}}
 // STATUS-NEXT: {{^}}{{.*}}verify-ir.mlir:{{[0-9]+}}:3: error: {{.*}}
 // STATUS-NEXT: {{^}}{{.*}}verify-ir.mlir:{{[0-9]+}}:1: error: {{.*}}
-// STATUS-NEXT: {{^}}exit status: 1, output lines: 17{{$}}
+// STATUS-NEXT: {{^}}exit status: 1, output lines: 18{{$}}
 
 // Input that is not UTF-8 (a Latin-1 byte in a comment), with or without --split-input-file.
-// NOT-UTF8: {{^}}{{.*}}/inputs/not-utf8.mlir: error: input is not UTF-8 text (byte 26){{$}}
+// NOT-UTF8: {{^}}{{.*}}/inputs/not-utf8.mlir: error: input is not UTF-8 text (byte 26) [I2]{{$}}
 // NOT-UTF8-NEXT: {{^}}exit status: 1, output lines: 1{{$}}
 
 // An unknown op, with the closest known one suggested.
@@ -57,7 +58,7 @@ module @op_outside_namespace {
 // An operand must be defined before it is used.
 module @undefined_value {
   func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
-    // expected-error@+1 {{use of undefined value '%y'}}
+    // expected-error@+1 {{use of undefined value '%y' [X4]}}
     %r = "convc.relu"(%y) : (tensor<4xf32>) -> tensor<4xf32>
     func.return %r : tensor<4xf32>
   }
@@ -68,7 +69,7 @@ module @undefined_value {
 // An SSA name is defined once (here an op result reuses an argument's).
 module @ssa_redefined {
   func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
-    // expected-error@+1 {{'%x' is defined twice}}
+    // expected-error@+1 {{'%x' is defined twice [X5]}}
     %x = "convc.relu"(%x) : (tensor<4xf32>) -> tensor<4xf32>
     func.return %x : tensor<4xf32>
   }
@@ -78,7 +79,7 @@ module @ssa_redefined {
 
 // Arguments have distinct names.
 module @argument_redefined {
-  // expected-error@+1 {{'%x' is defined twice}}
+  // expected-error@+1 {{'%x' is defined twice [X5]}}
   func.func @main(%x: tensor<4xf32>, %x: tensor<4xf32>) -> tensor<4xf32> {
     func.return %x : tensor<4xf32>
   }
@@ -90,7 +91,7 @@ module @argument_redefined {
 module @node_name_redefined {
   func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
     %a = "convc.relu"(%x) : (tensor<4xf32>) -> tensor<4xf32> loc("n")
-    // expected-error@+1 {{name 'n' is defined twice}}
+    // expected-error@+1 {{name 'n' is defined twice [X5]}}
     %b = "convc.relu"(%a) : (tensor<4xf32>) -> tensor<4xf32> loc("n")
     func.return %b : tensor<4xf32>
   }
@@ -101,7 +102,7 @@ module @node_name_redefined {
 // The op's declared operand types are its operands' types.
 module @operand_types {
   func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
-    // expected-error@+1 {{operand types do not match the operands' declared types}}
+    // expected-error@+1 {{operand types do not match the operands' declared types [X6]}}
     %r = "convc.relu"(%x) : (tensor<5xf32>) -> tensor<5xf32>
     func.return %r : tensor<5xf32>
   }
@@ -124,7 +125,7 @@ module @result_type {
 module @return_types {
   func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
     %r = "convc.relu"(%x) : (tensor<4xf32>) -> tensor<4xf32>
-    // expected-error@+1 {{return types do not match the function's result types}}
+    // expected-error@+1 {{return types do not match the function's result types [X7]}}
     func.return %r : tensor<4xf16>
   }
 }
@@ -133,7 +134,7 @@ module @return_types {
 
 // Element types are convc's (f32, f16, bf16, f64, i8, i32).
 module @unknown_element_type {
-  // expected-error@+1 {{unknown element type 'f8'}}
+  // expected-error@+1 {{unknown element type 'f8' [X3]}}
   func.func @main(%x: tensor<4xf8>) -> tensor<4xf32> {
     func.return %x : tensor<4xf32>
   }
@@ -144,7 +145,7 @@ module @unknown_element_type {
 // A character no token starts with.
 module @unexpected_character {
   func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
-    // expected-error@+1 {{unexpected character '?'}}
+    // expected-error@+1 {{unexpected character '?' [X1]}}
     %r = "convc.relu"(%x) : (tensor<4xf32>) -> tensor<4xf32> ?
     func.return %r : tensor<4xf32>
   }
@@ -155,7 +156,7 @@ module @unexpected_character {
 // A missing token is named, with what was found instead.
 module @expected_token {
   func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
-    // expected-error@+1 {{expected '=', found '"convc.relu"'}}
+    // expected-error@+1 {{expected '=', found '"convc.relu"' [X2]}}
     %r "convc.relu"(%x) : (tensor<4xf32>) -> tensor<4xf32>
     func.return %r : tensor<4xf32>
   }
@@ -166,7 +167,7 @@ module @expected_token {
 // An attribute value convc cannot read.
 module @unexpected_attribute_value {
   func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
-    // expected-error@+1 {{unexpected attribute value 'bar'}}
+    // expected-error@+1 {{unexpected attribute value 'bar' [X8]}}
     %r = "convc.relu"(%x) {foo = bar} : (tensor<4xf32>) -> tensor<4xf32>
     func.return %r : tensor<4xf32>
   }
@@ -177,7 +178,7 @@ module @unexpected_attribute_value {
 // A dense literal whose element count does not fit its type.
 module @malformed_dense {
   func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
-    // expected-error@+1 {{malformed dense literal: cannot reshape array of size 2 into shape (4,)}}
+    // expected-error@+1 {{malformed dense literal: cannot reshape array of size 2 into shape (4,) [X8]}}
     %k = "convc.constant"() {value = dense<[1.0, 2.0]> : tensor<4xf32>} : () -> tensor<4xf32>
     func.return %k : tensor<4xf32>
   }
@@ -188,9 +189,20 @@ module @malformed_dense {
 // #convc.dims names each spatial dimension once (here 0 twice): C13 cannot be spelled.
 module @malformed_dims {
   func.func @main(%x: tensor<1x2x4x4xf32>, %w: tensor<2x2x1x1xf32>) -> tensor<1x2x4x4xf32> {
-    // expected-error@+1 {{malformed dimension numbers '[b, f, 0, 0]x[o, i, 0, 1]->[b, f, 0, 1]': spatial labels must be 0..1, each once}}
+    // expected-error@+1 {{malformed dimension numbers '[b, f, 0, 0]x[o, i, 0, 1]->[b, f, 0, 1]': spatial labels must be 0..1, each once [X8]}}
     %c = "convc.conv"(%x, %w) {dimension_numbers = #convc.dims<[b, f, 0, 0]x[o, i, 0, 1]->[b, f, 0, 1]>} : (tensor<1x2x4x4xf32>, tensor<2x2x1x1xf32>) -> tensor<1x2x4x4xf32>
     func.return %c : tensor<1x2x4x4xf32>
+  }
+}
+
+// -----
+
+// A constant printed elided has lost its value: it cannot be read back.
+module @elided_constant {
+  func.func @main() -> tensor<4xf32> {
+    // expected-error@+1 {{this constant was elided when the IR was printed {{.*}} [X9]}}
+    %k = "convc.constant"() {value = dense_resource<__elided__> : tensor<4xf32>} : () -> tensor<4xf32>
+    func.return %k : tensor<4xf32>
   }
 }
 
@@ -202,7 +214,7 @@ module @trailing_text {
     func.return %x : tensor<4xf32>
   }
 } // the next line is not IR
-  // expected-error@+1 {{expected end of input, found 'trailing'}}
+  // expected-error@+1 {{expected end of input, found 'trailing' [X2]}}
   trailing
 
 // -----
@@ -213,4 +225,4 @@ module @unclosed {
     func.return %x : tensor<4xf32>
   }
 
-// expected-error@+1 {{expected '}', found 'end of input'}}
+// expected-error@+1 {{expected '}', found 'end of input' [X2]}}

@@ -60,3 +60,26 @@ module @without_mesh {
     func.return %x : tensor<4x4xf32>
   }
 }
+
+// -----
+
+// convc text names its one mesh @mesh (X10).
+module @mesh_name {
+  // expected-error@+1 {{the mesh must be named @mesh [X10]}}
+  sdy.mesh @other = <["data"=2]>
+  func.func @main(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
+    func.return %x : tensor<4x4xf32>
+  }
+}
+
+// -----
+
+// An op's sdy.sharding is a #sdy.sharding_per_value attribute (X10).
+module @sharding_form {
+  sdy.mesh @mesh = <["data"=2]>
+  func.func @main(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
+    // expected-error@+1 {{sdy.sharding must be a #sdy.sharding_per_value<[<@mesh, [...]>]> attribute [X10]}}
+    %r = "convc.relu"(%x) {sdy.sharding = 3} : (tensor<4x4xf32>) -> tensor<4x4xf32>
+    func.return %r : tensor<4x4xf32>
+  }
+}

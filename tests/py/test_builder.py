@@ -351,3 +351,25 @@ def test_a_small_network_matches_lax_end_to_end(rng: np.random.Generator, compil
     want = np.maximum(np.asarray(conv) + bias, 0).transpose(0, 3, 1, 2).reshape(1, 36)
     assert_type_is(y, want)
     assert_close(compile_and_run(b.build(), [image])[0], want)
+
+
+def test_typed_helpers_restate_no_attribute_default() -> None:
+    """A typed helper names its op's operands and the attributes lax takes positionally;
+    every attribute parameter defaults to None (the declaration's default) or is required
+    there too, so no default is written twice."""
+    import inspect
+
+    from convc.ops import OPS
+
+    helpers = [kind for kind in OPS if hasattr(Builder, kind) and kind != "constant"]
+    assert {"conv", "pad", "slice", "concatenate"} <= set(helpers)
+    for kind in helpers:
+        opdef = OPS[kind]
+        params = [p for p in inspect.signature(getattr(Builder, kind)).parameters.values()
+                  if p.name not in ("self", "name") and p.kind is not p.VAR_KEYWORD]
+        operands = [p.name for p in params if p.name not in opdef.attrs]
+        assert operands == list(opdef.operands), kind
+        for p in params:
+            if p.name in opdef.attrs:
+                spec = opdef.attrs[p.name]
+                assert p.default is None or (p.default is p.empty and spec.required), (kind, p.name)

@@ -120,7 +120,7 @@ USER_ERRORS = [
     pytest.param(tiny_model(window_strides=[1, 0]), r"model\.json:/nodes/0/window_strides: error: 'c' \(conv\): .*\[C3\]$",
                  id="window-attribute"),
     pytest.param({**tiny_model(), "nodes": [{"name": "c", "op": "conv", "inputs": ["x", "wrong"]}]},
-                 r"model\.json:/nodes/0/inputs/1: error: 'c' \(conv\): input 'wrong' is not defined", id="undefined-input"),
+                 r"model\.json:/nodes/0/inputs/1: error: 'c' \(conv\): input 'wrong' is not defined \[J7\]", id="undefined-input"),
     pytest.param({**tiny_model(), "nodes": [{"name": "c", "op": "convv", "inputs": ["x", "w"]}]},
                  r"model\.json:/nodes/0/op: error: 'c': unknown op 'convv' \(did you mean 'conv'\?\) \[A7\]", id="unknown-op"),
 ]
@@ -241,7 +241,7 @@ def test_a_platform_this_machine_lacks_is_a_user_error(convc: Runner, write_mode
     result = convc("model.json", *flags, "--platform", platform, "-o", "out.mlir")
     assert (result.code, result.stdout) == (1, "")
     assert assert_one_line(result.stderr) == (f"convc: error: --platform {platform}: no {platform} device is available "
-                                              f"to PJRT here (found: {', '.join(found)})")
+                                              f"to PJRT here (found: {', '.join(found)}) [R7]")
     assert not (tmp_path / "out.mlir").exists()
 
 
@@ -285,7 +285,7 @@ def test_failed_write_leaves_output_untouched(convc_here: Runner, write_model: C
     write_model(tiny_model())
     result = convc_here("model.json", "-o", "out/model.mlir")
     assert result.code == 1
-    assert assert_one_line(result.stderr) == "out/model.mlir: error: cannot write output: No space left on device"
+    assert assert_one_line(result.stderr) == "out/model.mlir: error: cannot write output: No space left on device [I3]"
     assert existing_output.read_bytes() == PREVIOUS
 
 
@@ -452,7 +452,7 @@ NEWCOMER_MISTAKES = [
                  r"model\.json:/nodes/0/op: error: 'y': unknown op 'ReLU' \(did you mean 'relu'\?\) \[A7\]", id="op-case"),
     pytest.param({**tiny_model(), "inputs": [{"name": "x", "shape": [1, 2, 5, 5], "dtype": "float"}]},
                  r"model\.json:/inputs/0/dtype: error: unknown dtype \"float\" \(did you mean 'f32'\?\); "
-                 r"expected one of f32, f16, bf16, f64, i8, i32", id="dtype-float"),
+                 r"expected one of f32, f16, bf16, f64, i8, i32 \[J11\]", id="dtype-float"),
     pytest.param({**tiny_model(), "inputs": [{"name": "x", "shape": [1, 5, 5, 2], "dtype": "f32"}]},
                  r"model\.json:/nodes/0/inputs/1: error: 'c' \(conv\): rhs input feature dimension 2 must equal lhs feature "
                  r"dimension 5 / feature_group_count 1 = 5; the shapes fit if lhs dimension 3 \(size 2\) holds the features, not "
@@ -476,7 +476,7 @@ def test_a_missing_npz_key_lists_the_keys_the_file_has(convc_here: Runner, write
     result = convc_here("model.json")
     assert result.code == 1
     assert assert_one_line(result.stderr) == ("model.json:/constants/0/key: error: 'w' (constant): 'weights.npz' has no array "
-                                              "'weights' (has: kernel, bias)")
+                                              "'weights' (has: kernel, bias) [J16]")
 
 
 @pytest.mark.parametrize("text", ["", "\n  \n"], ids=["empty", "blank"])
@@ -484,4 +484,4 @@ def test_an_empty_json_file_is_a_json_error(convc_here: Runner, tmp_path: Path, 
     (tmp_path / "model.json").write_text(text)
     result = convc_here("model.json")
     assert result.code == 1
-    assert assert_one_line(result.stderr) == "model.json:/: error: the file is empty: expected a JSON model object"
+    assert assert_one_line(result.stderr) == "model.json:/: error: the file is empty: expected a JSON model object [J1]"

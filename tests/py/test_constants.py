@@ -26,7 +26,7 @@ def test_inline_value_overflowing_its_type_is_located_error(dtype: str, too_larg
     text = model_with_constant(dtype, [1.0, 2.0]).replace("2.0", too_large)  # JSON number text, as a user writes it
     with pytest.raises(convc.ConvcError) as info:
         convc.load_model_text(text, "m.json")
-    assert str(info.value) == f"m.json:/constants/0/value: error: 'c' (constant): value has elements that overflow {dtype}"
+    assert str(info.value) == f"m.json:/constants/0/value: error: 'c' (constant): value has elements that overflow {dtype} [J13]"
 
 
 @pytest.mark.parametrize("dtype", ["f16", "bf16", "f32", "f64"])

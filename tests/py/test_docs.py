@@ -68,6 +68,30 @@ def test_every_namespaced_id_and_shared_rule_has_a_negative_lit_test() -> None:
     assert {i for i in _op_module_ids() if f"[{i}]" not in tested} == set()
 
 
+# An id of a family outside the op declarations (files, JSON, convc text, builder, graph,
+# emitter, run, sharding, gradients), written as a string anywhere in the compiler.
+_STAGE_ID = re.compile(r'"([IJXUVERG][0-9]+|S[0-9]+)"')
+
+
+def _stage_ids() -> set[str]:
+    return {found for path in COMPILER.rglob("*.py") if "ops" not in path.relative_to(COMPILER).parts
+            for found in _STAGE_ID.findall(path.read_text(encoding="utf-8"))}
+
+
+def test_diagnostics_doc_lists_every_stage_id() -> None:
+    text = "".join((DOCS / doc).read_text(encoding="utf-8") for doc in ("diagnostics.md", "autodiff.md"))  # G ids: autodiff.md
+    ids = _stage_ids()
+    assert {"I1", "J1", "X1", "U1", "V1", "E1", "R1", "S10", "G1"} <= ids
+    assert {i for i in ids if f"| {i} |" not in text} == set()
+
+
+def test_every_stage_id_has_a_negative_test() -> None:
+    tests = Path(__file__).resolve().parents[1]
+    sources = [*(tests / "lit").rglob("*.mlir"), *(tests / "lit" / "json").glob("*.test"), *(tests / "py").glob("test_*.py")]
+    tested = "\n".join(path.read_text(encoding="utf-8", errors="replace") for path in sources)
+    assert {i for i in _stage_ids() if f"[{i}]" not in tested and f'"{i}"' not in tested} == set()
+
+
 def test_relative_links_between_docs_resolve() -> None:
     for doc in DOCS.glob("*.md"):
         for target in re.findall(r"\]\(([a-z\-]+\.md)(?:#[^)]*)?\)", doc.read_text(encoding="utf-8")):
