@@ -225,7 +225,7 @@ def _conv_params(*layers: tuple[str, tuple[int, ...]]) -> tuple[tuple[str, tuple
 
 
 def train_cases(quick: bool = False) -> list[TrainSpec]:
-    """The five blocks: modest shapes (a few ms a step on 2 cores), or tiny ones (--quick)."""
+    """The five blocks: modest shapes (the whole suite in a few minutes on 2 cores), or tiny ones (--quick)."""
     n = 1 if quick else 4  # batch
     hw = 8 if quick else 28  # ResNet / ResNeXt spatial size (MobileNet: twice that)
     wide, mid = (64, 64) if quick else (256, 128)  # ResNeXt's outer and inner channels (G = 32)
