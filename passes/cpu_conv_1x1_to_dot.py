@@ -38,10 +38,10 @@ class Conv1x1ToDot(ConvLowering):
 
     @classmethod
     def legal(cls, facts: ConvFacts) -> bool:
-        return ((_one_by_one(facts) or _full_window(facts))
+        return (facts.feature_groups == facts.batch_groups == 1
                 and all(lo == hi == 0 for lo, hi in facts.pads)
                 and all(d == 1 for d in facts.lhs_dilation)
-                and facts.feature_groups == facts.batch_groups == 1)
+                and (_one_by_one(facts) or _full_window(facts)))
 
     def rewrite(self, op: Op, facts: ConvFacts, rewriter: Rewriter) -> None:
         if _one_by_one(facts):
