@@ -106,8 +106,11 @@ def byte_count(text: str) -> int:
 
 
 def _names(text: str) -> list[str]:
-    """`--grad` values: comma-separated names."""
-    return [name for name in text.split(",") if name]
+    """`--grad` values: comma-separated names, at least one."""
+    names = [name for name in text.split(",") if name]
+    if not names:
+        raise argparse.ArgumentTypeError("expected one or more input or constant names, such as x,w")
+    return names
 
 
 def _element_count(text: str) -> int:

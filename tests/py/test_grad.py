@@ -387,6 +387,13 @@ def test_cli_grad_error_is_one_located_line() -> None:
     assert done.stderr == f"{model}: error: grad: wrt names 'w9', which is no value of 'resnet_block' [G1]\n"
 
 
+@pytest.mark.parametrize("names", ["", ","])
+def test_cli_grad_without_names_is_a_usage_error(names: str) -> None:
+    done = run_cli([str(EXAMPLES / "resnet_block.json"), "--grad", names])
+    assert done.code == 2 and done.stdout == ""
+    assert "--grad: expected one or more input or constant names" in done.stderr
+
+
 GRAD_EXAMPLES = {
     "grad/resnext_block.json": "x,w",
     "grad/resnext_bottleneck.json": "x,w_reduce,b_reduce,w_group,b_group,w_expand",
