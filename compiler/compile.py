@@ -116,7 +116,9 @@ class Compiler:
         with self.timed("grad (reverse-mode autodiff)"), gc_paused():
             step = grad(graph, self.grad, Location(file=file))
         if self.print_ir_after_all:
-            self.log(f"// -----// IR Dump After grad{{wrt={':'.join(self.grad)}}} //----- //\n{self.print_ir(step)}")
+            from convc.passes.grad import Grad
+
+            self._print_after(Grad(wrt=":".join(self.grad)), step)
         return step
 
     def passes(self) -> list[Pass]:
