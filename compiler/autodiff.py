@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from .builders import sum_values
 from .diagnostics import ConvcError, Location
 from .dtypes import is_float, numpy_dtype
 from .ir import Graph, Op, TensorType, Value
@@ -173,10 +174,7 @@ class _Tape:
         return op.result
 
     def sum(self, terms: Sequence[Value]) -> Value:
-        total = terms[0]
-        for term in terms[1:]:
-            total = self.create("add", total, term, suffix="cotangent_sum")
-        return total
+        return sum_values(self, terms, "cotangent_sum")
 
     def zeros(self, type: TensorType, name: str) -> Value:
         self.anchor = None

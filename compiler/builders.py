@@ -1,6 +1,7 @@
 """Value-building steps the rewrites share, each one op (or none: a step that would do
 nothing returns its input). Dims are addressed by number and only the dims a step changes
-are named, so a rewrite reads as the op it builds: `slice_along(x, {h: (1, 5, 2)})`."""
+are named, so a rewrite reads as the op it builds: `slice_along(x, {h: (1, 5, 2)})`. Each
+takes what creates ops (an `OpFactory`): a pass's `Rewriter`, or the gradient builder's tape."""
 
 from __future__ import annotations
 
@@ -10,13 +11,13 @@ import numpy as np
 
 from .dtypes import numpy_dtype
 from .ir import Value
-from .rewrite import Rewriter
+from .ops.base import OpFactory
 
 # What a slice keeps of one dim: (start, limit) or (start, limit, stride).
 DimRange = tuple[int, int] | tuple[int, int, int]
 
 
-def slice_along(rewriter: Rewriter, value: Value, ranges: Mapping[int, DimRange], suffix: str) -> Value:
+def slice_along(rewriter: OpFactory, value: Value, ranges: Mapping[int, DimRange], suffix: str) -> Value:
     """`value` sliced along the dims `ranges` names, every other dim whole. The slice
     carries `strides` exactly when some range gives one."""
     rank = value.type.rank
@@ -30,14 +31,14 @@ def slice_along(rewriter: Rewriter, value: Value, ranges: Mapping[int, DimRange]
                            strides=tuple(strides) if strided else None)
 
 
-def leading(rewriter: Rewriter, value: Value, shape: Sequence[int], suffix: str) -> Value:
+def leading(rewriter: OpFactory, value: Value, shape: Sequence[int], suffix: str) -> Value:
     """The first `shape[d]` elements of `value` along every dim d (none when that is all of it)."""
     if tuple(shape) == value.type.shape:
         return value
     return slice_along(rewriter, value, {dim: (0, size) for dim, size in enumerate(shape)}, suffix)
 
 
-def pad_along(rewriter: Rewriter, value: Value, pads: Mapping[int, tuple[int, int, int]], suffix: str) -> Value:
+def pad_along(rewriter: OpFactory, value: Value, pads: Mapping[int, tuple[int, int, int]], suffix: str) -> Value:
     """`value` padded with zeros along the dims `pads` names, each (low, high, interior)."""
     config = [(0, 0, 0)] * value.type.rank
     for dim, row in pads.items():
@@ -45,31 +46,31 @@ def pad_along(rewriter: Rewriter, value: Value, pads: Mapping[int, tuple[int, in
     return pad(rewriter, value, config, suffix)
 
 
-def pad(rewriter: Rewriter, value: Value, config: Sequence[tuple[int, int, int]], suffix: str) -> Value:
+def pad(rewriter: OpFactory, value: Value, config: Sequence[tuple[int, int, int]], suffix: str) -> Value:
     if all(row == (0, 0, 0) for row in config):
         return value
     return rewriter.create("pad", value, suffix=suffix, padding_config=tuple(config))
 
 
-def zeros(rewriter: Rewriter, shape: Sequence[int], dtype: str, suffix: str) -> Value:
+def zeros(rewriter: OpFactory, shape: Sequence[int], dtype: str, suffix: str) -> Value:
     """A tensor of zeros: one scalar constant broadcast to `shape`."""
     zero = rewriter.create("constant", suffix="zero", value=np.zeros((), numpy_dtype(dtype)))
     return rewriter.create("broadcast_in_dim", zero, suffix=suffix, shape=tuple(shape), broadcast_dimensions=())
 
 
-def reshape(rewriter: Rewriter, value: Value, shape: Sequence[int], suffix: str) -> Value:
+def reshape(rewriter: OpFactory, value: Value, shape: Sequence[int], suffix: str) -> Value:
     if tuple(shape) == value.type.shape:
         return value
     return rewriter.create("reshape", value, suffix=suffix, new_sizes=tuple(shape))
 
 
-def transpose(rewriter: Rewriter, value: Value, permutation: Sequence[int], suffix: str) -> Value:
+def transpose(rewriter: OpFactory, value: Value, permutation: Sequence[int], suffix: str) -> Value:
     if list(permutation) == list(range(len(permutation))):
         return value
     return rewriter.create("transpose", value, suffix=suffix, permutation=tuple(permutation))
 
 
-def relayout(rewriter: Rewriter, value: Value, source: Sequence[int], target: Sequence[int], suffix: str) -> Value:
+def relayout(rewriter: OpFactory, value: Value, source: Sequence[int], target: Sequence[int], suffix: str) -> Value:
     """Move dims between two dimension-number specs: the dim `source[role]` of `value`
     (role 0 batch, 1 feature, then spatial) becomes dim `target[role]` of the result."""
     permutation = [0] * len(target)
@@ -89,7 +90,7 @@ def permutation_between(source: Sequence[Hashable], target: Sequence[Hashable]) 
     return [list(source).index(label) for label in target]
 
 
-def sum_values(rewriter: Rewriter, terms: Sequence[Value], suffix: str) -> Value:
+def sum_values(rewriter: OpFactory, terms: Sequence[Value], suffix: str) -> Value:
     total = terms[0]
     for term in terms[1:]:
         total = rewriter.create("add", total, term, suffix=suffix)
