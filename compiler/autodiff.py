@@ -22,7 +22,7 @@ import numpy as np
 from .builders import sum_values
 from .diagnostics import ConvcError, Location
 from .dtypes import is_float, numpy_dtype
-from .ir import Graph, Op, TensorType, Value
+from .ir import Graph, Op, TensorType, Value, unused_name
 from .ops import OPS, suggest, view
 from .ops.base import VjpRule
 from .verify import coerce_attrs, infer_type
@@ -209,10 +209,7 @@ class _Tape:
         self.graph.ops = [op for op in self.graph.ops if id(op) not in dead]
 
     def _fresh(self, base: str) -> str:
-        name, index = base, 0
-        while name in self._names:
-            index += 1
-            name = f"{base}_{index}"
+        name = unused_name(base, self._names)
         self._names.add(name)
         return name
 

@@ -12,7 +12,7 @@ import functools
 import math
 import operator
 import weakref
-from collections.abc import Iterator
+from collections.abc import Container, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -257,6 +257,15 @@ class Op:
         return f"%{self.name} = {self.kind}({args}) {self.attrs} : {self.result.type}"
 
 
+def unused_name(base: str, taken: Container[str]) -> str:
+    """`base`, or the first of `base_1`, `base_2`, ... that `taken` lacks."""
+    name, index = base, 0
+    while name in taken:
+        index += 1
+        name = f"{base}_{index}"
+    return name
+
+
 @dataclass
 class Graph:
     """A function: named inputs, ops in topological order, outputs."""
@@ -301,13 +310,7 @@ class Graph:
 
     def fresh_name(self, base: str) -> str:
         """A value name not yet used in this graph, derived from `base`."""
-        taken = {v.name for v in self.values()}
-        if base not in taken:
-            return base
-        index = 1
-        while f"{base}_{index}" in taken:
-            index += 1
-        return f"{base}_{index}"
+        return unused_name(base, {v.name for v in self.values()})
 
     def clone(self) -> Graph:
         """A deep copy of the structure (attribute values are shared; they are immutable)."""

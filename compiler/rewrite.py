@@ -8,7 +8,7 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any, ClassVar, get_type_hints
 
-from .ir import Graph, Op, Value
+from .ir import Graph, Op, Value, unused_name
 from .pass_manager import Pass
 from .verify import coerce_attrs, infer_type
 
@@ -90,11 +90,8 @@ class Rewriter:
     def _fresh_name(self, base: str) -> str:
         if self._sweep is None:
             return self.graph.fresh_name(base)
-        names, name, index = self._sweep.names, base, 0
-        while name in names:
-            index += 1
-            name = f"{base}_{index}"
-        names.add(name)
+        name = unused_name(base, self._sweep.names)
+        self._sweep.names.add(name)
         return name
 
 

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..dtypes import from_numpy
 from ..emit import sdy
-from ..ir import Graph, Op, TensorType, Value
+from ..ir import Graph, Op, TensorType, Value, unused_name
 from ..literals import is_ssa_id, is_symbol_id, quote
 from ..ops import OPS
 from ..ops.attr_kinds import TENSOR
@@ -26,10 +26,7 @@ class _Namer:
     def define(self, value: Value) -> tuple[str, str]:
         name = value.name if is_ssa_id(value.name) else "v"
         loc = "" if name == value.name else f" loc({quote(value.name)})"
-        base, index = name, 0
-        while name in self.taken:
-            index += 1
-            name = f"{base}_{index}"
+        name = unused_name(name, self.taken)
         if name != value.name:
             loc = f" loc({quote(value.name)})"
         self.taken.add(name)
