@@ -152,3 +152,10 @@ def test_documented_commands_print_what_the_docs_show(command: str, expected: st
 
 def test_every_cli_doc_test_block_has_commands() -> None:
     assert len(documented_sessions("cli.md")) >= 4
+
+
+def test_generated_doc_sections_are_current() -> None:
+    """Every section tools/gen_docs.py writes from the registries matches the committed docs."""
+    from convc.tools import gen_docs
+
+    assert gen_docs.stale_sections(write=False) == [], "stale docs: run `python -m convc.tools.gen_docs`"
