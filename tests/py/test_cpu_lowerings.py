@@ -3,14 +3,15 @@ convs: both forms are compiled by PJRT (XLA CPU) and run on the same inputs.
 
 Every case also checks that the rewrite fired (the slow form is gone), so a matcher
 that silently stops matching fails here instead of passing vacuously. Pads are
-non-negative: XLA CPU misreads negative conv pads (openxla/xla#48713), which would
-make the canonical side wrong, not the rewrite.
+non-negative, except for `cpu-crop-negative-padding`: XLA CPU misreads negative conv pads
+(openxla/xla#48713), so that rewrite is compared with the jax.lax oracle on the graph
+(`convc.reference.evaluate`, which crops with lax.pad) instead of XLA's run of the canonical form.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import convc
@@ -20,7 +21,7 @@ from convc.passes import PASSES, TARGETS, default_pipeline
 from convc.reference import evaluate
 
 CASES_PER_PASS = 10
-RunStablehlo = Callable[[str, Sequence[np.ndarray]], list[np.ndarray]]
+RunStablehlo = Callable[..., list[np.ndarray]]  # (text, arrays, platform=None)
 SPATIAL_LETTERS = "HWDT"
 
 
@@ -152,6 +153,19 @@ def volumetric_conv(rng: np.random.Generator) -> Conv:
                        pads=_pads(rng, n, 1), lhs_dilation=(1,) * n, rhs_dilation=_ints(rng, n, 1, 2), groups=groups)
 
 
+def negatively_padded_conv(rng: np.random.Generator) -> Conv:
+    """Pads in [-3, 2], at least one negative (sometimes negative low next to positive high,
+    the form XLA CPU misreads), with lhs dilation sometimes, so that crops land between
+    dilated elements too."""
+    n = int(rng.integers(1, 4))
+    pads = [(int(rng.integers(-3, 3)), int(rng.integers(-3, 3))) for _ in range(n)]
+    dim = int(rng.integers(0, n))
+    pads[dim] = (-int(rng.integers(1, 4)), pads[dim][1])
+    return random_conv(rng, batch=int(rng.integers(1, 3)), in_features=int(rng.integers(1, 4)),
+                       out_features=int(rng.integers(1, 4)), kernel=_ints(rng, n, 1, 3), strides=_ints(rng, n, 1, 2),
+                       pads=tuple(pads), lhs_dilation=_ints(rng, n, 1, 2), rhs_dilation=_ints(rng, n, 1, 2))
+
+
 def dense_2d_conv(rng: np.random.Generator) -> Conv:
     """What YNNPACK would take, but small: 2-D, ungrouped, no lhs dilation, any layout, pads
     no wider than the window (so the output is no larger than the input)."""
@@ -186,6 +200,11 @@ def output_rows_sliced_off(text: str) -> bool:
     return bool(_convs(text)) and "stablehlo.slice" in text.split("stablehlo.convolution", 1)[1]
 
 
+def no_negative_pad_left(text: str) -> bool:
+    """No conv pads negatively (a conv whose crops leave nothing is replaced by zeros)."""
+    return not any("-" in pads for pads in re.findall(r"pad = (\[\[.*?\]\])", text))
+
+
 def no_batch_groups_left(text: str) -> bool:
     return bool(_convs(text)) and all("batch_group_count = 1 :" in line for line in _convs(text))
 
@@ -196,6 +215,7 @@ class Rewrite:
     draw: Callable[[np.random.Generator], Conv]
     fired: Callable[[str], bool]
     options: str = ""  # pipeline options: the numeric test checks the rewrite on every match
+    xla_runs_canonical_right: bool = True  # else the reference is jax.lax on the graph, not XLA's run of the canonical form
 
     def spelling(self) -> str:
         return f"{self.name}{{{self.options}}}" if self.options else self.name
@@ -210,6 +230,7 @@ REWRITES = (
     Rewrite("cpu-transposed-conv-phases", lhs_dilated_conv, no_lhs_dilation_left, "unbalanced=true"),
     Rewrite("cpu-conv3d-as-conv2d-sum", volumetric_conv, only_2d_convs_left),
     Rewrite("cpu-conv-eigen-path", dense_2d_conv, output_rows_sliced_off, "max_extra=1000000 min_features=1"),
+    Rewrite("cpu-crop-negative-padding", negatively_padded_conv, no_negative_pad_left, xla_runs_canonical_right=False),
 )
 
 
@@ -224,6 +245,8 @@ def _max_error(got: np.ndarray, want: np.ndarray) -> float:
 @pytest.mark.parametrize("seed", range(CASES_PER_PASS))
 @pytest.mark.parametrize("rewrite", REWRITES, ids=lambda r: r.name)
 def test_rewrite_matches_canonical_form(rewrite: Rewrite, seed: int, run_stablehlo: RunStablehlo) -> None:
+    """The rewrite fires on a drawn conv, and XLA CPU's run of the rewritten module matches its
+    run of the canonical form (or, where XLA CPU misreads that, jax.lax on the graph)."""
     rng = np.random.default_rng(seed)
     conv = rewrite.draw(rng)
     graph = conv.graph()
@@ -231,16 +254,19 @@ def test_rewrite_matches_canonical_form(rewrite: Rewrite, seed: int, run_stableh
     rewritten = convc.compile_graph(graph, pipeline=f"{default_pipeline('generic')},{rewrite.spelling()}")
     assert rewrite.fired(rewritten), f"{rewrite.name} did not fire on {conv}"
     inputs = _inputs(rng, graph)
-    (want,), (got,) = run_stablehlo(canonical, inputs), run_stablehlo(rewritten, inputs)
+    (want,) = run_stablehlo(canonical, inputs, "cpu") if rewrite.xla_runs_canonical_right else evaluate(graph, inputs)
+    (got,) = run_stablehlo(rewritten, inputs, "cpu")
     assert got.shape == want.shape
-    assert _max_error(got, want) < 2e-5, f"{rewrite.name} differs from the canonical form on {conv}"
+    reference = "the canonical form" if rewrite.xla_runs_canonical_right else "jax.lax"
+    assert _max_error(got, want) < 2e-5, f"{rewrite.name} differs from {reference} on {conv}"
 
 
 def test_every_cpu_pass_is_registered_and_tested() -> None:
+    """The `cpu-*` passes registered are exactly the ones REWRITES tests, and the cpu target runs each."""
     cpu_passes = {name for name in PASSES if name.startswith("cpu-")}
     tested = {r.name for r in REWRITES}
-    assert tested <= cpu_passes
-    assert all(name in default_pipeline("cpu") for name in tested)
+    assert tested == cpu_passes, f"untested: {sorted(cpu_passes - tested)}; not registered: {sorted(tested - cpu_passes)}"
+    assert all(name in default_pipeline("cpu").split(",") for name in tested)
 
 
 def test_cpu_pipeline_runs_the_rewrites_after_the_canonical_lowerings() -> None:
@@ -270,5 +296,5 @@ def test_cpu_target_end_to_end_on_gradient_ops(rng: np.random.Generator, run_sta
     text = convc.compile_graph(graph, target="cpu")
     assert all("batch_group_count = 1 :" in line for line in _convs(text))
     inputs = _inputs(rng, graph)
-    for got, want in zip(run_stablehlo(text, inputs), evaluate(graph, inputs)):
+    for got, want in zip(run_stablehlo(text, inputs, "cpu"), evaluate(graph, inputs), strict=True):
         assert _max_error(got, want) < 2e-5
