@@ -162,7 +162,7 @@ def run_case(case: Case, target: str, cache: dict[str, dict[str, Any]]) -> dict[
     shards = executable.run_on_device(executable.place(inputs))
     outputs = executable.assemble(shards, [v.type.shape for v in graph.outputs])
     expected = evaluate(graph, inputs)
-    lines = [compare(v.name, v.type.dtype, got, want) for v, got, want in zip(graph.outputs, outputs, expected)]
+    lines = [compare(v.name, v.type.dtype, got, want) for v, got, want in zip(graph.outputs, outputs, expected, strict=True)]
     result = {
         "ok": all(passed for _, passed in lines), "report": [line for line, _ in lines],
         "tolerance": TOLERANCE["f32"],

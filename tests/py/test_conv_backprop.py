@@ -69,7 +69,7 @@ class Forward:
         return [shape[d] for d in spec[2:]]
 
     def windows(self) -> list[int]:
-        return [dilate(k, d) for k, d in zip(self.spatial(self.rhs_shape, self.specs.rhs_spec), self.rhs_dilation)]
+        return [dilate(k, d) for k, d in zip(self.spatial(self.rhs_shape, self.specs.rhs_spec), self.rhs_dilation, strict=True)]
 
     def lax_padding(self) -> Any:
         """lax refuses string padding with lhs dilation; resolve it as lax does without it."""
@@ -96,7 +96,7 @@ class Forward:
         out = self.spatial(self.out_shape(), specs.out_spec)
         sizes = self.spatial(self.lhs_shape, specs.lhs_spec)
         return tuple(dilate(n, ld) - ((o - 1) * s + w - lo - hi)
-                     for n, ld, o, s, w, (lo, hi) in zip(sizes, self.lhs_dilation, out, self.strides, self.windows(), pads))
+                     for n, ld, o, s, w, (lo, hi) in zip(sizes, self.lhs_dilation, out, self.strides, self.windows(), pads, strict=True))
 
 
 def shape_in(layout: str, sizes: dict[str, int]) -> tuple[int, ...]:
@@ -145,8 +145,8 @@ def forward_convs(draw: Any, grouping: str) -> Forward:
     dims = [draw(spatial_dim(mode, 4 if rank == 3 else 7)) for _ in letters]
     sizes = draw(group_sizes(grouping))
     layouts = tuple("".join(draw(st.permutations(roles + letters))) for roles in ("NC", "OI", "NC"))
-    lhs_sizes = {"N": sizes["N"], "C": sizes["C"], **{c: d[0] for c, d in zip(letters, dims)}}
-    rhs_sizes = {"O": sizes["O"], "I": sizes["I"], **{c: d[1] for c, d in zip(letters, dims)}}
+    lhs_sizes = {"N": sizes["N"], "C": sizes["C"], **{c: d[0] for c, d in zip(letters, dims, strict=True)}}
+    rhs_sizes = {"O": sizes["O"], "I": sizes["I"], **{c: d[1] for c, d in zip(letters, dims, strict=True)}}
     # window attributes follow the kernel layout's spatial order, as lax's do
     order = [letters.index(c) for c in layouts[1] if c in letters]
     return Forward(

@@ -163,7 +163,7 @@ def _pads(kind: str, n: int, rng: np.random.Generator) -> str | tuple[tuple[int,
     if kind == "symmetric":
         return tuple((p, p) for p in (int(x) for x in rng.integers(0, 3, n)))
     if kind == "asymmetric":
-        return tuple((int(lo), int(lo) + int(extra)) for lo, extra in zip(rng.integers(0, 3, n), rng.integers(1, 3, n)))
+        return tuple((int(lo), int(lo) + int(extra)) for lo, extra in zip(rng.integers(0, 3, n), rng.integers(1, 3, n), strict=True))
     return tuple((-1, int(hi)) if i == 0 else (int(hi), -1) for i, hi in enumerate(rng.integers(-1, 3, n)))
 
 
@@ -175,7 +175,7 @@ def _output_sizes(in_sizes: Sequence[int], geometry: dict[str, Any]) -> list[int
     pads = [(0, 0)] * len(in_sizes) if padding == "VALID" else padding
     sizes = []
     for size, k, s, (lo, hi), ld, rd in zip(in_sizes, geometry["kernel"], geometry["strides"], pads,
-                                            geometry["lhs_dilation"], geometry["rhs_dilation"]):
+                                            geometry["lhs_dilation"], geometry["rhs_dilation"], strict=True):
         padded, window = (size - 1) * ld + 1 + lo + hi, (k - 1) * rd + 1
         sizes.append((padded - window) // s + 1 if padded >= window else 0)
     return sizes
@@ -212,8 +212,8 @@ def case_from_row(index: int, row: dict[str, str]) -> ConvCase:
                       f"acc_{row['accumulate']}", row["frontend"], f"w_{row['kernel']}", row["target"]])
     return ConvCase(
         label=label,
-        lhs_shape=_shape(spec_lhs, ("N", "C"), dict(zip(letters, in_sizes)), batch, features, n),
-        rhs_shape=_shape(spec_rhs, ("O", "I"), dict(zip(letters, kernel)), out_features, kernel_in, n),
+        lhs_shape=_shape(spec_lhs, ("N", "C"), dict(zip(letters, in_sizes, strict=True)), batch, features, n),
+        rhs_shape=_shape(spec_rhs, ("O", "I"), dict(zip(letters, kernel, strict=True)), out_features, kernel_in, n),
         window_strides=tuple(strides), padding=padding,
         lhs_dilation=tuple(lhs_dilation), rhs_dilation=tuple(rhs_dilation),
         dimension_numbers=layouts, feature_group_count=fgc, batch_group_count=bgc,
@@ -352,7 +352,7 @@ def lax_string_pads(case: ConvCase) -> list[tuple[int, int]]:
     `padtype_to_pads` on the undilated input and the dilated kernel, so ask lax for those."""
     lhs_perm, rhs_perm, _ = lax.conv_dimension_numbers(case.lhs_shape, case.rhs_shape, case.dimension_numbers)
     kernel = [case.rhs_shape[d] for d in rhs_perm[2:]]
-    window = [(k - 1) * d + 1 for k, d in zip(kernel, case.rhs_dilation)]
+    window = [(k - 1) * d + 1 for k, d in zip(kernel, case.rhs_dilation, strict=True)]
     assert isinstance(case.padding, str)
     return list(lax.padtype_to_pads([case.lhs_shape[d] for d in lhs_perm[2:]], window, case.window_strides, case.padding))
 

@@ -114,7 +114,7 @@ def per_group_reference(case: Case, lhs: np.ndarray, rhs: np.ndarray) -> np.ndar
     groups = case.feature_group_count
     lhs_parts = np.split(lhs, groups, axis=lhs_spec[1])
     rhs_parts = np.split(rhs, groups, axis=rhs_spec[0])
-    return np.concatenate([lax_conv_transpose(case, x, w) for x, w in zip(lhs_parts, rhs_parts)], axis=out_spec[1])
+    return np.concatenate([lax_conv_transpose(case, x, w) for x, w in zip(lhs_parts, rhs_parts, strict=True)], axis=out_spec[1])
 
 
 def assert_close(got: np.ndarray, want: np.ndarray) -> None:

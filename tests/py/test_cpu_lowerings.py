@@ -69,12 +69,12 @@ def random_conv(rng: np.random.Generator, *, batch: int, in_features: int, out_f
     lhs_layout, rhs_layout, out_layout = _layouts(rng, n)
     letters = [c for c in rhs_layout if c not in "OI"]  # the order of every per-spatial-dim attribute
     spatial = []
-    for k, (lo, hi), ld, rd in zip(kernel, pads, lhs_dilation, rhs_dilation):
+    for k, (lo, hi), ld, rd in zip(kernel, pads, lhs_dilation, rhs_dilation, strict=True):
         window = (k - 1) * rd + 1
         dilated_min = max(1, window - lo - hi)
         spatial.append(-(-(dilated_min - 1) // ld) + 1 + int(rng.integers(0, 4)))
-    lhs_sizes = {"N": batch, "C": in_features, **dict(zip(letters, spatial))}
-    rhs_sizes = {"O": out_features, "I": in_features // groups, **dict(zip(letters, kernel))}
+    lhs_sizes = {"N": batch, "C": in_features, **dict(zip(letters, spatial, strict=True))}
+    rhs_sizes = {"O": out_features, "I": in_features // groups, **dict(zip(letters, kernel, strict=True))}
     return Conv(_place(lhs_layout, lhs_sizes), _place(rhs_layout, rhs_sizes), (lhs_layout, rhs_layout, out_layout),
                 strides, pads, lhs_dilation, rhs_dilation, groups, batch_groups)
 
@@ -102,7 +102,7 @@ def full_window_conv(rng: np.random.Generator) -> Conv:
     n = int(rng.integers(1, 4))
     lhs_layout, rhs_layout, out_layout = _layouts(rng, n)
     letters = [c for c in rhs_layout if c not in "OI"]
-    spatial = dict(zip(letters, _ints(rng, n, 1, 5)))
+    spatial = dict(zip(letters, _ints(rng, n, 1, 5), strict=True))
     in_features = int(rng.integers(1, 7))
     lhs = _place(lhs_layout, {"N": int(rng.integers(1, 4)), "C": in_features, **spatial})
     rhs = _place(rhs_layout, {"O": int(rng.integers(1, 7)), "I": in_features, **spatial})
@@ -171,7 +171,7 @@ def dense_2d_conv(rng: np.random.Generator) -> Conv:
     no wider than the window (so the output is no larger than the input)."""
     kernel, rhs_dilation = _ints(rng, 2, 1, 3), _ints(rng, 2, 1, 2)
     pads = []
-    for k, d in zip(kernel, rhs_dilation):
+    for k, d in zip(kernel, rhs_dilation, strict=True):
         lo = int(rng.integers(0, (k - 1) * d + 1))
         pads.append((lo, int(rng.integers(0, (k - 1) * d - lo + 1))))
     return random_conv(rng, batch=int(rng.integers(1, 3)), in_features=int(rng.integers(1, 5)),

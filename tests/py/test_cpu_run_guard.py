@@ -150,7 +150,7 @@ def test_one_warning_names_every_misread_node(tmp_path: Path, arrays: dict[str, 
     needs_the_bug()
     result, outputs = run(tmp_path, conv_model(*paddings), "--target", "generic")
     assert one_warning(result.stderr)["nodes"] == "'c1' (conv), 'c3' (conv)"
-    for name, padding in zip(("c1", "c2", "c3"), paddings):
+    for name, padding in zip(("c1", "c2", "c3"), paddings, strict=True):
         np.testing.assert_allclose(outputs[name], lax_conv(arrays["x"], arrays["w"], padding), rtol=1e-5, atol=1e-5)
 
 

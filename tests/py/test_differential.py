@@ -184,7 +184,7 @@ def check_model(model: dict[str, Any], seed: int = 0) -> None:
         source = convc.load_model(work.model_path)
         ordered = [work.inputs[v.name] for v in source.inputs]
         names = list(dict.fromkeys(v.name for v in source.outputs))
-        expected = dict(zip([v.name for v in source.outputs], lax_reference(source, ordered)))
+        expected = dict(zip([v.name for v in source.outputs], lax_reference(source, ordered), strict=True))
         baseline: dict[str, np.ndarray] | None = None  # the canonical (generic) lowering's, if XLA runs it right
         for target in TARGETS:
             text, outputs = work.compile_and_run(target)
@@ -205,7 +205,7 @@ def check_model(model: dict[str, Any], seed: int = 0) -> None:
                 baseline = outputs
             if model_dtypes(model) == {"f32"} and interpretable(text):
                 interpreted = interpret(text, ordered)
-                for value, got in zip(source.outputs, interpreted):
+                for value, got in zip(source.outputs, interpreted, strict=True):
                     if trusted:
                         assert_close(outputs[value.name], got, tol, f"--target {target} '{value.name}' vs StableHLO interpreter")
                     assert_close(expected[value.name], got, tol, f"jax.lax '{value.name}' vs StableHLO interpreter on --target {target}")
@@ -275,7 +275,7 @@ def test_console_script_runs_and_checks(model: dict[str, Any]) -> None:
         source = convc.load_model(work.model_path)
         expected = evaluate(source, [work.inputs[v.name] for v in source.inputs])
         with np.load(outputs_path) as archive:
-            for value, want in zip(source.outputs, expected):
+            for value, want in zip(source.outputs, expected, strict=True):
                 assert_close(as_saved(archive[value.name], want.dtype), want, tolerance(model), f"'{value.name}'")
 
 

@@ -271,7 +271,7 @@ def test_keras_conv2d_transpose_is_backprop_input_with_keras_size(keras: ModuleT
     x_shape, kernel_size, strides, padding, output_padding = KERAS_CASES[name]
     x, kernel, want = _keras_conv2d_transpose(keras, name)
     extra = output_padding or (None, None)
-    sizes = [keras_size(n, k, s, padding, p) for n, k, s, p in zip(x_shape[1:3], kernel_size, strides, extra)]
+    sizes = [keras_size(n, k, s, padding, p) for n, k, s, p in zip(x_shape[1:3], kernel_size, strides, extra, strict=True)]
     b = convc.Builder()
     b.output(b.conv_backprop_input(b.input("x", x.shape), b.input("k", kernel.shape), strides, padding.upper(),
                                    dimension_numbers=("NHWC", "HWIO", "NHWC"), input_shape=(x_shape[0], *sizes, kernel.shape[2])))
@@ -283,7 +283,7 @@ def test_keras_conv2d_transpose_is_conv_transpose_with_keras_pads(keras: ModuleT
     _, kernel_size, strides, padding, output_padding = KERAS_CASES[name]
     x, kernel, want = _keras_conv2d_transpose(keras, name)
     extra = output_padding or (None, None)
-    pads = padding.upper() if output_padding is None else [keras_pads(k, s, padding, p) for k, s, p in zip(kernel_size, strides, extra)]
+    pads = padding.upper() if output_padding is None else [keras_pads(k, s, padding, p) for k, s, p in zip(kernel_size, strides, extra, strict=True)]
     b = convc.Builder()
     b.output(b.conv_transpose(b.input("x", x.shape), b.input("k", kernel.shape), strides, pads,
                               dimension_numbers=("NHWC", "HWIO", "NHWC"), transpose_kernel=True))
@@ -316,7 +316,7 @@ def _torch_transposed(torch: ModuleType, name: str) -> tuple[list[np.ndarray], l
 
 def torch_transposed_pads(padding: Sequence[int], output_padding: Sequence[int], stride: Sequence[int]) -> list[tuple[int, int]]:
     """The forward conv's pads for a conv_transpose's gradients: `(p, p - s * (op // s))`."""
-    return [(p, p - s * (op // s)) for p, op, s in zip(padding, output_padding, stride)]
+    return [(p, p - s * (op // s)) for p, op, s in zip(padding, output_padding, stride, strict=True)]
 
 
 @pytest.mark.parametrize("name", TORCH_TRANSPOSED)
@@ -428,7 +428,7 @@ def _onnx_conv_transpose(onnx: ModuleType, x: np.ndarray, w: np.ndarray, group: 
                               [helper.make_tensor_value_info("Y", TensorProto.DOUBLE, None)])
     evaluator = ReferenceEvaluator(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
     outs = [evaluator.run(None, {"X": xg.astype(np.float64), "W": wg.astype(np.float64)})[0]
-            for xg, wg in zip(np.split(x, group, axis=1), np.split(w, group, axis=0))]
+            for xg, wg in zip(np.split(x, group, axis=1), np.split(w, group, axis=0), strict=True)]
     return np.concatenate(outs, axis=1)
 
 
@@ -465,7 +465,7 @@ def test_onnx_conv_transpose_output_shape(onnx: ModuleType, auto_pad: str) -> No
     strides, output_shape, window = (2, 2), (8, 10), (3, 2)
     want = _onnxruntime_conv_transpose(x, w, strides=list(strides), output_shape=list(output_shape), group=2, auto_pad=auto_pad)
     pads = []
-    for n, s, k, out in zip(x.shape[2:], strides, window, output_shape):
+    for n, s, k, out in zip(x.shape[2:], strides, window, output_shape, strict=True):
         total = s * (n - 1) + k - out
         pads.append((total // 2, total - total // 2) if auto_pad == "SAME_UPPER" else (total - total // 2, total // 2))
     assert pads == ([(0, 1), (0, 0)] if auto_pad == "SAME_UPPER" else [(1, 0), (0, 0)])  # the odd element's side differs

@@ -346,7 +346,7 @@ def assert_accepted_model_is_valid(path: Path) -> None:
     graph = convc.load_model(path)
     args = [jax.ShapeDtypeStruct(v.type.shape, numpy_dtype(v.type.dtype)) for v in graph.inputs]
     shapes = jax.eval_shape(lax_function(graph), *args)
-    for value, shape in zip(graph.outputs, shapes):
+    for value, shape in zip(graph.outputs, shapes, strict=True):
         assert tuple(shape.shape) == value.type.shape and shape.dtype == numpy_dtype(value.type.dtype), (
             f"convc says '{value.name}' is {value.type}, jax.lax says {shape}")
 

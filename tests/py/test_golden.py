@@ -41,7 +41,7 @@ def test_output_matches_golden(model: Path, target: str, kind: str) -> None:
     assert path.exists(), f"no golden file {path.name}; create it with CONVC_UPDATE_GOLDEN=1"
     expected = path.read_bytes()
     if actual != expected:
-        first = next(i for i, (a, b) in enumerate(zip(actual, expected)) if a != b) if len(actual) == len(expected) else None
+        first = next(i for i, (a, b) in enumerate(zip(actual, expected, strict=True)) if a != b) if len(actual) == len(expected) else None
         line = actual[:first].count(b"\n") + 1 if first is not None else None
         where = f"first difference on line {line}" if line else f"{len(actual)} bytes, golden has {len(expected)}"
         pytest.fail(f"{model.name} --target {target} --emit={kind} differs from {path.name} ({where}); "

@@ -62,7 +62,7 @@ def check_grad(graph: Graph, wrt: Sequence[str], target: str, tol: float | None 
     assert names == [v.name for v in graph.outputs] + [f"{name}.grad" for name in wrt]
     dtypes = {v.type.dtype for v in graph.values()}
     tolerance = tol if tol is not None else max(TOLERANCE.get(d, 1e-4) for d in dtypes)
-    for name, g, w in zip(names, got, want):
+    for name, g, w in zip(names, got, want, strict=True):
         assert_close(g, w, tolerance, name)
     return gradient
 
@@ -419,7 +419,7 @@ def test_grad_builds_the_hand_written_resnext_step() -> None:
     x, w, dy = (random_like(v.type.shape, "f32", rng) for v in by_hand.inputs)
     ours = compile_stablehlo(convc.compile_graph(step, target="cpu"), "cpu")(x, w, dy)
     theirs = compile_stablehlo(convc.compile_graph(by_hand, target="cpu"), "cpu")(x, w, dy)
-    for name, got, want in zip(("y", "dx", "dw"), ours, theirs[:3]):
+    for name, got, want in zip(("y", "dx", "dw"), ours, theirs[:3], strict=True):
         assert_close(got, want, 1e-5, name)
 
 

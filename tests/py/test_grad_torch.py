@@ -76,6 +76,6 @@ def test_grad_matches_torch_autograd(name: str, target: str) -> None:
     cotangent = rng.standard_normal(step.inputs[3].type.shape).astype(np.float32)
     got = compile_stablehlo(convc.compile_graph(step, target=target), "cpu")(*arrays, cotangent)
     want = torch_step(block, arrays, cotangent)
-    for name_, g, w in zip(("y", "x.grad", "w1.grad", "w2.grad"), got, want):
+    for name_, g, w in zip(("y", "x.grad", "w1.grad", "w2.grad"), got, want, strict=True):
         assert g.shape == w.shape, name_
         np.testing.assert_allclose(g, w, rtol=0, atol=5e-5 * (1 + float(np.max(np.abs(w)))), err_msg=name_)

@@ -88,7 +88,7 @@ def test_example_runs_on_iree_as_on_xla(model: Path, target: str, iree_config: A
     got = _run_iree(stablehlo, inputs, iree_config)
 
     assert len(got) == len(want) == len(graph.outputs)
-    for value, iree_out, xla_out in zip(graph.outputs, got, want):
+    for value, iree_out, xla_out in zip(graph.outputs, got, want, strict=True):
         assert iree_out.dtype == xla_out.dtype == numpy_dtype(value.type.dtype), value.name
         assert iree_out.shape == xla_out.shape, value.name
         bound = max(_bound(value.type.dtype), _bound(weakest))

@@ -44,7 +44,7 @@ def along(axis: int, index: slice) -> tuple[slice, ...]:
 def dilate_and_pad(x: np.ndarray, pads: Pads, lhs_dilation: Sequence[int]) -> np.ndarray:
     """x as a conv reads it: d - 1 zeros between neighbours, then lo/hi zeros on each side,
     where a negative pad drops that many elements instead."""
-    for axis, (lo, hi), d in zip(range(2, x.ndim), pads, lhs_dilation):
+    for axis, (lo, hi), d in zip(range(2, x.ndim), pads, lhs_dilation, strict=True):
         dilated = np.zeros(x.shape[:axis] + ((x.shape[axis] - 1) * d + 1,) + x.shape[axis + 1:], x.dtype)
         dilated[along(axis, slice(None, None, d))] = x
         widths = [(0, 0)] * x.ndim
@@ -57,7 +57,7 @@ def dilate_and_pad(x: np.ndarray, pads: Pads, lhs_dilation: Sequence[int]) -> np
 def undo_dilate_and_pad(grad: np.ndarray, pads: Pads, lhs_dilation: Sequence[int]) -> np.ndarray:
     """The adjoint of dilate_and_pad: dropped elements get zeros, padding and the dilation's
     zeros are dropped."""
-    for axis, (lo, hi), d in zip(range(2, grad.ndim), pads, lhs_dilation):
+    for axis, (lo, hi), d in zip(range(2, grad.ndim), pads, lhs_dilation, strict=True):
         widths = [(0, 0)] * grad.ndim
         widths[axis] = (max(-lo, 0), max(-hi, 0))
         uncropped = np.pad(grad, widths)
@@ -68,11 +68,11 @@ def undo_dilate_and_pad(grad: np.ndarray, pads: Pads, lhs_dilation: Sequence[int
 def tap_window(taps: Sequence[int], out: Sequence[int], strides: Sequence[int], rhs_dilation: Sequence[int]) -> tuple[slice, ...]:
     """The input elements kernel tap `taps` meets, one per output position."""
     return (slice(None), slice(None), *(slice(t * r, t * r + (o - 1) * s + 1, s)
-                                        for t, o, s, r in zip(taps, out, strides, rhs_dilation)))
+                                        for t, o, s, r in zip(taps, out, strides, rhs_dilation, strict=True)))
 
 
 def conv_valid(xp: np.ndarray, w: np.ndarray, strides: Sequence[int], rhs_dilation: Sequence[int]) -> np.ndarray:
-    out = [(n - (k - 1) * r - 1) // s + 1 for n, k, s, r in zip(xp.shape[2:], w.shape[2:], strides, rhs_dilation)]
+    out = [(n - (k - 1) * r - 1) // s + 1 for n, k, s, r in zip(xp.shape[2:], w.shape[2:], strides, rhs_dilation, strict=True)]
     y = np.zeros((xp.shape[0], w.shape[0], *out))
     for taps in np.ndindex(*w.shape[2:]):
         y += np.einsum("nc...,oc->no...", xp[tap_window(taps, out, strides, rhs_dilation)], w[(..., *taps)])
@@ -117,7 +117,7 @@ def randn(rng: np.random.Generator, shape: Sequence[int]) -> np.ndarray:
 
 
 def forward_out(padded: Sequence[int], kernel: Sequence[int], strides: Sequence[int], rhs_dilation: Sequence[int]) -> list[int]:
-    return [(n - (k - 1) * r - 1) // s + 1 for n, k, s, r in zip(padded, kernel, strides, rhs_dilation)]
+    return [(n - (k - 1) * r - 1) // s + 1 for n, k, s, r in zip(padded, kernel, strides, rhs_dilation, strict=True)]
 
 
 GRADIENT_CASES = [  # (pads, kernel, strides, lhs dilation, rhs dilation)
@@ -158,7 +158,7 @@ def test_gradients_equal_numpy(pads: Pads, kernel: tuple[int, int], strides: tup
 def lax_transpose_pads(pads: Pads, kernel: Sequence[int], consistent: bool) -> list[tuple[int, int]]:
     """The pads of the lhs-dilated conv lax.conv_transpose computes: as given, or (PyTorch's
     meaning) the forward conv's, k - 1 - p on each side (no rhs dilation here)."""
-    return [(k - 1 - lo, k - 1 - hi) if consistent else (lo, hi) for k, (lo, hi) in zip(kernel, pads)]
+    return [(k - 1 - lo, k - 1 - hi) if consistent else (lo, hi) for k, (lo, hi) in zip(kernel, pads, strict=True)]
 
 
 TRANSPOSE_CASES = [  # (pads, kernel, strides, use_consistent_padding, transpose_kernel, feature groups)

@@ -136,7 +136,7 @@ def assert_same_graph(got: Graph, want: Graph) -> None:
     assert got.name == want.name
     assert [(v.name, v.type) for v in got.values()] == [(v.name, v.type) for v in want.values()]
     assert [v.name for v in got.outputs] == [v.name for v in want.outputs]
-    for got_op, want_op in zip(got.ops, want.ops):
+    for got_op, want_op in zip(got.ops, want.ops, strict=True):
         assert got_op.kind == want_op.kind and set(got_op.attrs) == set(want_op.attrs)
         for key, value in want_op.attrs.items():
             assert_same_attr(got_op.attrs[key], value)

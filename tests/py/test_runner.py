@@ -60,8 +60,8 @@ def test_a_model_path_runs_on_the_seeded_random_inputs_as_the_cli_does(tmp_path:
     result = convc.run(model, seed=3, platform="cpu")
     source = convc.load_model(model)
     inputs = random_inputs(source, 3)
-    assert all(np.array_equal(got, want) for got, want in zip(result.inputs, inputs))
-    for got, want in zip(result.outputs, evaluate(source, inputs)):
+    assert all(np.array_equal(got, want) for got, want in zip(result.inputs, inputs, strict=True))
+    for got, want in zip(result.outputs, evaluate(source, inputs), strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
