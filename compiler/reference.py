@@ -4,7 +4,12 @@ no convc emitter), for `--check` and the numeric tests.
 The oracle computes the exact math an op names, whatever it asks an implementation for:
 every conv and dot at Precision.HIGHEST (a GPU's DEFAULT is TF32), and under `evaluate` on
 the CPU, floating convs, dots and sums accumulated in f64 and rounded once to the result's
-element type. docs/cli.md ("--check") says why and how close the checked module must be."""
+element type. docs/cli.md ("--check") says why and how close the checked module must be.
+
+Each result's shape and element type are jax.lax's, derived from the operands and the op's
+attributes, never read from convc's inferred types; each is then compared with convc's type
+for that node, and a difference raises `TypeDisagreement` (a wrong shape rule in convc, which
+a comparison of values alone could miss)."""
 
 from __future__ import annotations
 
@@ -15,8 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from .dtypes import is_float
-from .ir import Graph, Op
+from .ir import Graph, Op, TensorType
 from .ops import view
 from .ops.base import ConvDimensionNumbers
 
@@ -32,6 +36,24 @@ def lax_rule(kind: str) -> Callable[[LaxRule], LaxRule]:
 
 
 _WIDE: ContextVar[bool] = ContextVar("convc_reference_wide", default=False)
+
+
+class TypeDisagreement(Exception):
+    """convc's inferred type for a node differs from the type jax.lax gives its result."""
+
+
+def agreed(op: Op, value: Any) -> Any:
+    """`value`, the oracle's result for `op`, once its shape and element type are convc's
+    inferred ones (as canonicalized by jax: f64 is f32 without x64); else TypeDisagreement."""
+    import jax
+
+    from .dtypes import from_numpy, numpy_dtype
+
+    want = op.result.type
+    if tuple(value.shape) == want.shape and value.dtype == jax.dtypes.canonicalize_dtype(numpy_dtype(want.dtype)):
+        return value
+    got = TensorType(tuple(int(d) for d in value.shape), from_numpy(value.dtype) or str(value.dtype))
+    raise TypeDisagreement(f"{op.loc.where()}: node '{op.loc.node or op.name}' ({op.kind}): convc infers {want}, jax.lax gives {got}")
 
 
 @contextmanager
@@ -51,19 +73,28 @@ def exact_precision() -> Any:
     return lax.Precision.HIGHEST
 
 
-def compute_dtype(op: Op) -> Any:
+def result_dtype(op: Op, args: Sequence[Any]) -> Any:
+    """The element type jax.lax gives `op` applied to `args`: its preferred_element_type,
+    else its first operand's (the conv family, dot_general and the sums)."""
+    preferred = lax_dtype(op.attrs.get("preferred_element_type"))
+    return args[0].dtype if preferred is None else preferred
+
+
+def compute_dtype(op: Op, args: Sequence[Any]) -> Any:
     """The element type the oracle accumulates `op` in: f64 for a floating result while
     `evaluate` runs on the CPU, else the op's preferred_element_type (None: its operands')."""
-    if _WIDE.get() and is_float(op.result.type.dtype):
+    import jax.numpy as jnp
+
+    if _WIDE.get() and jnp.issubdtype(result_dtype(op, args), jnp.floating):
         return np.float64
     return lax_dtype(op.attrs.get("preferred_element_type"))
 
 
-def as_result(op: Op, value: Any) -> Any:
-    """`value` rounded (once) to `op`'s result element type."""
+def as_result(op: Op, args: Sequence[Any], value: Any) -> Any:
+    """`value` rounded (once) to the element type jax.lax gives `op` on `args`."""
     from jax import lax
 
-    return lax.convert_element_type(value, lax_dtype(op.result.type.dtype))
+    return lax.convert_element_type(value, result_dtype(op, args))
 
 
 def lax_dimension_numbers(value: object) -> Any:
@@ -123,12 +154,12 @@ def _conv(op: Op, args: Sequence[Any]) -> Any:
     if _crops(padding):
         lhs = _padded_lhs(lhs, rhs, dims, padding, lhs_dilation)
         padding, lhs_dilation = [(0, 0)] * n, None
-    return as_result(op, lax.conv_general_dilated(
+    return as_result(op, args, lax.conv_general_dilated(
         lhs, rhs, v.window_strides, padding,
         lhs_dilation=lhs_dilation, rhs_dilation=v.rhs_dilation,
         dimension_numbers=dims,
         feature_group_count=v.feature_group_count, batch_group_count=v.batch_group_count,
-        precision=exact_precision(), preferred_element_type=compute_dtype(op)))
+        precision=exact_precision(), preferred_element_type=compute_dtype(op, args)))
 
 
 # --- transposed and gradient convs: lax.conv_transpose and jax.vjp of the forward conv ---
@@ -162,10 +193,10 @@ def _conv_transpose_one(op: Op, lhs: Any, rhs: Any, dims: Any) -> Any:
         if _crops(pads):
             lhs = _padded_lhs(lhs, rhs, dims, pads, strides)
             strides, padding, consistent = (1,) * n, [(0, 0)] * n, False
-    return as_result(op, lax.conv_transpose(
+    return as_result(op, (lhs, rhs), lax.conv_transpose(
         lhs, rhs, strides, padding, rhs_dilation=v.rhs_dilation,
         dimension_numbers=dims, transpose_kernel=v.transpose_kernel, precision=exact_precision(),
-        preferred_element_type=compute_dtype(op), use_consistent_padding=consistent))
+        preferred_element_type=compute_dtype(op, (lhs, rhs)), use_consistent_padding=consistent))
 
 
 @lax_rule("conv_transpose")
@@ -228,10 +259,37 @@ def _scatter_padding(op: Op, out_grad: Any, rhs: Any, input_shape: Sequence[int]
             for (lo, _), o, s, w, d, ld in zip(padding, out, strides, windows, lhs_spec[2:], lhs_dilation)]
 
 
-def _backprop_dtype(op: Op) -> Any:
+def _backprop_dtype(op: Op, args: Sequence[Any]) -> Any:
     """A gradient op's operands are (exactly) widened to the type it accumulates in."""
-    dtype = compute_dtype(op)
-    return lax_dtype(op.result.type.dtype) if dtype is None else dtype
+    dtype = compute_dtype(op, args)
+    return result_dtype(op, args) if dtype is None else dtype
+
+
+def _backprop_input_shape(op: Op, out_grad: Any, rhs: Any) -> tuple[int, ...]:
+    """The forward input's shape, from the op's attributes and operand shapes alone (the
+    sizing rules of docs/transposed-convs.md): `input_shape`; else out_grad's batch times the
+    batch groups, the kernel's input features times the feature groups, and per spatial dim
+    o * s + p (SAME family) or ceil(((o - 1) * s + w - lo - hi + p) / ld), with p the
+    output_padding and w the dilated window."""
+    from jax import lax
+
+    if "input_shape" in op.attrs:
+        return tuple(op.attrs["input_shape"])
+    v = view(op)
+    lhs_spec, rhs_spec, out_spec = lax.conv_dimension_numbers(out_grad.shape, rhs.shape, lax_dimension_numbers(v.dimension_numbers))
+    out = [out_grad.shape[d] for d in out_spec[2:]]
+    windows = [(rhs.shape[d] - 1) * r + 1 for d, r in zip(rhs_spec[2:], v.rhs_dilation)]
+    padding = [(0, 0)] * len(out) if v.padding == "VALID" else v.padding
+    shape = [0] * out_grad.ndim
+    shape[lhs_spec[0]] = out_grad.shape[out_spec[0]] * v.batch_group_count
+    shape[lhs_spec[1]] = rhs.shape[rhs_spec[1]] * v.feature_group_count
+    for i, (o, s, w, p, ld) in enumerate(zip(out, v.window_strides, windows, v.output_padding, v.lhs_dilation)):
+        if isinstance(padding, str):  # SAME, SAME_LOWER
+            shape[lhs_spec[2 + i]] = o * s + p
+        else:
+            lo, hi = padding[i]
+            shape[lhs_spec[2 + i]] = -(-((o - 1) * s + w - lo - hi + p) // ld)
+    return tuple(shape)
 
 
 @lax_rule("conv_backprop_input")
@@ -240,15 +298,15 @@ def _conv_backprop_input(op: Op, args: Sequence[Any]) -> Any:
     import jax.numpy as jnp
     from jax import lax
 
-    dtype = _backprop_dtype(op)
+    dtype = _backprop_dtype(op, args)
     out_grad, rhs = (lax.convert_element_type(a, dtype) for a in args)
-    input_shape = op.result.type.shape
+    input_shape = _backprop_input_shape(op, out_grad, rhs)
     padding = view(op).padding
     if "input_shape" not in op.attrs:
         padding = _scatter_padding(op, out_grad, rhs, input_shape)
     forward = _forward_conv(op, input_shape, rhs.shape, padding)
     _, pullback = jax.vjp(lambda x: forward(x, rhs), jnp.zeros(input_shape, dtype))
-    return as_result(op, pullback(out_grad)[0])
+    return as_result(op, args, pullback(out_grad)[0])
 
 
 @lax_rule("conv_backprop_filter")
@@ -257,12 +315,12 @@ def _conv_backprop_filter(op: Op, args: Sequence[Any]) -> Any:
     import jax.numpy as jnp
     from jax import lax
 
-    dtype = _backprop_dtype(op)
+    dtype = _backprop_dtype(op, args)
     lhs, out_grad = (lax.convert_element_type(a, dtype) for a in args)
     kernel_shape = op.attrs["kernel_shape"]
     forward = _forward_conv(op, lhs.shape, kernel_shape, view(op).padding)
     _, pullback = jax.vjp(lambda w: forward(lhs, w), jnp.zeros(kernel_shape, dtype))
-    return as_result(op, pullback(out_grad)[0])
+    return as_result(op, args, pullback(out_grad)[0])
 
 
 @lax_rule("constant")
@@ -368,8 +426,8 @@ def _dot_general(op: Op, args: Sequence[Any]) -> Any:
     v = view(op)
     dimension_numbers = ((v.lhs_contracting_dimensions, v.rhs_contracting_dimensions),
                          (v.lhs_batching_dimensions, v.rhs_batching_dimensions))
-    return as_result(op, lax.dot_general(args[0], args[1], dimension_numbers, precision=exact_precision(),
-                                         preferred_element_type=compute_dtype(op)))
+    return as_result(op, args, lax.dot_general(args[0], args[1], dimension_numbers, precision=exact_precision(),
+                                               preferred_element_type=compute_dtype(op, args)))
 
 
 @lax_rule("broadcast_in_dim")
@@ -383,14 +441,14 @@ def _broadcast_in_dim(op: Op, args: Sequence[Any]) -> Any:
 def _reduce_sum(op: Op, args: Sequence[Any]) -> Any:
     from jax import lax
 
-    return as_result(op, lax.reduce_sum(_widened(op, args[0]), op.attrs["axes"]))
+    return as_result(op, args, lax.reduce_sum(_widened(op, args, args[0]), op.attrs["axes"]))
 
 
-def _widened(op: Op, x: Any) -> Any:
-    """`x` in the type the oracle sums it in (f64 while `evaluate` runs on the CPU)."""
+def _widened(op: Op, args: Sequence[Any], x: Any) -> Any:
+    """`x`, one of `args`, in the type the oracle sums it in (f64 while `evaluate` runs on the CPU)."""
     from jax import lax
 
-    dtype = compute_dtype(op)
+    dtype = compute_dtype(op, args)
     return x if dtype is None else lax.convert_element_type(x, dtype)
 
 
@@ -399,7 +457,7 @@ def _stacked_reduce_sum(op: Op, args: Sequence[Any]) -> Any:
     import jax.numpy as jnp
     from jax import lax
 
-    return as_result(op, jnp.stack([lax.reduce_sum(_widened(op, x), op.attrs["axes"]) for x in args]))
+    return as_result(op, args, jnp.stack([lax.reduce_sum(_widened(op, args, x), op.attrs["axes"]) for x in args]))
 
 
 @lax_rule("max_pool")
@@ -415,12 +473,13 @@ def _max_pool(op: Op, args: Sequence[Any]) -> Any:
 
 
 def lax_function(graph: Graph) -> Callable[..., list[Any]]:
-    """The graph as a Python function of its inputs, built from jax.lax calls."""
+    """The graph as a Python function of its inputs, built from jax.lax calls; each op's
+    result type is checked against convc's (`agreed`)."""
 
     def fn(*inputs: Any) -> list[Any]:
         env: dict[int, Any] = {id(v): x for v, x in zip(graph.inputs, inputs)}
         for op in graph.ops:
-            env[id(op.result)] = LAX_RULES[op.kind](op, [env[id(v)] for v in op.operands])
+            env[id(op.result)] = agreed(op, LAX_RULES[op.kind](op, [env[id(v)] for v in op.operands]))
         return [env[id(v)] for v in graph.outputs]
 
     return fn
@@ -443,7 +502,7 @@ def vjp_function(graph: Graph, wrt: Sequence[str]) -> Callable[..., list[Any]]:
             env: dict[int, Any] = {id(v): chosen.get(v.name, x) for v, x in zip(graph.inputs, inputs)}
             for op in graph.ops:
                 replaced = op.kind == "constant" and op.name in chosen
-                env[id(op.result)] = chosen[op.name] if replaced else LAX_RULES[op.kind](op, [env[id(v)] for v in op.operands])
+                env[id(op.result)] = chosen[op.name] if replaced else agreed(op, LAX_RULES[op.kind](op, [env[id(v)] for v in op.operands]))
             return [env[id(v)] for v in graph.outputs]
 
         outputs, pullback = jax.vjp(model, *primals)

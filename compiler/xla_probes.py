@@ -1,9 +1,12 @@
-"""Measured facts about the installed XLA: whether an upstream bug convc works around is
-present, decided by running a tiny module rather than by reading version numbers."""
+"""Measured facts about the installed XLA and StableHLO interpreter: whether an upstream bug
+convc (or its tests) works around is present, decided by running a tiny module rather than by
+reading version numbers."""
 
 from __future__ import annotations
 
 import functools
+import subprocess
+import sys
 
 import numpy as np
 
@@ -47,3 +50,31 @@ def xla_cpu_misreads_crop_low_pad_high() -> bool:
     x, w = _probe_inputs()
     (got,) = compile_stablehlo(_PROBE_MODULE, "cpu")(x, w)
     return not np.array_equal(got, _expected(x, w))
+
+
+# JAX's own lowering of a conv whose output puts the feature dim before the batch dim ("CNW"),
+# on the StableHLO reference interpreter: some jaxlibs abort the process there, through LLVM's
+# fatal error "Incompatible index and shape found while flattening index" (openxla/stablehlo#3011).
+_INTERPRETER_PROBE = """
+import jax
+import numpy as np
+from jax import lax
+from convc.mlir import eval_module
+x, w = np.ones((2, 3, 4), np.float32), np.ones((5, 3, 1), np.float32)
+fn = lambda x, w: lax.conv_general_dilated(x, w, (1,), "VALID", dimension_numbers=("NCW", "OIW", "CNW"))
+(out,) = eval_module(jax.jit(fn).lower(x, w).as_text(), [x, w])
+assert np.array_equal(out, np.asarray(fn(x, w))), "wrong result"
+"""
+
+
+@functools.cache
+def interpreter_feature_major_probe() -> subprocess.CompletedProcess[str]:
+    """The interpreter probe above, run once per process in a child Python (an abort would
+    take the asking process down): exit 0 when the interpreter gives the right answer."""
+    return subprocess.run([sys.executable, "-c", _INTERPRETER_PROBE], capture_output=True, text=True, timeout=300)
+
+
+def interpreter_handles_feature_major_output() -> bool:
+    """Whether the installed StableHLO interpreter runs a conv whose output puts the feature
+    dim before the batch dim (openxla/stablehlo#3011), as measured by the probe."""
+    return interpreter_feature_major_probe().returncode == 0

@@ -19,8 +19,6 @@ from __future__ import annotations
 import functools
 import json
 import random
-import subprocess
-import sys
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -36,6 +34,7 @@ from convc.mlir import eval_module
 from convc.runtime import first_device, platform_name
 from convc.runtime_inputs import TOLERANCE as CHECK_TOLERANCE
 from convc.runtime_inputs import tolerance_for
+from convc.xla_probes import interpreter_feature_major_probe, interpreter_handles_feature_major_output
 from jax import lax
 
 # Max |convc - lax| allowed, as a fraction of (1 + max |lax|), by result element type.
@@ -400,29 +399,9 @@ def output_feature_before_batch(case: ConvCase) -> bool:
 
 # Some jaxlibs' StableHLO interpreter aborts the process ("Incompatible index and shape found
 # while flattening index") when the output's feature dimension precedes its batch dimension,
-# on JAX's own lowering too. Those corners run on the interpreter only where a probe (in a
-# subprocess: an abort would take pytest down) shows it handles them.
+# on JAX's own lowering too. Those corners run on the interpreter only where the probe
+# (convc.xla_probes, in a subprocess: an abort would take pytest down) shows it handles them.
 INTERPRETER_CASES = [c for c in TARGET_CORNERS if c.dtype == "f32"]
-
-INTERPRETER_ABORT_PROBE = """
-import numpy as np
-from jax import lax
-import jax
-from convc.mlir import eval_module
-x, w = np.ones((2, 3, 4), np.float32), np.ones((5, 3, 1), np.float32)
-fn = lambda x, w: lax.conv_general_dilated(x, w, (1,), "VALID", dimension_numbers=("NCW", "OIW", "CNW"))
-(out,) = eval_module(jax.jit(fn).lower(x, w).as_text(), [x, w])
-assert np.array_equal(out, np.asarray(fn(x, w))), "wrong result"
-"""
-
-
-@functools.cache
-def interpreter_probe() -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", INTERPRETER_ABORT_PROBE], capture_output=True, text=True, timeout=120)
-
-
-def interpreter_handles_feature_major_output() -> bool:
-    return interpreter_probe().returncode == 0
 
 
 @pytest.mark.parametrize("case", INTERPRETER_CASES, ids=lambda c: c.label)
@@ -450,7 +429,7 @@ def test_the_interpreter_probe_sees_an_abort_or_a_right_answer() -> None:
     """The probe behind the skips: either the known abort (the skips are needed) or the exact
     answer (they are not, and the corners run); never anything else. A fixed interpreter is
     reported, not failed."""
-    result = interpreter_probe()
+    result = interpreter_feature_major_probe()
     if result.returncode != 0:
         assert "Incompatible index and shape" in result.stderr, result.stderr[-2000:]
     else:
