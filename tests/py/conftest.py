@@ -19,6 +19,18 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "slow: builds or spawns heavy things (a wheel); still part of the default run")
 
 
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    """After the run: what the differential suite's oracles checked and skipped (oracle_tally)."""
+    from convc.passes import TARGETS
+    from oracle_tally import summary
+
+    lines = summary(tuple(TARGETS))
+    if lines:
+        terminalreporter.write_sep("=", "differential oracles: modules checked and skipped")
+        for line in lines:
+            terminalreporter.write_line(line)
+
+
 @functools.lru_cache(maxsize=256)
 def _executable(text: str, platform: str | None) -> Executable:
     """PJRT executables by StableHLO text and platform, so tests that emit the same module compile it once."""

@@ -1,15 +1,21 @@
 """Differential tests: every drawn valid model goes through the whole `convc` command line,
-for every `--target`, and its outputs are compared with two independent oracles:
+for every `--target`, and each emitted module gets, besides MLIR's verifier:
 
-- `convc.reference.evaluate`: jax.lax op by op on the *source* graph (no convc pass, no
-  convc emitter), compiled by XLA;
-- the StableHLO reference interpreter (`convc.mlir.eval_module`) running the module convc
-  emitted, which needs no XLA at all (f32 models only; it is slow, so shapes stay tiny).
+- always: its `--run` outputs on XLA:CPU compared with `convc.reference.evaluate` (jax.lax op
+  by op on the *source* graph at HIGHEST, accumulating in f64; no convc pass, no convc
+  emitter) in dtype, shape and value, and with the canonical (`generic`) target's. Where the
+  module holds a conv XLA:CPU misreads (openxla/xla#48713), `--run` executes convc's cropped
+  copy of it, and the tally says so;
+- where it can run: the StableHLO reference interpreter (`convc.mlir.eval_module`) on the
+  emitted module itself, no XLA at all, against both. It runs all-f32 models (it is slow, so
+  shapes stay tiny), except modules with a feature-major conv output where the probe
+  (`convc.xla_probes`) shows this jaxlib's interpreter aborts on one (openxla/stablehlo#3011).
 
-A disagreement with the first alone points at XLA or the oracle, with both at convc's
-lowering. Each target's lowering is also compared with the canonical (generic) one, and
-the emitted text must pass MLIR's verifier. A failing example is shrunk and saved to
-tests/py/regressions/differential/, which `test_regression_replays` replays forever after.
+Every check that runs and every one that is skipped is counted, per test, target and reason,
+and printed after the run (`oracle_tally`, conftest's `pytest_terminal_summary`). A
+disagreement with jax.lax alone points at XLA or the oracle, with both at convc's lowering.
+A failing example is shrunk and saved to tests/py/regressions/differential/, which
+`test_regression_replays` replays forever after.
 """
 
 from __future__ import annotations
@@ -30,12 +36,16 @@ from typing import Any
 
 import convc
 import numpy as np
+import oracle_tally
 import pytest
 from convc import mlir
+from convc.ir import TensorType
+from convc.ops import conv_grad
 from convc.passes import TARGETS
-from convc.reference import evaluate
-from hypothesis import event, given
-from hypothesis.control import currently_in_test_context
+from convc.reference import TypeDisagreement, evaluate
+from convc.verify import infer_type
+from convc.xla_probes import interpreter_handles_feature_major_output, xla_cpu_misreads_crop_low_pad_high
+from hypothesis import given
 from strategies import (
     REGRESSIONS,
     budget,
@@ -92,30 +102,49 @@ class Workdir:
         self.inputs_path = root / "inputs.npz"
         np.savez(self.inputs_path, **self.inputs)  # type: ignore[arg-type]  # numpy's stub reads **kwds as allow_pickle
 
-    def compile_and_run(self, target: str) -> tuple[str, dict[str, np.ndarray]]:
-        """`convc model.json -o out.mlir --target T --run --inputs ... --outputs ...`."""
+    def compile_and_run(self, target: str) -> tuple[str, dict[str, np.ndarray], bool]:
+        """`convc model.json -o out.mlir --target T --run --inputs ... --outputs ...`: the
+        emitted text, the outputs, and whether `--run` executed a cropped copy (its warning)."""
         mlir_path, outputs_path = self.root / f"{target}.mlir", self.root / f"{target}.npz"
         result = run_cli([str(self.model_path), "-o", str(mlir_path), "--target", target, "--platform", "cpu",
                           "--run", "--inputs", str(self.inputs_path), "--outputs", str(outputs_path)])
         assert result.code == 0, f"--target {target}: exit {result.code}: {result.stderr}"
         with np.load(outputs_path) as archive:
             outputs = {name: archive[name] for name in archive.files}
-        return mlir_path.read_bytes().decode(), outputs  # no newline translation
+        return mlir_path.read_bytes().decode(), outputs, "running a cropped copy" in result.stderr  # no newline translation
 
 
 # stablehlo.convolution output dimension numbers, e.g. `->[0, f, b]`
 _CONV_OUTPUT_DIMS = re.compile(r"stablehlo\.convolution\(.*?dim_numbers = \[[^\]]*\]x\[[^\]]*\]->\[([^\]]*)\]")
 
 
-def interpretable(text: str) -> bool:
-    """False where jaxlib's StableHLO interpreter is known to abort (the whole process, via
-    LLVM's fatal error): a convolution whose output puts the feature dim before the batch dim
-    (openxla/stablehlo#3011). Those modules are checked against jax.lax only."""
+def feature_major_conv_output(text: str) -> bool:
+    """Whether a convolution in the module puts its output's feature dim before its batch dim,
+    the form some jaxlibs' StableHLO interpreter aborts on (openxla/stablehlo#3011)."""
     for match in _CONV_OUTPUT_DIMS.finditer(text):
         labels = [label.strip() for label in match.group(1).split(",")]
         if labels.index("f") < labels.index("b"):
-            return False
-    return True
+            return True
+    return False
+
+
+SKIP_NOT_F32 = "StableHLO interpreter: the model holds f16/bf16 (the interpreter oracle runs all-f32 models)"
+SKIP_ABORTS = ("StableHLO interpreter: a feature-major conv output, which the probe shows this jaxlib's interpreter "
+               "aborts on (openxla/stablehlo#3011)")
+RAN_EMITTED = "jax.lax vs XLA:CPU running the emitted module"
+RAN_CROPPED = "jax.lax vs XLA:CPU running convc's cropped copy (the module holds a conv XLA:CPU misreads, openxla/xla#48713)"
+RAN_INTERPRETER = "StableHLO interpreter running the emitted module, vs jax.lax and XLA:CPU"
+NO_RUN_OF_EMITTED = "any run of the emitted module itself by a trusted runner (its numbers checked through the cropped copy only)"
+
+
+def interpreter_skip(model: dict[str, Any], text: str) -> str | None:
+    """Why the interpreter oracle does not run on this module (None: it runs): f16/bf16 in the
+    model, or a feature-major conv output where the interpreter probe shows an abort."""
+    if model_dtypes(model) != {"f32"}:
+        return SKIP_NOT_F32
+    if feature_major_conv_output(text) and not interpreter_handles_feature_major_output():
+        return SKIP_ABORTS
+    return None
 
 
 class _Interpreter:
@@ -145,18 +174,12 @@ _CONV_PADS = re.compile(r"stablehlo\.convolution\(.*?pad = \[((?:\[-?\d+, -?\d+\
 def xla_cpu_misreads(text: str) -> bool:
     """Whether a module holds a convolution XLA:CPU computes wrongly: a spatial dim with
     negative low and positive high padding (openxla/xla#48713; reads past its input).
-    XLA's results for such a module are not evidence either way."""
+    Where the probe shows the bug, `--run` executes convc's cropped copy of such a module."""
     for match in _CONV_PADS.finditer(text):
         rows = [tuple(int(v) for v in row.split(",")) for row in re.findall(r"\[(-?\d+, -?\d+)\]", match.group(1))]
         if any(lo < 0 < hi for lo, hi in rows):
             return True
     return False
-
-
-def record(what: str) -> None:
-    """A hypothesis statistics event (`--hypothesis-show-statistics`), when inside a property test."""
-    if currently_in_test_context():
-        event(what)
 
 
 def lax_reference(source: convc.Graph, inputs: list[np.ndarray]) -> list[np.ndarray]:
@@ -172,12 +195,8 @@ def lax_reference(source: convc.Graph, inputs: list[np.ndarray]) -> list[np.ndar
 
 
 def check_model(model: dict[str, Any], seed: int = 0) -> None:
-    """The whole differential check of one valid model (see the module docstring).
-
-    XLA results of convc's modules are compared only where XLA:CPU computes their
-    convolutions correctly (the oracle's always: `lax_reference`); the `cpu` target must
-    always be such a module (cpu-crop-negative-padding), and the interpreter checks every f32
-    module regardless."""
+    """The whole differential check of one valid model (see the module docstring), each check
+    run or skipped counted in `oracle_tally`."""
     tol = tolerance(model)
     with tempfile.TemporaryDirectory() as tmp:
         work = Workdir(Path(tmp), model, seed)
@@ -185,43 +204,53 @@ def check_model(model: dict[str, Any], seed: int = 0) -> None:
         ordered = [work.inputs[v.name] for v in source.inputs]
         names = list(dict.fromkeys(v.name for v in source.outputs))
         expected = dict(zip([v.name for v in source.outputs], lax_reference(source, ordered), strict=True))
-        baseline: dict[str, np.ndarray] | None = None  # the canonical (generic) lowering's, if XLA runs it right
+        baseline: dict[str, np.ndarray] | None = None  # the canonical (generic) lowering's
         for target in TARGETS:
-            text, outputs = work.compile_and_run(target)
+            text, outputs, cropped = work.compile_and_run(target)
             mlir.verify_stablehlo(text)
             assert sorted(outputs) == sorted(names)
-            trusted = not xla_cpu_misreads(text)
-            assert trusted or target != "cpu", "the cpu target emitted a conv XLA:CPU misreads (openxla/xla#48713)"
-            record(f"XLA results trusted: --target {target} {trusted}")
+            misread = xla_cpu_misreads(text)
+            assert not misread or target != "cpu", "the cpu target emitted a conv XLA:CPU misreads (openxla/xla#48713)"
+            assert cropped == (misread and xla_cpu_misreads_crop_low_pad_high()), \
+                f"--target {target}: --run cropped {cropped}, the text holds a misread conv {misread}"
             for name in names:
                 outputs[name] = as_saved(outputs[name], expected[name].dtype)
                 assert outputs[name].dtype == expected[name].dtype, f"{name}: dtype {outputs[name].dtype} != {expected[name].dtype}"
                 assert outputs[name].shape == expected[name].shape, f"{name}: shape {outputs[name].shape} != {expected[name].shape}"
-                if trusted:
-                    assert_close(outputs[name], expected[name], tol, f"--target {target} '{name}' vs jax.lax")
-                if trusted and baseline is not None:
+                assert_close(outputs[name], expected[name], tol, f"--target {target} '{name}' vs jax.lax")
+                if baseline is not None:
                     assert_close(outputs[name], baseline[name], tol, f"--target {target} '{name}' vs --target {TARGETS[0]}")
-            if trusted and baseline is None:
-                baseline = outputs
-            if model_dtypes(model) == {"f32"} and interpretable(text):
-                interpreted = interpret(text, ordered)
-                for value, got in zip(source.outputs, interpreted, strict=True):
-                    if trusted:
-                        assert_close(outputs[value.name], got, tol, f"--target {target} '{value.name}' vs StableHLO interpreter")
-                    assert_close(expected[value.name], got, tol, f"jax.lax '{value.name}' vs StableHLO interpreter on --target {target}")
+            oracle_tally.ran(RAN_CROPPED if cropped else RAN_EMITTED, target)
+            baseline = outputs if baseline is None else baseline
+            skip = interpreter_skip(model, text)
+            if skip is not None:
+                oracle_tally.skipped(skip, target)
+                if cropped:
+                    oracle_tally.skipped(NO_RUN_OF_EMITTED, target)
+                continue
+            interpreted = interpret(text, ordered)
+            for value, got in zip(source.outputs, interpreted, strict=True):
+                assert_close(outputs[value.name], got, tol, f"--target {target} '{value.name}' vs StableHLO interpreter")
+                assert_close(expected[value.name], got, tol, f"jax.lax '{value.name}' vs StableHLO interpreter on --target {target}")
+            oracle_tally.ran(RAN_INTERPRETER, target)
 
 
 @budget(ci=100, soak=2000)
 @given(model=conv_models())
-def test_cli_matches_both_oracles(model: dict[str, Any]) -> None:
+def test_every_target_matches_jax_lax(model: dict[str, Any]) -> None:
+    """f32/f16/bf16 models, every target: verified text, outputs equal to jax.lax's (dtype,
+    shape, value) and to the generic target's; the interpreter runs on all-f32 models only,
+    and not where its probe shows an abort; each skip is tallied."""
     with saved_on_failure(model):
         check_model(model)
 
 
 @budget(ci=50, soak=800)
 @given(model=conv_models(dtypes=("f32",), max_convs=2))
-def test_f32_models_match_the_stablehlo_interpreter(model: dict[str, Any]) -> None:
-    """All-f32 models, so the interpreter oracle runs on every one of them."""
+def test_f32_models_match_jax_lax_and_the_interpreter_where_it_runs(model: dict[str, Any]) -> None:
+    """All-f32 models, every target: as above, and the StableHLO interpreter on each emitted
+    module except those with a feature-major conv output where the probe shows this jaxlib's
+    interpreter aborts on one (tallied)."""
     with saved_on_failure(model):
         check_model(model)
 
@@ -229,10 +258,63 @@ def test_f32_models_match_the_stablehlo_interpreter(model: dict[str, Any]) -> No
 @budget(ci=30, soak=400)
 @given(model=conv_models(dtypes=("f32",), max_convs=1, max_plain_ops=1, conv_ops=("conv",), padding_kinds=("negative",)))
 def test_negative_padding_is_computed_right_on_cpu(model: dict[str, Any]) -> None:
-    """Convs that crop low and pad high (XLA:CPU misreads them, openxla/xla#48713): the `cpu`
-    target's cpu-crop-negative-padding output must match the interpreter and jax.lax."""
+    """Convs with negative pads, some cropping low and padding high (XLA:CPU misreads those,
+    openxla/xla#48713): the `cpu` target's cpu-crop-negative-padding output matches jax.lax,
+    and the interpreter where it runs (tallied)."""
     with saved_on_failure(model):
         check_model(model)
+
+
+# conv_backprop_input sized by output_padding (no input_shape): its result size comes from
+# the shape rule (`_scatter_sizes`), which the oracle must not share
+BACKPROP_INPUT_MODEL: dict[str, Any] = {
+    "inputs": [{"name": "g", "shape": [1, 2, 3, 3], "dtype": "f32"}, {"name": "w", "shape": [2, 3, 3, 2], "dtype": "f32"}],
+    "nodes": [{"name": "dx", "op": "conv_backprop_input", "inputs": ["g", "w"], "window_strides": [2, 2], "padding": "VALID",
+               "output_padding": [1, 0], "dimension_numbers": ["NCHW", "OIHW", "NCHW"]}],
+    "outputs": ["dx"],
+}
+
+
+@pytest.fixture
+def fresh_type_cache() -> Iterator[None]:
+    """convc memoizes inferred types by signature: a mutated shape rule must not meet results
+    of the real one, nor leave its own behind for later tests."""
+    infer_type.cache_clear()
+    yield
+    infer_type.cache_clear()
+
+
+@pytest.mark.usefixtures("fresh_type_cache")
+def test_a_wrong_shape_rule_fails_the_differential_check(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """With conv_backprop_input's shape rule mutated to one element too many per spatial dim,
+    check_model fails naming the node and both types (the oracle sizes the result from the
+    op's attributes, not from convc), and `--check` prints a MISMATCH and exits 1; unmutated,
+    both pass."""
+    path = tmp_path / "model.json"
+    path.write_text(json.dumps(BACKPROP_INPUT_MODEL))
+    scatter_sizes = conv_grad._scatter_sizes
+    monkeypatch.setattr(conv_grad, "_scatter_sizes", lambda *args: tuple(n + 1 for n in scatter_sizes(*args)))
+    with pytest.raises(TypeDisagreement, match=r"node 'dx' \(conv_backprop_input\): convc infers tensor<1x3x9x7xf32>, "
+                                               r"jax.lax gives tensor<1x3x8x6xf32>"):
+        check_model(BACKPROP_INPUT_MODEL)
+    checked = run_cli([str(path), "--check", "--platform", "cpu"])
+    assert checked.code == 1 and "convc infers tensor<1x3x9x7xf32>, jax.lax gives tensor<1x3x8x6xf32> (MISMATCH)" in checked.stdout, \
+        checked.stdout + checked.stderr
+    monkeypatch.undo()
+    infer_type.cache_clear()
+    check_model(BACKPROP_INPUT_MODEL)
+    assert run_cli([str(path), "--check", "--platform", "cpu"]).code == 0
+
+
+@pytest.mark.usefixtures("fresh_type_cache")
+def test_a_wrong_dtype_rule_fails_the_differential_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the transposed convs' type rule mutated to give f16 for f32 operands, check_model
+    fails naming the node and both types: the oracle's element type is jax.lax's, not convc's."""
+    infer_conv = conv_grad.infer_conv
+    monkeypatch.setattr(conv_grad, "infer_conv", lambda view: TensorType(infer_conv(view).shape, "f16"))
+    with pytest.raises(TypeDisagreement, match=r"node 'dx' \(conv_backprop_input\): convc infers tensor<1x3x8x6xf16>, "
+                                               r"jax.lax gives tensor<1x3x8x6xf32>"):
+        check_model(BACKPROP_INPUT_MODEL)
 
 
 @budget(ci=50, soak=800)
