@@ -17,6 +17,10 @@ from convc.runtime import Executable, compile_stablehlo
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "slow: builds or spawns heavy things (a wheel); still part of the default run")
+    from optional_oracles import ENV, KNOWN, unknown_required
+
+    if unknown_required():
+        raise pytest.UsageError(f"{ENV} names no oracle: {', '.join(unknown_required())} (known: {', '.join(KNOWN)})")
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:

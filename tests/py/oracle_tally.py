@@ -27,15 +27,14 @@ def skipped(check: str, target: str) -> None:
 
 
 def summary(targets: tuple[str, ...]) -> list[str]:
-    """A table per test: one row per check (what ran, then what was skipped and why), one
-    column of module counts per target."""
+    """A table per test: one row per check, what ran then what was skipped and why (in the
+    order first met), one column of module counts per target."""
     lines: list[str] = []
-    for test in sorted({key[0] for key in TALLY}):
-        lines.append(f"{test}:")
-        lines.append("  " + "".join(f"{target:>8}" for target in targets) + "  modules per --target")
+    for test in dict.fromkeys(key[0] for key in TALLY):
+        lines.append(f"{test} (modules per --target):")
+        lines.append("  " + "".join(f"{target:>8}" for target in targets))
         for outcome in ("ran", "skipped"):
-            checks = sorted({key[2] for key in TALLY if key[0] == test and key[1] == outcome})
-            for check in checks:
+            for check in dict.fromkeys(key[2] for key in TALLY if key[0] == test and key[1] == outcome):
                 counts = "".join(f"{TALLY[(test, outcome, check, target)]:>8}" for target in targets)
-                lines.append(f"  {counts}  {outcome.upper()}: {check}")
+                lines.append(f"  {counts}  {outcome}: {check}")
     return lines

@@ -1,7 +1,8 @@
 """Each row of the framework mapping in docs/transposed-convs.md (and the forward-conv notes in
 docs/model-format.md), written as convc ops and compared with that framework's own op.
 
-The frameworks are optional test dependencies; a test whose framework is absent skips:
+The frameworks are optional test dependencies; a test whose framework is absent skips (fails
+where CONVC_REQUIRE_ORACLES names it, as in CI's oldest environment):
 torch (`pip install torch==2.13.0`), TensorFlow and Keras (`pip install tensorflow-cpu==2.21.*
 keras==3.15.*`), ONNX (`pip install onnx`). JAX oracles run in f64 at HIGHEST precision, the
 others in f64 too where the framework takes it, so the f32 convc result is checked against a
@@ -22,6 +23,7 @@ import numpy as np
 import pytest
 from convc.runtime import Executable, compile_stablehlo
 from jax import lax
+from optional_oracles import oracle
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # TensorFlow's start-up banner, when it is imported
 
@@ -58,22 +60,22 @@ def dilate(size: int, d: int) -> int:
 
 @pytest.fixture(scope="module")
 def torch() -> ModuleType:
-    return pytest.importorskip("torch")
+    return oracle("torch")
 
 
 @pytest.fixture(scope="module")
 def tf() -> ModuleType:
-    return pytest.importorskip("tensorflow")
+    return oracle("tensorflow")
 
 
 @pytest.fixture(scope="module")
 def keras() -> ModuleType:
-    return pytest.importorskip("keras")
+    return oracle("keras")
 
 
 @pytest.fixture(scope="module")
 def onnx() -> ModuleType:
-    return pytest.importorskip("onnx")
+    return oracle("onnx")
 
 
 # --- JAX ---------------------------------------------------------------------
@@ -447,7 +449,7 @@ def test_onnx_conv_transpose_pads(onnx: ModuleType) -> None:
 def _onnxruntime_conv_transpose(x: np.ndarray, w: np.ndarray, **attrs: Any) -> np.ndarray:
     """onnxruntime on a one-node ConvTranspose model. Its CPU kernel is f32 only; the reference
     evaluator, f64, ignores `output_shape` without `auto_pad` (it keeps zero pads)."""
-    ort = pytest.importorskip("onnxruntime")
+    ort = oracle("onnxruntime")
     from onnx import TensorProto, helper
 
     node = helper.make_node("ConvTranspose", ["X", "W"], ["Y"], **attrs)
