@@ -32,7 +32,7 @@ def oracle(module: str) -> ModuleType:
     try:
         return importlib.import_module(module)
     except ImportError as err:
-        if name in required():
-            pytest.fail(f"{ENV} requires the {name} oracle, but `import {module}` fails: {err}", pytrace=False)
-        pytest.skip(f"optional oracle {name} is not importable ({err}); {ENV}={name} makes this a failure",
-                    allow_module_level=True)
+        why = str(err)
+    if name in required():
+        pytest.fail(f"{ENV} requires the {name} oracle, but `import {module}` fails: {why}", pytrace=False)
+    pytest.skip(f"optional oracle {name} is not importable ({why}); {ENV}={name} makes this a failure", allow_module_level=True)
