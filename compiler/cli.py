@@ -15,11 +15,10 @@ from pathlib import Path
 import numpy as np
 
 from .compile import DEFAULT_ELIDE_LARGER, DEFAULT_MAX_BYTES, EMIT_KINDS, Compiler
-from .diagnostics import ConvcError, InternalError, Location, one_line
+from .diagnostics import ConvcError, InternalError, Location, UsageError, one_line
 from .emit import emit_stablehlo
 from .fileio import write_atomic
 from .ir import Graph
-from .pass_manager import PipelineError
 from .runner import check_outputs, prepare_run, run_lowered
 from .runtime import PlatformUnavailableError, require_platform
 from .verify_diagnostics import split_chunks, verify_diagnostics
@@ -27,10 +26,6 @@ from .verify_diagnostics import split_chunks, verify_diagnostics
 EXIT_OK, EXIT_USER_ERROR, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 EXIT_BROKEN_PIPE = 128 + 13  # what a shell reports for a tool killed by SIGPIPE (`yes | head -1`)
 _BYTE_SUFFIXES = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
-
-
-class UsageError(PipelineError):
-    """A command line whose flags do not fit together (exit 2, as argparse's errors)."""
 
 
 def _common_arguments(parser: argparse.ArgumentParser, run_flags: bool) -> None:
@@ -119,6 +114,13 @@ def _element_count(text: str) -> int:
     return int(text)
 
 
+def _seed(text: str) -> int:
+    """`--seed` values: what numpy's generators take, a non-negative integer."""
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got '{text}'")
+    return int(text)
+
+
 def convc_parser() -> argparse.ArgumentParser:
     from convc.passes import TARGETS
 
@@ -141,7 +143,7 @@ def convc_parser() -> argparse.ArgumentParser:
     parser.add_argument("--platform", choices=("cpu", "gpu", "tpu"), help="PJRT platform for --run and --autotune (default: best available)")
     parser.add_argument("--inputs", help="with --run: .npz of input arrays by name (default: random)")
     parser.add_argument("--outputs", help="with --run: write the outputs to this .npz")
-    parser.add_argument("--seed", type=int, help="with --run: seed for random inputs (default 0)")
+    parser.add_argument("--seed", type=_seed, metavar="N", help="with --run: seed for random inputs (default 0)")
     parser.add_argument("--autotune", action="store_true",
                         help="target cpu: choose each conv's lowering by measuring the candidates on the PJRT device "
                              "(--platform's), cached per conv signature and device")
@@ -160,12 +162,12 @@ def _guarded(main: Callable[[argparse.Namespace], int], args: argparse.Namespace
     except BrokenPipeError:
         _discard_stdout()
         return EXIT_BROKEN_PIPE
+    except UsageError as err:  # before ConvcError, its base: a malformed request, not a wrong model
+        print(one_line(f"{prog}: error: {err.message}"), file=sys.stderr)
+        return EXIT_USAGE
     except ConvcError as err:
         print(err, file=sys.stderr)
         return EXIT_USER_ERROR
-    except PipelineError as err:
-        print(one_line(f"{prog}: error: {err}"), file=sys.stderr)
-        return EXIT_USAGE
     except PlatformUnavailableError as err:  # a sound command line on a machine without that device
         print(ConvcError(f"--platform {err.platform}: {err}", Location(file=prog), "R7"), file=sys.stderr)
         return EXIT_USER_ERROR
@@ -314,7 +316,7 @@ def _opt_one(compiler: Compiler, data: bytes, file: str, base_dir: Path | None, 
 
 def _opt_main(args: argparse.Namespace) -> int:
     if args.default_pipeline and args.pipeline:
-        raise PipelineError("--default-pipeline and -p are exclusive")
+        raise UsageError("--default-pipeline and -p are exclusive")
     pipeline = None if args.default_pipeline else args.pipeline or ""
     compiler = Compiler(pipeline=pipeline, target=args.default_pipeline or "generic", print_ir_after_all=args.print_ir_after_all,
                         allow_external_data=args.allow_external_data, max_bytes=args.max_bytes,

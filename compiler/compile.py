@@ -61,6 +61,12 @@ class Compiler:
     timings: list[tuple[str, float]] = field(default_factory=list)  # the last run_passes's, per pass
     phases: list[tuple[str, float, int]] = field(default_factory=list)  # (phase, seconds, depth), for --timing
 
+    def __post_init__(self) -> None:
+        if self.mesh is not None:  # a malformed --mesh is a usage error before anything is read
+            from .sharding import parse_mesh_flag
+
+            parse_mesh_flag(self.mesh)
+
     @contextlib.contextmanager
     def timed(self, phase: str) -> Iterator[None]:
         """Record the wall time of one phase (load, emit, PJRT compile, ...) for --timing."""

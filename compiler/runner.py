@@ -167,6 +167,7 @@ def run_inputs(graph: Graph, inputs: Inputs, seed: int, max_bytes: int, file: st
     sizes are checked against `max_bytes` before anything is allocated."""
     from .runtime_inputs import load_inputs, random_inputs
 
+    check_seed(seed, file)
     check_run_sizes(graph, max_bytes, file)
     if inputs is None:
         return random_inputs(graph, seed, max_bytes)
@@ -200,6 +201,12 @@ def _as_input(value: Value, array: np.ndarray, loc: Location) -> np.ndarray:
     except (ValueError, TypeError) as err:
         raise ConvcError(f"array '{value.name}' ({array.dtype}) cannot be converted to {value.type.dtype}: {err}", loc,
                          "R3") from None
+
+
+def check_seed(seed: object, file: str | None) -> None:
+    """A run's seed is what `--seed` takes (and numpy's generators): a non-negative integer."""
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ConvcError(f"seed must be a non-negative integer, got {seed!r}", Location(file=file), "R8")
 
 
 def check_run_sizes(graph: Graph, max_bytes: int, file: str | None) -> None:

@@ -11,7 +11,7 @@ module registers them (`ALL_PASSES`, `PASSES`) and builds each target's default 
 from __future__ import annotations
 
 from convc.conv_lowering import ConvLowering, register_conv_lowerings
-from convc.pass_manager import Pass
+from convc.pass_manager import Pass, PipelineError
 
 from .autotune_conv_lowering import AutotuneConvLowering
 from .canonicalize_dimension_numbers import CanonicalizeDimensionNumbers
@@ -81,11 +81,12 @@ CONV_LOWERINGS: dict[str, type[ConvLowering]] = register_conv_lowerings(
 def default_pipeline(target: str = "generic", autotune: bool = False) -> str:
     """What `convc` runs before emitting, per target: `cpu` adds rewrites of the conv
     forms XLA CPU runs slowly; `gpu` keeps the canonical forms cuDNN maps well. With
-    `autotune` (cpu only), measurements choose each conv's rewrite instead of the cost model."""
+    `autotune` (cpu only), measurements choose each conv's rewrite instead of the cost model.
+    Another target is a usage error, as `--target` outside its choices is."""
     if target not in TARGETS:
-        raise ValueError(f"unknown target '{target}' (expected one of {', '.join(TARGETS)})")
+        raise PipelineError(f"unknown target '{target}' (expected one of {', '.join(TARGETS)})")
     if autotune and target != "cpu":
-        raise ValueError(f"autotuning chooses among the cpu target's lowerings; target '{target}' has none")
+        raise PipelineError(f"autotuning chooses among the cpu target's lowerings; target '{target}' has none")
     cpu = _CPU[:1] + ("autotune-conv-lowering",) + _CPU[1:] if autotune else _CPU
     return ",".join(_CANONICAL + (cpu if target == "cpu" else ()))
 
