@@ -4,7 +4,6 @@ into `Compiler` and runner calls, write the output and map errors to exit codes.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import sys
 import traceback
@@ -16,7 +15,6 @@ import numpy as np
 
 from .compile import DEFAULT_ELIDE_LARGER, DEFAULT_MAX_BYTES, EMIT_KINDS, Compiler
 from .diagnostics import ConvcError, InternalError, Location, UsageError, one_line
-from .emit import emit_stablehlo
 from .fileio import write_atomic
 from .ir import Graph
 from .runner import check_outputs, prepare_run, run_lowered
@@ -253,8 +251,7 @@ def _run_and_check(compiler: Compiler, graph: Graph, payload: bytes, source: Gra
     """--run: one line per output; --check: one line per output, exit 1 on a mismatch; then --outputs."""
     from .runtime_inputs import save_outputs
 
-    with compiler.timed("emit stablehlo") if args.emit != "stablehlo" else contextlib.nullcontext():
-        stablehlo = payload.decode() if args.emit == "stablehlo" else emit_stablehlo(graph)
+    stablehlo = payload.decode() if args.emit == "stablehlo" else compiler.stablehlo(graph)
     result = run_lowered(compiler, graph, stablehlo, args.inputs or None, seed=0 if args.seed is None else args.seed,
                          platform=args.platform, file=args.model, log=_print_warning)
     for value, out in zip(graph.outputs, result.outputs):

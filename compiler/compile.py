@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .diagnostics import ConvcError, Location
-from .emit import emit_stablehlo
+from .emit import emit_stablehlo, emits
 from .frontend import load_model_text
 from .ir import Graph
 from .pass_manager import Pass, PassManager, PipelineError, parse_pipeline
@@ -39,6 +39,19 @@ def gc_paused() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
+
+
+def check_lowered(graph: Graph) -> None:
+    """Every op of `graph` has a StableHLO form: an op a pipeline left for a lowering pass
+    (`-p` without lower-conv-transpose) is a located error naming that pass (E2), as a
+    non-canonical conv is E1. (An op neither emitted nor lowered is the emitter's internal error.)"""
+    from convc.passes import LOWERED_BY
+
+    for op in graph.ops:
+        lowering = None if emits(op.kind) else LOWERED_BY.get(op.kind)
+        if lowering is not None:
+            raise ConvcError(f"StableHLO has no {op.kind} op: the pipeline must run {lowering} (as the default pipelines do)",
+                             op.loc, "E2")
 
 
 @dataclass
@@ -184,8 +197,7 @@ class Compiler:
         if kind == "convc":
             with self.timed("print"):
                 return self.print_ir(graph).encode()
-        with self.timed("emit stablehlo"):
-            text = emit_stablehlo(graph)
+        text = self.stablehlo(graph)
         from . import mlir
 
         if self.verify or kind == "bytecode":
@@ -195,6 +207,12 @@ class Compiler:
             with self.timed("serialize bytecode"):
                 return mlir.portable_artifact(text, sharded=graph.mesh is not None)
         return text.encode()
+
+    def stablehlo(self, graph: Graph) -> str:
+        """The StableHLO text of a lowered graph, not yet verified by MLIR."""
+        check_lowered(graph)
+        with self.timed("emit stablehlo"):
+            return emit_stablehlo(graph)
 
     def timing_report(self) -> str:
         """`--timing`: every phase in order, passes indented under theirs, as `mlir-opt --mlir-timing`."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from convc.conv_lowering import ConvLowering, register_conv_lowerings
 from convc.pass_manager import Pass, PipelineError
+from convc.plan_lowering import LowerToPlan
 
 from .autotune_conv_lowering import AutotuneConvLowering
 from .canonicalize_dimension_numbers import CanonicalizeDimensionNumbers
@@ -78,6 +79,16 @@ CONV_LOWERINGS: dict[str, type[ConvLowering]] = register_conv_lowerings(
     pattern for name in _CPU if (pattern := _conv_lowering(PASSES[name])) is not None)
 
 
+def _lowered_kind(cls: type[Pass]) -> str | None:
+    pattern = getattr(cls, "pattern", None)
+    return pattern.kind if isinstance(pattern, type) and issubclass(pattern, LowerToPlan) else None
+
+
+# Op kinds StableHLO has no form of, by the pass that rewrites every op of that kind into ops
+# it has (`lower-*`): what a pipeline must run before emitting a model that holds one.
+LOWERED_BY: dict[str, str] = {kind: cls.name for cls in ALL_PASSES if (kind := _lowered_kind(cls)) is not None}
+
+
 def default_pipeline(target: str = "generic", autotune: bool = False) -> str:
     """What `convc` runs before emitting, per target: `cpu` adds rewrites of the conv
     forms XLA CPU runs slowly; `gpu` keeps the canonical forms cuDNN maps well. With
@@ -91,4 +102,4 @@ def default_pipeline(target: str = "generic", autotune: bool = False) -> str:
     return ",".join(_CANONICAL + (cpu if target == "cpu" else ()))
 
 
-__all__ = ["ALL_PASSES", "CONV_LOWERINGS", "PASSES", "TARGETS", "default_pipeline"]
+__all__ = ["ALL_PASSES", "CONV_LOWERINGS", "LOWERED_BY", "PASSES", "TARGETS", "default_pipeline"]

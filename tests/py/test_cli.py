@@ -485,3 +485,88 @@ def test_an_empty_json_file_is_a_json_error(convc_here: Runner, tmp_path: Path, 
     result = convc_here("model.json")
     assert result.code == 1
     assert assert_one_line(result.stderr) == "model.json:/: error: the file is empty: expected a JSON model object [J1]"
+
+
+# --- misuse that once ended in an internal error or the wrong exit code -------------------------
+
+GRADIENT_PIPELINE = "grad{wrt=w},canonicalize-dimension-numbers,resolve-padding"  # passes.md's example, no lower-*
+
+
+@pytest.mark.parametrize("flags", [[], ["--emit", "convc", "--run"]], ids=["emit", "emit-convc-run"])
+def test_a_pipeline_that_leaves_a_gradient_op_unlowered_names_the_lowering_pass(convc: Runner, write_model: Callable[..., Path],
+                                                                                flags: list[str]) -> None:
+    """The kernel gradient's conv_backprop_filter has no StableHLO form: one located line
+    naming lower-conv-backprop-filter, exit 1 [E2] (was an internal error, exit 3); --run of
+    `--emit convc` output emits StableHLO too and says the same."""
+    write_model(tiny_model())
+    result = convc("model.json", "-p", GRADIENT_PIPELINE, *flags)
+    assert (result.code, result.stdout) == (1, "")
+    assert assert_one_line(result.stderr) == (
+        "model.json:/nodes/0: error: 'c' (conv): StableHLO has no conv_backprop_filter op: the pipeline must run "
+        "lower-conv-backprop-filter (as the default pipelines do) [E2]")
+
+
+def test_every_op_has_a_stablehlo_form_or_a_registered_lowering_pass() -> None:
+    """What E2 relies on: an op the emitter lacks is one a registered pass lowers (LOWERED_BY,
+    read from the passes' patterns), and that pass is in every default pipeline."""
+    from convc.emit import emits
+    from convc.ops import OPS
+    from convc.passes import LOWERED_BY, TARGETS, default_pipeline
+
+    assert {kind for kind in OPS if not emits(kind)} == set(LOWERED_BY) == {"conv_transpose", "conv_backprop_input",
+                                                                            "conv_backprop_filter"}
+    for target in TARGETS:
+        assert set(LOWERED_BY.values()) <= set(default_pipeline(target).split(","))
+
+
+@pytest.mark.parametrize("seed", ["-5", "1.5", "x"])
+def test_a_seed_that_is_no_non_negative_integer_is_a_usage_error(convc: Runner, write_model: Callable[..., Path], seed: str) -> None:
+    """`--seed -5` was numpy's ValueError as an internal error (exit 3)."""
+    write_model(tiny_model())
+    result = convc("model.json", "--run", "--seed", seed)
+    assert (result.code, result.stdout) == (2, "")
+    assert result.stderr.splitlines()[-1] == f"convc: error: argument --seed: expected a non-negative integer, got '{seed}'"
+
+
+SHARDED = Path(__file__).resolve().parents[2] / "examples" / "sharded" / "seg3d_block.json"  # mesh data=2, space=4
+
+
+@pytest.mark.parametrize(("mesh", "code", "line"), [
+    pytest.param("data:4", 2, "convc: error: --mesh: expected AXIS=SIZE[,AXIS=SIZE...], got 'data:4'", id="no-equals"),
+    pytest.param("data=0,space=4", 2, "convc: error: --mesh: the size of mesh axis 'data' must be a positive integer, got 0",
+                 id="size"),
+    pytest.param("1d=2", 2, "convc: error: --mesh: mesh axis name '1d' is not an identifier ([A-Za-z_][A-Za-z0-9_]*)",
+                 id="axis-name"),
+    pytest.param("data=2,spatial=4", 1, f"{SHARDED}: error: --mesh data=2,spatial=4: axes (data, spatial) differ from the "
+                 "model's mesh axes (data, space); --mesh may only change their sizes [S8]", id="model-axes"),
+])
+def test_a_malformed_mesh_flag_is_a_usage_error_and_a_mesh_the_model_refuses_is_located(convc: Runner, mesh: str, code: int,
+                                                                                         line: str) -> None:
+    """docs/cli.md's rule: a flag value that does not parse is a malformed command line (exit
+    2, no id; was exit 1 [S5]); a well-formed value the model contradicts is the model's
+    error, located, with its id (exit 1)."""
+    result = convc(str(SHARDED), "--mesh", mesh, "--target", "generic")
+    assert (result.code, result.stdout) == (code, "")
+    assert assert_one_line(result.stderr) == line
+
+
+@pytest.mark.parametrize(("args", "error"), [
+    (["--target", "tpu"], "unknown target 'tpu' (expected one of generic, cpu, gpu)"),
+    (["--pipeline", "dce,bogus"], "unknown pass 'bogus'"),
+], ids=["target", "pipeline"])
+def test_compile_graph_raises_the_usage_error_the_cli_prints(convc_here: Runner, write_model: Callable[..., Path],
+                                                            tmp_path: Path, args: list[str], error: str) -> None:
+    """From Python a bad target or pipeline is a ConvcError (a UsageError, no id), not a bare
+    ValueError, and reads as the line convc prints for the same request (exit 2)."""
+    import convc as library
+    from convc.diagnostics import UsageError
+
+    write_model(tiny_model())
+    option = {"--target": "target", "--pipeline": "pipeline"}[args[0]]
+    with pytest.raises(UsageError) as caught:
+        library.compile_graph(library.load_model(tmp_path / "model.json"), **{option: args[1]})
+    assert isinstance(caught.value, library.ConvcError) and caught.value.constraint is None
+    assert str(caught.value) == f"convc: error: {error}"
+    if option == "pipeline":  # --target's choices are argparse's own
+        result = convc_here("model.json", *args)
+        assert (result.code, assert_one_line(result.stderr)) == (2, str(caught.value))

@@ -161,3 +161,27 @@ def test_a_sharded_model_runs_on_its_mesh_in_a_fresh_process() -> None:
     record = json.loads(done.stdout.splitlines()[-1])
     assert (record["platform"], record["ok"], record["devices"]) == ("cpu", True, mesh_size), record
     assert record["lines"] and all(line.endswith("(ok)") for line in record["lines"])
+
+
+@pytest.mark.parametrize("seed", [-5, 1.5, "3", True])
+def test_a_seed_that_is_no_non_negative_integer_is_a_user_error(seed: object) -> None:
+    """`--seed` takes what numpy's generators take; from Python a negative or non-integer seed
+    was numpy's ValueError (or a silent bool), now a ConvcError [R8]."""
+    with pytest.raises(ConvcError) as caught:
+        convc.run(small_net(), seed=seed, platform="cpu")  # type: ignore[arg-type]
+    assert caught.value.constraint == "R8"
+    assert str(caught.value) == f"<input>: error: seed must be a non-negative integer, got {seed!r} [R8]"
+
+
+def test_too_few_devices_for_a_sharded_executable_is_a_convc_error() -> None:
+    """compile_sharded, below convc.run, refuses a mesh larger than the platform with the S9
+    ConvcError (TooFewDevicesError, documented), not a RuntimeError."""
+    import jax
+    from convc.runtime_sharded import TooFewDevicesError, compile_sharded
+
+    found = len(jax.devices("cpu"))
+    text = convc.compile_graph(convc.load_model(ROOT / "examples" / "sharded" / "seg3d_block.json"), target="generic")
+    with pytest.raises(TooFewDevicesError) as caught:
+        compile_sharded(text, found + 1, "cpu")
+    assert isinstance(caught.value, ConvcError) and caught.value.constraint == "S9"
+    assert str(caught.value).startswith(f"<input>: error: the mesh needs {found + 1} devices; cpu has {found} here")
