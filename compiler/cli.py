@@ -99,8 +99,10 @@ def byte_count(text: str) -> int:
 
 
 def _names(text: str) -> list[str]:
-    """`--grad` values: comma-separated names, at least one."""
-    names = [name for name in text.split(",") if name]
+    """`--grad` values: comma-separated names (as `convc.grad` and `grad{wrt=...}` split them), at least one."""
+    from .autodiff import wrt_names
+
+    names = wrt_names(text, Location(file="--grad"))
     if not names:
         raise argparse.ArgumentTypeError("expected one or more input or constant names, such as x,w")
     return names

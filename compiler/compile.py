@@ -137,7 +137,7 @@ class Compiler:
         if self.print_ir_after_all:
             from convc.passes.grad import Grad
 
-            self._print_after(Grad(wrt=":".join(self.grad)), step)
+            self._print_after(Grad(wrt=",".join(self.grad)), step)
         return step
 
     def passes(self) -> list[Pass]:

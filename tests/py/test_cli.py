@@ -570,3 +570,58 @@ def test_compile_graph_raises_the_usage_error_the_cli_prints(convc_here: Runner,
     if option == "pipeline":  # --target's choices are argparse's own
         result = convc_here("model.json", *args)
         assert (result.code, assert_one_line(result.stderr)) == (2, str(caught.value))
+
+
+def two_weight_net() -> Any:
+    """x -> multiply by w1 -> add w2: names of more than one character, as most models' are."""
+    import convc as library
+
+    b = library.Builder("net")
+    x = b.input("x", (2, 3))
+    w1 = b.constant("w1", np.full((2, 3), 0.5, np.float32))
+    w2 = b.constant("w2", np.ones((2, 3), np.float32))
+    b.output(b.add(b.multiply(x, w1, name="p"), w2, name="y"))
+    return b.build()
+
+
+def test_grad_takes_one_name_or_the_comma_separated_names_grad_takes() -> None:
+    """`convc.grad(g, wrt="w1")` iterated the string ('w', '1': G1); a string is now one name
+    or a comma-separated list, the same step as the list of those names."""
+    import convc as library
+
+    graph = two_weight_net()
+    one = library.grad(graph, wrt="w1")
+    assert [v.name for v in one.outputs] == ["y", "w1.grad"]
+    listed = library.print_graph(library.grad(graph, wrt=["x", "w2"]))
+    assert library.print_graph(library.grad(graph, wrt="x,w2")) == listed
+    assert library.print_graph(library.grad(graph, wrt="x, w2")) == listed
+
+
+@pytest.mark.parametrize(("entry", "what"), [("value", "the Value 'w1' (pass its name)"), (3, "an object of type int")],
+                         ids=["value", "int"])
+def test_grad_refuses_a_wrt_entry_that_is_not_a_name(entry: object, what: str) -> None:
+    """Refused by name, located at the model (built here, so this file), not a KeyError."""
+    import convc as library
+
+    graph = two_weight_net()
+    given = next(v for v in graph.values() if v.name == "w1") if entry == "value" else entry
+    with pytest.raises(library.ConvcError) as caught:
+        library.grad(graph, wrt=["x", given])  # type: ignore[list-item]
+    assert caught.value.constraint == "G1"
+    assert str(caught.value) == f"{__file__}: error: grad: wrt takes the names of inputs or constants, got {what} [G1]"
+
+
+def test_grad_names_are_comma_separated_in_the_flag_and_in_the_pass(convc: Runner, write_model: Callable[..., Path]) -> None:
+    """One separator: `--grad x,w` and `-p "grad{wrt=x,w},..."` give the same module; `x:w`
+    (the pass's old separator) is a G1 error that says names take ','."""
+    from convc.passes import default_pipeline
+
+    write_model(tiny_model())
+    flag = convc("model.json", "--grad", "x,w", "--target", "generic")
+    piped = convc("model.json", "-p", f"grad{{wrt=x,w}},{default_pipeline('generic')}")
+    assert (flag.code, piped.code) == (0, 0) and flag.stdout == piped.stdout and "w.grad" in flag.stdout
+    for args in (["--grad", "x:w"], ["-p", "grad{wrt=x:w}"]):
+        result = convc("model.json", *args)
+        assert (result.code, result.stdout) == (1, "")
+        assert assert_one_line(result.stderr) == ("model.json: error: grad: wrt names 'x:w', which is no value of 'tiny'; "
+                                                  "names are separated by ',': x,w [G1]")
