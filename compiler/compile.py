@@ -22,6 +22,7 @@ from .textual import parse_ir, print_graph
 EMIT_KINDS = ("stablehlo", "convc", "bytecode")
 DEFAULT_ELIDE_LARGER = 16  # convc's printed IR: constants beyond the inline size become dense_resource<__elided__>
 DEFAULT_MAX_BYTES = 1 << 31
+MLIR_BYTECODE_MAGIC = b"ML\xefR"  # how every MLIR bytecode file starts
 
 
 @contextlib.contextmanager
@@ -118,6 +119,9 @@ class Compiler:
         if file.lower().endswith(".json") or data.lstrip()[:1] in (b"{", b"["):
             return load_model_text(data, file, base_dir=base_dir, allow_external_data=self.allow_external_data,
                                    max_constant_bytes=self.max_bytes)
+        if data.startswith(MLIR_BYTECODE_MAGIC):
+            raise ConvcError("input is MLIR bytecode (what --emit bytecode writes), not a convc model: convc reads JSON models "
+                             "and convc IR text", Location(file=file), "I2")
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as err:

@@ -625,3 +625,22 @@ def test_grad_names_are_comma_separated_in_the_flag_and_in_the_pass(convc: Runne
         assert (result.code, result.stdout) == (1, "")
         assert assert_one_line(result.stderr) == ("model.json: error: grad: wrt names 'x:w', which is no value of 'tiny'; "
                                                   "names are separated by ',': x,w [G1]")
+
+
+@pytest.mark.parametrize(("emit", "line"), [
+    ("stablehlo", "out:3:{col}: error: this is StableHLO (MLIR, as convc emits it), not a convc model: convc reads JSON models "
+                  "and convc IR (what --emit convc writes) [X11]"),
+    ("bytecode", "out: error: input is MLIR bytecode (what --emit bytecode writes), not a convc model: convc reads JSON models "
+                 "and convc IR text [I2]"),
+], ids=["stablehlo", "bytecode"])
+def test_convcs_own_output_fed_back_says_what_it_is(convc: Runner, write_model: Callable[..., Path], tmp_path: Path, emit: str,
+                                                   line: str) -> None:
+    """`convc model.json -o out; convc out`: one located line naming the format (was a lexer
+    error, X1, at some character of a constant, or 'not UTF-8' for bytecode)."""
+    write_model(tiny_model())
+    assert convc("model.json", "--emit", emit, "-o", "out").code == 0
+    result = convc("out")
+    assert (result.code, result.stdout) == (1, "")
+    if emit == "stablehlo":  # located at the first op: `%c = stablehlo.convolution(...)` on line 3
+        line = line.format(col=(tmp_path / "out").read_text().splitlines()[2].index("stablehlo.") + 1)
+    assert assert_one_line(result.stderr) == line
