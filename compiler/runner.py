@@ -115,7 +115,7 @@ def run_lowered(compiler: Compiler, graph: Graph, stablehlo: str, inputs: Inputs
         warn(mismatch)
     runnable = _runnable(compiler, graph, stablehlo, platform, file, warn)
     with compiler.timed("inputs"):
-        arrays = run_inputs(graph, inputs, seed, compiler.max_bytes, file)
+        arrays = run_inputs(graph, inputs, seed, compiler.max_bytes, file, warn)
     if graph.mesh is not None:  # --- sharding: N devices ---
         from .runtime_sharded import run_graph
 
@@ -162,9 +162,11 @@ def target_platform_warning(compiler: Compiler, platform: str | None) -> str | N
 # --- inputs ---------------------------------------------------------------------------------
 
 
-def run_inputs(graph: Graph, inputs: Inputs, seed: int, max_bytes: int, file: str | None) -> list[np.ndarray]:
+def run_inputs(graph: Graph, inputs: Inputs, seed: int, max_bytes: int, file: str | None,
+               warn: Log | None = None) -> list[np.ndarray]:
     """The input arrays of a run, in the graph's input order, each in its input's type;
-    sizes are checked against `max_bytes` before anything is allocated."""
+    sizes are checked against `max_bytes` before anything is allocated. Arrays given by a
+    name no input has are ignored, with one warning line to `warn`."""
     from .runtime_inputs import load_inputs, random_inputs
 
     check_seed(seed, file)
@@ -172,22 +174,30 @@ def run_inputs(graph: Graph, inputs: Inputs, seed: int, max_bytes: int, file: st
     if inputs is None:
         return random_inputs(graph, seed, max_bytes)
     if isinstance(inputs, (str, os.PathLike)):
-        return load_inputs(graph, os.fspath(inputs), max_bytes)
-    return _given_inputs(graph, inputs, Location(file=file))
+        return load_inputs(graph, os.fspath(inputs), max_bytes, warn)
+    return _given_inputs(graph, inputs, Location(file=file), warn)
 
 
-def _given_inputs(graph: Graph, arrays: Mapping[str, np.ndarray] | Sequence[np.ndarray], loc: Location) -> list[np.ndarray]:
+def _given_inputs(graph: Graph, arrays: Mapping[str, np.ndarray] | Sequence[np.ndarray], loc: Location,
+                  warn: Log | None) -> list[np.ndarray]:
     """Arrays passed from Python, by input name or in input order, checked as `--inputs` checks an .npz."""
+    from .runtime_inputs import unused_arrays_warning
+
+    unused = None
     if isinstance(arrays, Mapping):
         missing = [v.name for v in graph.inputs if v.name not in arrays]
         if missing:
             raise ConvcError(f"no array named '{missing[0]}' (has: {', '.join(map(str, arrays))})", loc, "R1")
         ordered = [arrays[v.name] for v in graph.inputs]
+        unused = unused_arrays_warning(graph, map(str, arrays), loc)
     else:
         ordered = list(arrays)
         if len(ordered) != len(graph.inputs):
             raise ConvcError(f"{len(ordered)} input arrays for the {len(graph.inputs)} inputs of the graph", loc, "R1")
-    return [_as_input(value, np.asarray(array), loc) for value, array in zip(graph.inputs, ordered)]
+    converted = [_as_input(value, np.asarray(array), loc) for value, array in zip(graph.inputs, ordered)]
+    if unused is not None and warn is not None:
+        warn(unused)
+    return converted
 
 
 def _as_input(value: Value, array: np.ndarray, loc: Location) -> np.ndarray:

@@ -644,3 +644,18 @@ def test_convcs_own_output_fed_back_says_what_it_is(convc: Runner, write_model: 
     if emit == "stablehlo":  # located at the first op: `%c = stablehlo.convolution(...)` on line 3
         line = line.format(col=(tmp_path / "out").read_text().splitlines()[2].index("stablehlo.") + 1)
     assert assert_one_line(result.stderr) == line
+
+
+def test_arrays_in_inputs_that_name_no_input_are_warned_about(convc: Runner, write_model: Callable[..., Path],
+                                                              tmp_path: Path) -> None:
+    """A typo'd or foreign array in --inputs was ignored without a word: now one warning line
+    on stderr (docs/diagnostics.md#warnings), and the run goes on with the named arrays."""
+    write_model(tiny_model())
+    x = np.ones((1, 2, 5, 5), np.float32)
+    np.savez(tmp_path / "in.npz", x=x, X=x, bias=np.zeros(3))
+    result = convc("model.json", "--run", "--inputs", "in.npz", "--outputs", "out.npz")
+    assert result.code == 0 and RUN_LINE.fullmatch(assert_one_line(result.stdout))
+    assert assert_one_line(result.stderr) == ("in.npz: warning: ignoring arrays 'X', 'bias', which name no input of 'tiny' "
+                                              "(inputs: x)")
+    with np.load(tmp_path / "out.npz") as saved:
+        np.testing.assert_allclose(saved["y"], tiny_oracle(x), rtol=1e-5, atol=1e-5)

@@ -185,3 +185,13 @@ def test_too_few_devices_for_a_sharded_executable_is_a_convc_error() -> None:
         compile_sharded(text, found + 1, "cpu")
     assert isinstance(caught.value, ConvcError) and caught.value.constraint == "S9"
     assert str(caught.value).startswith(f"<input>: error: the mesh needs {found + 1} devices; cpu has {found} here")
+
+
+def test_arrays_that_name_no_input_are_a_warning_in_the_result(rng: np.random.Generator) -> None:
+    """As `--inputs` warns on stderr: the extra name is ignored, and said so in `warnings` and the log."""
+    x = rng.standard_normal((1, 9, 9, 3)).astype(np.float32)
+    logged: list[str] = []
+    result = convc.run(small_net(), {"x": x, "y": x}, platform="cpu", log=logged.append)
+    assert result.warnings == logged == ["<input>: warning: ignoring array 'y', which names no input of 'net' (inputs: x)"]
+    (expected,) = evaluate(small_net(), [x])
+    np.testing.assert_allclose(result.outputs[0], expected, rtol=1e-5, atol=1e-5)
