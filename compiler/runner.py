@@ -30,10 +30,17 @@ XLA_CPU_SAFE_PIPELINE = "cpu-crop-negative-padding,dce"
 
 @dataclass(frozen=True)
 class CheckReport:
-    """The comparison with the oracle: one `--check` line per output, and whether all passed."""
+    """The comparison with the oracle: one `--check` line per output, and whether all passed.
+    `print(report)` prints the lines, as `--check` does."""
 
     lines: list[str]
     passed: bool
+
+    def __str__(self) -> str:
+        return "\n".join(self.lines)
+
+    def __repr__(self) -> str:
+        return f"CheckReport(passed={self.passed}, outputs={len(self.lines)})"
 
 
 @dataclass(frozen=True)
@@ -51,10 +58,20 @@ class RunResult:
     def named_outputs(self) -> dict[str, np.ndarray]:
         return {value.name: out for value, out in zip(self.graph.outputs, self.outputs)}
 
+    def __repr__(self) -> str:
+        """A summary: each array by name as `f32[1, 5, 5, 4]`, never its elements."""
+        check = "not checked" if self.check is None else "passed" if self.check.passed else "FAILED"
+        return (f"RunResult(platform={self.platform!r}, inputs={_shapes(self.graph.inputs, self.inputs)}, "
+                f"outputs={_shapes(self.graph.outputs, self.outputs)}, warnings={len(self.warnings)}, check={check!r})")
+
     @property
     def ok(self) -> bool:
         """True unless a check ran and found an output beyond its tolerance."""
         return self.check is None or self.check.passed
+
+
+def _shapes(values: Sequence[Value], arrays: Sequence[np.ndarray]) -> str:
+    return "{" + ", ".join(f"{value.name!r}: {value.type.dtype}{list(np.shape(array))}" for value, array in zip(values, arrays)) + "}"
 
 
 def run(model: Graph | str | os.PathLike[str], inputs: Inputs = None, *, seed: int = 0, platform: str | None = None,

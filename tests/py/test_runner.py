@@ -195,3 +195,19 @@ def test_arrays_that_name_no_input_are_a_warning_in_the_result(rng: np.random.Ge
     assert result.warnings == logged == ["<input>: warning: ignoring array 'y', which names no input of 'net' (inputs: x)"]
     (expected,) = evaluate(small_net(), [x])
     np.testing.assert_allclose(result.outputs[0], expected, rtol=1e-5, atol=1e-5)
+
+
+def test_printing_a_run_its_check_and_its_graph_shows_a_summary_not_the_arrays(rng: np.random.Generator) -> None:
+    """`print(convc.run(...))` printed every input, output and constant element; now names,
+    shapes, dtypes, the platform and the check's verdict, one line each. `print(report)`
+    prints the --check lines."""
+    x = rng.standard_normal((1, 9, 9, 3)).astype(np.float32)
+    result = convc.run(small_net(), {"x": x}, platform="cpu", check=True)
+    assert repr(result) == ("RunResult(platform='cpu', inputs={'x': f32[1, 9, 9, 3]}, outputs={'y': f32[1, 5, 5, 4]}, "
+                            "warnings=0, check='passed')")
+    assert repr(result.check) == "CheckReport(passed=True, outputs=1)"
+    assert result.check is not None and str(result.check) == result.check.lines[0]
+    assert repr(result.graph).startswith("Graph('net', inputs=[%x: tensor<1x9x9x3xf32>], outputs=[%y: tensor<1x5x5x4xf32>], ops=")
+    graph = small_net()
+    assert repr(graph) == "Graph('net', inputs=[%x: tensor<1x9x9x3xf32>], outputs=[%y: tensor<1x5x5x4xf32>], ops=3)"
+    assert repr(graph.ops[0]) == "%w = constant() {'value': <array float32[3, 3, 3, 4]>} : tensor<3x3x3x4xf32>"
