@@ -10,9 +10,12 @@ module registers them (`ALL_PASSES`, `PASSES`) and builds each target's default 
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 from convc.conv_lowering import ConvLowering, register_conv_lowerings
 from convc.pass_manager import Pass, PipelineError
 from convc.plan_lowering import LowerToPlan
+from convc.rewrite import RewritePattern
 
 from .autotune_conv_lowering import AutotuneConvLowering
 from .canonicalize_dimension_numbers import CanonicalizeDimensionNumbers
@@ -68,9 +71,17 @@ _CPU = ("cpu-crop-negative-padding", "cpu-batch-group-tap-reduce", "cpu-batch-gr
         "cpu-conv3d-as-conv2d-sum", "cpu-conv-1x1-to-dot", "cpu-depthwise-tap-sum", "cpu-conv-eigen-path", "dce")
 
 
-def _conv_lowering(cls: type[Pass]) -> type[ConvLowering] | None:
+P = TypeVar("P", bound=RewritePattern)
+
+
+def _pattern(cls: type[Pass], base: type[P]) -> type[P] | None:
+    """The rewrite pattern a `pattern_pass` applies, when it is a `base`."""
     pattern = getattr(cls, "pattern", None)
-    return pattern if isinstance(pattern, type) and issubclass(pattern, ConvLowering) else None
+    return pattern if isinstance(pattern, type) and issubclass(pattern, base) else None
+
+
+def _conv_lowering(cls: type[Pass]) -> type[ConvLowering] | None:
+    return _pattern(cls, ConvLowering)
 
 
 # What a conv's `lowering` may name besides "xla": the cpu rewrites, by pass name, in the
@@ -80,8 +91,9 @@ CONV_LOWERINGS: dict[str, type[ConvLowering]] = register_conv_lowerings(
 
 
 def _lowered_kind(cls: type[Pass]) -> str | None:
-    pattern = getattr(cls, "pattern", None)
-    return pattern.kind if isinstance(pattern, type) and issubclass(pattern, LowerToPlan) else None
+    """The op kind `cls` lowers away: its pattern's, when that pattern is a `LowerToPlan`."""
+    pattern = _pattern(cls, LowerToPlan)
+    return pattern.kind if pattern is not None else None
 
 
 # Op kinds StableHLO has no form of, by the pass that rewrites every op of that kind into ops
