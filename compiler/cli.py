@@ -277,8 +277,21 @@ def _checksum(array: np.ndarray) -> str:
     return f"sum={float(np.asarray(array, np.float64).sum()):.6g} crc32={zlib.crc32(np.ascontiguousarray(array).tobytes()):08x}"
 
 
+def _parse_args(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
+    """argparse's own output (`--help`, `--list-passes`, `--version`) to a pipe its reader
+    closed ends as quietly as a command's output does (`_guarded`)."""
+    try:
+        try:
+            return parser.parse_args(argv)
+        finally:
+            sys.stdout.flush()
+    except BrokenPipeError:
+        _discard_stdout()
+        raise SystemExit(EXIT_BROKEN_PIPE) from None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = convc_parser().parse_args(argv)
+    args = _parse_args(convc_parser(), argv)
     return _guarded(_convc_main, args, "convc")
 
 
@@ -360,5 +373,5 @@ def _opt_split(compiler: Compiler, data: bytes, file: str, base_dir: Path | None
 
 
 def opt_main(argv: Sequence[str] | None = None) -> int:
-    args = opt_parser().parse_args(argv)
+    args = _parse_args(opt_parser(), argv)
     return _guarded(_opt_main, args, "convc-opt")

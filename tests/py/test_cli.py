@@ -377,6 +377,19 @@ def test_a_closed_pipe_ends_convc_quietly(write_model: Callable[..., Path], tmp_
     assert (proc.wait(timeout=120), stderr) == (cli.EXIT_BROKEN_PIPE, "")
 
 
+@pytest.mark.parametrize("tool", ["convc", "convc-opt"])
+def test_a_closed_pipe_ends_the_pass_listing_quietly(tool: str) -> None:
+    """`convc --list-passes | head -1`, printed while the arguments are parsed, ends as a
+    command's output does: quietly, with 128 + SIGPIPE (was a BrokenPipeError traceback).
+    (argparse's own --help and --version already ignore a closed pipe.)"""
+    argv = [tool, "--list-passes"]
+    proc = subprocess.Popen([console_script(argv[0]), *argv[1:]], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()
+    stderr = proc.stderr.read().decode()
+    assert (proc.wait(timeout=120), stderr) == (cli.EXIT_BROKEN_PIPE, "")
+
+
 @pytest.mark.parametrize("flags", [["--outputs", "out.npz"], ["--inputs", "in.npz"], ["--platform", "cpu"], ["--seed", "3"]],
                          ids=["outputs", "inputs", "platform", "seed"])
 def test_run_flags_without_run_are_a_usage_error(convc_here: Runner, write_model: Callable[..., Path], tmp_path: Path,
