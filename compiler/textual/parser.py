@@ -396,10 +396,11 @@ class _Parser:
             raise self.error(f"malformed dense literal: {err}", "X8", tok) from None
 
 
-# What StableHLO text has and convc text never does: an op of an MLIR dialect other than
-# convc's (pretty `%0 = stablehlo.add ...` or generic `"stablehlo.reduce"(...)`), else (a
-# module of no ops) the result names JAX and convc's emitter write.
-_FOREIGN_MLIR = (re.compile(r'^[ \t]*(?:%[^\s=]+[ \t]*=[ \t]*)?"?((?:stablehlo|chlo|mhlo)\.)', re.M),
+# What StableHLO text has and convc text never does: an op in MLIR's pretty form of another
+# dialect (`%0 = stablehlo.add ...`), else the result names JAX and convc's emitter write on
+# every module (`jax.result_info`). (A generic `"stablehlo.add"(...)` alone in convc text is
+# an unknown op, A7.)
+_FOREIGN_MLIR = (re.compile(r"^[ \t]*(?:%[^\s=]+[ \t]*=[ \t]*)?((?:stablehlo|chlo|mhlo)\.)", re.M),
                  re.compile(r"(jax\.result_info)"))
 
 
