@@ -364,6 +364,8 @@ def _opt_split(compiler: Compiler, data: bytes, file: str, base_dir: Path | None
         padded = "\n" * (first_line - 1) + chunk
         try:
             results.append(_opt_one(compiler, padded.encode(), file, base_dir, args.emit))
+        except UsageError:  # the command line's fault, not this chunk's: exit 2, as without splitting
+            raise
         except ConvcError as err:
             print(err, file=sys.stderr)
             status = EXIT_USER_ERROR
