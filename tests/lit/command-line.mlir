@@ -45,8 +45,10 @@
 // OPTION-VALUE-NEXT: {{^}}exit status: 2, output lines: 1{{$}}
 
 // A usage error met while a chunk is compiled (here a pass option naming a platform PJRT
-// lacks) stops --split-input-file as it stops one input: exit 2, not a chunk's error.
+// lacks) stops --split-input-file (and --verify-diagnostics) as it stops one input: exit 2,
+// not a chunk's error.
 // RUN: %exit-status convc-opt %s --split-input-file -p "canonicalize-dimension-numbers,resolve-padding,autotune-conv-lowering{platform=nosuch}" | filecheck %s --check-prefix=CHUNK-USAGE
+// RUN: %exit-status convc-opt %s --split-input-file --verify-diagnostics -p "canonicalize-dimension-numbers,resolve-padding,autotune-conv-lowering{platform=nosuch}" | filecheck %s --check-prefix=CHUNK-USAGE
 // CHUNK-USAGE: {{^}}convc-opt: error: pass 'autotune-conv-lowering': no PJRT platform 'nosuch' here ({{.*}}){{$}}
 // CHUNK-USAGE-NEXT: {{^}}exit status: 2, output lines: 1{{$}}
 
