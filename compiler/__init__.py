@@ -45,7 +45,8 @@ def compile_graph(graph: Graph, pipeline: str | None = None, target: str | None 
     """Run the pipeline on a copy of `graph` and return verified StableHLO text. `target`
     defaults, as `convc --target` does, to the platform PJRT finds ("cpu" or "gpu", else
     "generic"), as jax.jit compiles for the default backend. `autotune` (target "cpu")
-    measures each conv's candidate lowerings, as `convc --autotune`."""
+    measures each conv's candidate lowerings, as `convc --autotune`. A bad `target` or
+    `pipeline` raises `PipelineError` (a `ConvcError` without an id, as `convc -p` exits 2)."""
     from .compile import Compiler
 
     compiler = Compiler(pipeline=pipeline, target=target, verify=verify, autotune=autotune, autotune_cache=autotune_cache)

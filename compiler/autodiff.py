@@ -30,12 +30,14 @@ from .verify import coerce_attrs, infer_type
 GRAD_SUFFIX = ".grad"
 
 
-def grad(graph: Graph, wrt: Sequence[str], loc: Location | None = None) -> Graph:
+def grad(graph: Graph, wrt: str | Sequence[str], loc: Location | None = None) -> Graph:
     """The gradient graph of `graph` with respect to the inputs or constants named in `wrt`
-    (module doc). `loc` locates errors about names that are no value (default: the model)."""
+    (module doc): a list of names, or one string holding a name or comma-separated names,
+    as `--grad` and `grad{wrt=...}` take them. `loc` locates errors about names that are no
+    value (default: the model)."""
     forward = graph.clone()
     where = loc if loc is not None else _model_location(forward)
-    targets = _wrt_values(forward, wrt, where)
+    targets = _wrt_values(forward, wrt_names(wrt, where), where)
     cotangents = [Value(_grad_name(out.name), out.type) for out in forward.outputs]
     _check_new_names(forward, [v.name for v in cotangents] + [_grad_name(t.name) for t in targets])
     for out, cotangent in zip(forward.outputs, cotangents):
@@ -59,6 +61,19 @@ def _grad_name(name: str) -> str:
 # --- checking `wrt` ---------------------------------------------------------------------
 
 
+def wrt_names(wrt: str | Sequence[str], where: Location) -> list[str]:
+    """`wrt` as a list of names: a string is split at commas (not iterated by character); an
+    entry that is not a string (a builder's Value, say) is refused by name [G1]."""
+    if isinstance(wrt, str):
+        return [name.strip() for name in wrt.split(",") if name.strip()]
+    names = list(wrt)
+    for entry in names:
+        if not isinstance(entry, str):
+            what = f"the Value '{entry.name}' (pass its name)" if isinstance(entry, Value) else f"an object of type {type(entry).__name__}"
+            raise ConvcError(f"grad: wrt takes the names of inputs or constants, got {what}", where, "G1")
+    return names
+
+
 def _model_location(graph: Graph) -> Location:
     """The model's file, taken from where its inputs came from (None: unknown)."""
     files = [loc.file for loc in graph.input_locs.values() if loc.file is not None]
@@ -77,7 +92,7 @@ def _wrt_values(graph: Graph, wrt: Sequence[str], where: Location) -> list[Value
     for name in wrt:
         value = by_name.get(name)
         if value is None:
-            raise ConvcError(f"grad: wrt names '{name}', which is no value of '{graph.name}'{suggest(name, by_name)}", where, "G1")
+            raise ConvcError(f"grad: wrt names '{name}', which is no value of '{graph.name}'{_hint(name, by_name)}", where, "G1")
         here = _value_location(graph, value)
         if value.producer is not None and value.producer.kind != "constant":
             raise ConvcError(f"grad: wrt names '{name}', the result of a {value.producer.kind} node: wrt takes inputs and constants",
@@ -88,6 +103,14 @@ def _wrt_values(graph: Graph, wrt: Sequence[str], where: Location) -> list[Value
             raise ConvcError(f"grad: wrt lists '{name}' twice", here, "G4")
         targets.append(value)
     return targets
+
+
+def _hint(name: str, values: dict[str, Value]) -> str:
+    """`x:w` where `x,w` was meant (`:` once separated them): say so; else the closest name."""
+    parts = name.split(":")
+    if len(parts) > 1 and all(part in values for part in parts):
+        return f"; names are separated by ',': {','.join(parts)}"
+    return suggest(name, values)
 
 
 def _check_new_names(graph: Graph, names: Sequence[str]) -> None:
@@ -214,4 +237,4 @@ class _Tape:
         return name
 
 
-__all__ = ["GRAD_SUFFIX", "grad"]
+__all__ = ["GRAD_SUFFIX", "grad", "wrt_names"]

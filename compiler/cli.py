@@ -4,7 +4,6 @@ into `Compiler` and runner calls, write the output and map errors to exit codes.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import sys
 import traceback
@@ -15,11 +14,9 @@ from pathlib import Path
 import numpy as np
 
 from .compile import DEFAULT_ELIDE_LARGER, DEFAULT_MAX_BYTES, EMIT_KINDS, Compiler
-from .diagnostics import ConvcError, InternalError, Location, one_line
-from .emit import emit_stablehlo
+from .diagnostics import ConvcError, InternalError, Location, UsageError, one_line
 from .fileio import write_atomic
 from .ir import Graph
-from .pass_manager import PipelineError
 from .runner import check_outputs, prepare_run, run_lowered
 from .runtime import PlatformUnavailableError, require_platform
 from .verify_diagnostics import split_chunks, verify_diagnostics
@@ -27,10 +24,6 @@ from .verify_diagnostics import split_chunks, verify_diagnostics
 EXIT_OK, EXIT_USER_ERROR, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 EXIT_BROKEN_PIPE = 128 + 13  # what a shell reports for a tool killed by SIGPIPE (`yes | head -1`)
 _BYTE_SUFFIXES = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
-
-
-class UsageError(PipelineError):
-    """A command line whose flags do not fit together (exit 2, as argparse's errors)."""
 
 
 def _common_arguments(parser: argparse.ArgumentParser, run_flags: bool) -> None:
@@ -106,8 +99,10 @@ def byte_count(text: str) -> int:
 
 
 def _names(text: str) -> list[str]:
-    """`--grad` values: comma-separated names, at least one."""
-    names = [name for name in text.split(",") if name]
+    """`--grad` values: comma-separated names (as `convc.grad` and `grad{wrt=...}` split them), at least one."""
+    from .autodiff import wrt_names
+
+    names = wrt_names(text, Location(file="--grad"))
     if not names:
         raise argparse.ArgumentTypeError("expected one or more input or constant names, such as x,w")
     return names
@@ -116,6 +111,13 @@ def _names(text: str) -> list[str]:
 def _element_count(text: str) -> int:
     if not text.isdigit():
         raise argparse.ArgumentTypeError(f"expected a number of elements, got '{text}'")
+    return int(text)
+
+
+def _seed(text: str) -> int:
+    """`--seed` values: what numpy's generators take, a non-negative integer."""
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got '{text}'")
     return int(text)
 
 
@@ -141,7 +143,7 @@ def convc_parser() -> argparse.ArgumentParser:
     parser.add_argument("--platform", choices=("cpu", "gpu", "tpu"), help="PJRT platform for --run and --autotune (default: best available)")
     parser.add_argument("--inputs", help="with --run: .npz of input arrays by name (default: random)")
     parser.add_argument("--outputs", help="with --run: write the outputs to this .npz")
-    parser.add_argument("--seed", type=int, help="with --run: seed for random inputs (default 0)")
+    parser.add_argument("--seed", type=_seed, metavar="N", help="with --run: seed for random inputs (default 0)")
     parser.add_argument("--autotune", action="store_true",
                         help="target cpu: choose each conv's lowering by measuring the candidates on the PJRT device "
                              "(--platform's), cached per conv signature and device")
@@ -160,12 +162,12 @@ def _guarded(main: Callable[[argparse.Namespace], int], args: argparse.Namespace
     except BrokenPipeError:
         _discard_stdout()
         return EXIT_BROKEN_PIPE
+    except UsageError as err:  # before ConvcError, its base: a malformed request, not a wrong model
+        print(one_line(f"{prog}: error: {err.message}"), file=sys.stderr)
+        return EXIT_USAGE
     except ConvcError as err:
         print(err, file=sys.stderr)
         return EXIT_USER_ERROR
-    except PipelineError as err:
-        print(one_line(f"{prog}: error: {err}"), file=sys.stderr)
-        return EXIT_USAGE
     except PlatformUnavailableError as err:  # a sound command line on a machine without that device
         print(ConvcError(f"--platform {err.platform}: {err}", Location(file=prog), "R7"), file=sys.stderr)
         return EXIT_USER_ERROR
@@ -251,8 +253,7 @@ def _run_and_check(compiler: Compiler, graph: Graph, payload: bytes, source: Gra
     """--run: one line per output; --check: one line per output, exit 1 on a mismatch; then --outputs."""
     from .runtime_inputs import save_outputs
 
-    with compiler.timed("emit stablehlo") if args.emit != "stablehlo" else contextlib.nullcontext():
-        stablehlo = payload.decode() if args.emit == "stablehlo" else emit_stablehlo(graph)
+    stablehlo = payload.decode() if args.emit == "stablehlo" else compiler.stablehlo(graph)
     result = run_lowered(compiler, graph, stablehlo, args.inputs or None, seed=0 if args.seed is None else args.seed,
                          platform=args.platform, file=args.model, log=_print_warning)
     for value, out in zip(graph.outputs, result.outputs):
@@ -276,8 +277,21 @@ def _checksum(array: np.ndarray) -> str:
     return f"sum={float(np.asarray(array, np.float64).sum()):.6g} crc32={zlib.crc32(np.ascontiguousarray(array).tobytes()):08x}"
 
 
+def _parse_args(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
+    """argparse's own output (`--help`, `--list-passes`, `--version`) to a pipe its reader
+    closed ends as quietly as a command's output does (`_guarded`)."""
+    try:
+        try:
+            return parser.parse_args(argv)
+        finally:
+            sys.stdout.flush()
+    except BrokenPipeError:
+        _discard_stdout()
+        raise SystemExit(EXIT_BROKEN_PIPE) from None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = convc_parser().parse_args(argv)
+    args = _parse_args(convc_parser(), argv)
     return _guarded(_convc_main, args, "convc")
 
 
@@ -314,7 +328,7 @@ def _opt_one(compiler: Compiler, data: bytes, file: str, base_dir: Path | None, 
 
 def _opt_main(args: argparse.Namespace) -> int:
     if args.default_pipeline and args.pipeline:
-        raise PipelineError("--default-pipeline and -p are exclusive")
+        raise UsageError("--default-pipeline and -p are exclusive")
     pipeline = None if args.default_pipeline else args.pipeline or ""
     compiler = Compiler(pipeline=pipeline, target=args.default_pipeline or "generic", print_ir_after_all=args.print_ir_after_all,
                         allow_external_data=args.allow_external_data, max_bytes=args.max_bytes,
@@ -350,6 +364,8 @@ def _opt_split(compiler: Compiler, data: bytes, file: str, base_dir: Path | None
         padded = "\n" * (first_line - 1) + chunk
         try:
             results.append(_opt_one(compiler, padded.encode(), file, base_dir, args.emit))
+        except UsageError:  # the command line's fault, not this chunk's: exit 2, as without splitting
+            raise
         except ConvcError as err:
             print(err, file=sys.stderr)
             status = EXIT_USER_ERROR
@@ -359,5 +375,5 @@ def _opt_split(compiler: Compiler, data: bytes, file: str, base_dir: Path | None
 
 
 def opt_main(argv: Sequence[str] | None = None) -> int:
-    args = opt_parser().parse_args(argv)
+    args = _parse_args(opt_parser(), argv)
     return _guarded(_opt_main, args, "convc-opt")

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .diagnostics import ConvcError, Location
-from .emit import emit_stablehlo
+from .emit import emit_stablehlo, emits
 from .frontend import load_model_text
 from .ir import Graph
 from .pass_manager import Pass, PassManager, PipelineError, parse_pipeline
@@ -22,6 +22,7 @@ from .textual import parse_ir, print_graph
 EMIT_KINDS = ("stablehlo", "convc", "bytecode")
 DEFAULT_ELIDE_LARGER = 16  # convc's printed IR: constants beyond the inline size become dense_resource<__elided__>
 DEFAULT_MAX_BYTES = 1 << 31
+MLIR_BYTECODE_MAGIC = b"ML\xefR"  # how every MLIR bytecode file starts
 
 
 @contextlib.contextmanager
@@ -39,6 +40,19 @@ def gc_paused() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
+
+
+def check_lowered(graph: Graph) -> None:
+    """Every op of `graph` has a StableHLO form: an op a pipeline left for a lowering pass
+    (`-p` without lower-conv-transpose) is a located error naming that pass (E2), as a
+    non-canonical conv is E1. (An op neither emitted nor lowered is the emitter's internal error.)"""
+    from convc.passes import LOWERED_BY
+
+    for op in graph.ops:
+        lowering = None if emits(op.kind) else LOWERED_BY.get(op.kind)
+        if lowering is not None:
+            raise ConvcError(f"StableHLO has no {op.kind} op: the pipeline must run {lowering} (as the default pipelines do)",
+                             op.loc, "E2")
 
 
 @dataclass
@@ -60,6 +74,12 @@ class Compiler:
     log: Callable[[str], None] = field(default=lambda text: print(text, file=sys.stderr))
     timings: list[tuple[str, float]] = field(default_factory=list)  # the last run_passes's, per pass
     phases: list[tuple[str, float, int]] = field(default_factory=list)  # (phase, seconds, depth), for --timing
+
+    def __post_init__(self) -> None:
+        if self.mesh is not None:  # a malformed --mesh is a usage error before anything is read
+            from .sharding import parse_mesh_flag
+
+            parse_mesh_flag(self.mesh)
 
     @contextlib.contextmanager
     def timed(self, phase: str) -> Iterator[None]:
@@ -99,6 +119,9 @@ class Compiler:
         if file.lower().endswith(".json") or data.lstrip()[:1] in (b"{", b"["):
             return load_model_text(data, file, base_dir=base_dir, allow_external_data=self.allow_external_data,
                                    max_constant_bytes=self.max_bytes)
+        if data.startswith(MLIR_BYTECODE_MAGIC):
+            raise ConvcError("input is MLIR bytecode (what --emit bytecode writes), not a convc model: convc reads JSON models "
+                             "and convc IR text", Location(file=file), "I2")
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as err:
@@ -118,7 +141,7 @@ class Compiler:
         if self.print_ir_after_all:
             from convc.passes.grad import Grad
 
-            self._print_after(Grad(wrt=":".join(self.grad)), step)
+            self._print_after(Grad(wrt=",".join(self.grad)), step)
         return step
 
     def passes(self) -> list[Pass]:
@@ -178,8 +201,7 @@ class Compiler:
         if kind == "convc":
             with self.timed("print"):
                 return self.print_ir(graph).encode()
-        with self.timed("emit stablehlo"):
-            text = emit_stablehlo(graph)
+        text = self.stablehlo(graph)
         from . import mlir
 
         if self.verify or kind == "bytecode":
@@ -189,6 +211,12 @@ class Compiler:
             with self.timed("serialize bytecode"):
                 return mlir.portable_artifact(text, sharded=graph.mesh is not None)
         return text.encode()
+
+    def stablehlo(self, graph: Graph) -> str:
+        """The StableHLO text of a lowered graph, not yet verified by MLIR."""
+        check_lowered(graph)
+        with self.timed("emit stablehlo"):
+            return emit_stablehlo(graph)
 
     def timing_report(self) -> str:
         """`--timing`: every phase in order, passes indented under theirs, as `mlir-opt --mlir-timing`."""

@@ -67,6 +67,19 @@ def one_line(text: str) -> str:
     return _UNPRINTABLE.sub(lambda m: repr(m.group())[1:-1], text)
 
 
+class UsageError(ConvcError):
+    """A malformed request rather than a wrong model: an unknown pass or target, pipeline
+    text or a flag value that does not parse, options that do not fit together. It carries
+    no id and names what was asked for instead of a place; the command lines exit 2 with
+    it, as argparse does, and print `convc: error: <message>` (`str()` reads the same)."""
+
+    def __init__(self, message: str):
+        super().__init__(message)
+
+    def __str__(self) -> str:
+        return one_line(f"convc: error: {self.message}")
+
+
 class VerifyError(Exception):
     """Raised by op verifiers; the verifier driver adds the op's location.
 

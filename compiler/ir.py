@@ -253,8 +253,25 @@ class Op:
         self.operands = []
 
     def __repr__(self) -> str:
+        """One line: a constant's array (any array attribute) as its type, not its elements."""
         args = ", ".join(f"%{v.name}" for v in self.operands)
-        return f"%{self.name} = {self.kind}({args}) {self.attrs} : {self.result.type}"
+        attrs = {name: _brief_attr(value) for name, value in self.attrs.items()}
+        return f"%{self.name} = {self.kind}({args}) {attrs} : {self.result.type}"
+
+
+class _Brief:
+    """Stands in an op's repr for an array attribute: `<array f32[3, 3, 2, 4]>`."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def _brief_attr(value: Any) -> Any:
+    shape, dtype = getattr(value, "shape", None), getattr(value, "dtype", None)
+    return value if shape is None or dtype is None else _Brief(f"<array {dtype}{list(shape)}>")
 
 
 def unused_name(base: str, taken: Container[str]) -> str:
@@ -268,7 +285,8 @@ def unused_name(base: str, taken: Container[str]) -> str:
 
 @dataclass
 class Graph:
-    """A function: named inputs, ops in topological order, outputs."""
+    """A function: named inputs, ops in topological order, outputs. Its repr is a summary
+    (`print_graph` writes it whole)."""
 
     name: str
     inputs: list[Value] = field(default_factory=list)
@@ -278,6 +296,10 @@ class Graph:
     input_locs: dict[str, Location] = field(default_factory=dict)
     # the device mesh the program is partitioned over (None: one device); see convc.sharding
     mesh: Mesh | None = None
+
+    def __repr__(self) -> str:
+        mesh = f", mesh={self.mesh.spelling()!r}" if self.mesh is not None else ""
+        return f"Graph({self.name!r}, inputs={self.inputs}, outputs={self.outputs}, ops={len(self.ops)}{mesh})"
 
     def values(self) -> Iterator[Value]:
         yield from self.inputs

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, get_type_hints
 
-from .diagnostics import ConvcError, InternalError
+from .diagnostics import ConvcError, InternalError, UsageError
 from .ir import Graph
 from .verify import verify_graph
 
@@ -32,8 +32,8 @@ class Pass:
         return f"{self.name}{{{options}}}" if options else self.name
 
 
-class PipelineError(ValueError):
-    """A malformed pipeline string or unknown pass/option: a command-line error."""
+class PipelineError(UsageError):
+    """A malformed pipeline string or an unknown pass or option (a usage error: exit 2)."""
 
 
 def _format_option(value: Any) -> str:

@@ -30,10 +30,17 @@ XLA_CPU_SAFE_PIPELINE = "cpu-crop-negative-padding,dce"
 
 @dataclass(frozen=True)
 class CheckReport:
-    """The comparison with the oracle: one `--check` line per output, and whether all passed."""
+    """The comparison with the oracle: one `--check` line per output, and whether all passed.
+    `print(report)` prints the lines, as `--check` does."""
 
     lines: list[str]
     passed: bool
+
+    def __str__(self) -> str:
+        return "\n".join(self.lines)
+
+    def __repr__(self) -> str:
+        return f"CheckReport(passed={self.passed}, outputs={len(self.lines)})"
 
 
 @dataclass(frozen=True)
@@ -51,10 +58,20 @@ class RunResult:
     def named_outputs(self) -> dict[str, np.ndarray]:
         return {value.name: out for value, out in zip(self.graph.outputs, self.outputs)}
 
+    def __repr__(self) -> str:
+        """A summary: each array by name as `f32[1, 5, 5, 4]`, never its elements."""
+        check = "not checked" if self.check is None else "passed" if self.check.passed else "FAILED"
+        return (f"RunResult(platform={self.platform!r}, inputs={_shapes(self.graph.inputs, self.inputs)}, "
+                f"outputs={_shapes(self.graph.outputs, self.outputs)}, warnings={len(self.warnings)}, check={check!r})")
+
     @property
     def ok(self) -> bool:
         """True unless a check ran and found an output beyond its tolerance."""
         return self.check is None or self.check.passed
+
+
+def _shapes(values: Sequence[Value], arrays: Sequence[np.ndarray]) -> str:
+    return "{" + ", ".join(f"{value.name!r}: {value.type.dtype}{list(np.shape(array))}" for value, array in zip(values, arrays)) + "}"
 
 
 def run(model: Graph | str | os.PathLike[str], inputs: Inputs = None, *, seed: int = 0, platform: str | None = None,
@@ -115,7 +132,7 @@ def run_lowered(compiler: Compiler, graph: Graph, stablehlo: str, inputs: Inputs
         warn(mismatch)
     runnable = _runnable(compiler, graph, stablehlo, platform, file, warn)
     with compiler.timed("inputs"):
-        arrays = run_inputs(graph, inputs, seed, compiler.max_bytes, file)
+        arrays = run_inputs(graph, inputs, seed, compiler.max_bytes, file, warn)
     if graph.mesh is not None:  # --- sharding: N devices ---
         from .runtime_sharded import run_graph
 
@@ -165,31 +182,42 @@ def target_platform_warning(compiler: Compiler, platform: str | None) -> str | N
 # --- inputs ---------------------------------------------------------------------------------
 
 
-def run_inputs(graph: Graph, inputs: Inputs, seed: int, max_bytes: int, file: str | None) -> list[np.ndarray]:
+def run_inputs(graph: Graph, inputs: Inputs, seed: int, max_bytes: int, file: str | None,
+               warn: Log | None = None) -> list[np.ndarray]:
     """The input arrays of a run, in the graph's input order, each in its input's type;
-    sizes are checked against `max_bytes` before anything is allocated."""
+    sizes are checked against `max_bytes` before anything is allocated. Arrays given by a
+    name no input has are ignored, with one warning line to `warn`."""
     from .runtime_inputs import load_inputs, random_inputs
 
+    check_seed(seed, file)
     check_run_sizes(graph, max_bytes, file)
     if inputs is None:
         return random_inputs(graph, seed, max_bytes)
     if isinstance(inputs, (str, os.PathLike)):
-        return load_inputs(graph, os.fspath(inputs), max_bytes)
-    return _given_inputs(graph, inputs, Location(file=file))
+        return load_inputs(graph, os.fspath(inputs), max_bytes, warn)
+    return _given_inputs(graph, inputs, Location(file=file), warn)
 
 
-def _given_inputs(graph: Graph, arrays: Mapping[str, np.ndarray] | Sequence[np.ndarray], loc: Location) -> list[np.ndarray]:
+def _given_inputs(graph: Graph, arrays: Mapping[str, np.ndarray] | Sequence[np.ndarray], loc: Location,
+                  warn: Log | None) -> list[np.ndarray]:
     """Arrays passed from Python, by input name or in input order, checked as `--inputs` checks an .npz."""
+    from .runtime_inputs import unused_arrays_warning
+
+    unused = None
     if isinstance(arrays, Mapping):
         missing = [v.name for v in graph.inputs if v.name not in arrays]
         if missing:
             raise ConvcError(f"no array named '{missing[0]}' (has: {', '.join(map(str, arrays))})", loc, "R1")
         ordered = [arrays[v.name] for v in graph.inputs]
+        unused = unused_arrays_warning(graph, map(str, arrays), loc)
     else:
         ordered = list(arrays)
         if len(ordered) != len(graph.inputs):
             raise ConvcError(f"{len(ordered)} input arrays for the {len(graph.inputs)} inputs of the graph", loc, "R1")
-    return [_as_input(value, np.asarray(array), loc) for value, array in zip(graph.inputs, ordered)]
+    converted = [_as_input(value, np.asarray(array), loc) for value, array in zip(graph.inputs, ordered)]
+    if unused is not None and warn is not None:
+        warn(unused)
+    return converted
 
 
 def _as_input(value: Value, array: np.ndarray, loc: Location) -> np.ndarray:
@@ -203,6 +231,12 @@ def _as_input(value: Value, array: np.ndarray, loc: Location) -> np.ndarray:
     except (ValueError, TypeError) as err:
         raise ConvcError(f"array '{value.name}' ({array.dtype}) cannot be converted to {value.type.dtype}: {err}", loc,
                          "R3") from None
+
+
+def check_seed(seed: object, file: str | None) -> None:
+    """A run's seed is what `--seed` takes (and numpy's generators): a non-negative integer."""
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ConvcError(f"seed must be a non-negative integer, got {seed!r}", Location(file=file), "R8")
 
 
 def check_run_sizes(graph: Graph, max_bytes: int, file: str | None) -> None:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import io
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
 
 from .arrayfile import ArrayFileError, as_dtype, open_array_file
-from .diagnostics import ConvcError, Location
+from .diagnostics import ConvcError, Location, one_line
 from .dtypes import is_float, numpy_dtype
 from .fileio import write_atomic
 from .ir import Graph, Op
@@ -73,8 +73,23 @@ def random_inputs(graph: Graph, seed: int, max_bytes: int = DEFAULT_MAX_INPUT_BY
     return arrays
 
 
-def load_inputs(graph: Graph, path: str, max_bytes: int = DEFAULT_MAX_INPUT_BYTES) -> list[np.ndarray]:
-    """One array per graph input, by name, from an .npz; sizes are checked before reading."""
+def unused_arrays_warning(graph: Graph, names: Iterable[str], loc: Location) -> str | None:
+    """The warning line for arrays, given by name, that name no input of `graph` (a typo, or
+    another model's file): they are ignored, as an unused flag is not, so convc says so."""
+    inputs = [v.name for v in graph.inputs]
+    extra = [name for name in names if name not in inputs]
+    if not extra:
+        return None
+    shown = ", ".join(f"'{name}'" for name in extra[:3]) + (f" and {len(extra) - 3} more" if len(extra) > 3 else "")
+    plural = len(extra) > 1
+    return one_line(f"{loc.where()}: warning: ignoring array{'s' if plural else ''} {shown}, which name{'' if plural else 's'} "
+                    f"no input of '{graph.name}' (inputs: {', '.join(inputs)})")
+
+
+def load_inputs(graph: Graph, path: str, max_bytes: int = DEFAULT_MAX_INPUT_BYTES,
+                warn: Callable[[str], None] | None = None) -> list[np.ndarray]:
+    """One array per graph input, by name, from an .npz; sizes are checked before reading.
+    Arrays that name no input are ignored, with one line to `warn`."""
     loc = Location(file=path)
     arrays, remaining = [], max_bytes
     try:
@@ -94,8 +109,11 @@ def load_inputs(graph: Graph, path: str, max_bytes: int = DEFAULT_MAX_INPUT_BYTE
                 except (ValueError, TypeError) as err:
                     raise ConvcError(f"array '{value.name}' ({array.dtype}) cannot be converted to {value.type.dtype}: {err}",
                                      loc, "R3") from None
+            unused = unused_arrays_warning(graph, archive.names, loc)
     except ArrayFileError as err:
         raise ConvcError(f"cannot load inputs: {err}", loc, "R4") from None
+    if unused is not None and warn is not None:
+        warn(unused)
     return arrays
 
 

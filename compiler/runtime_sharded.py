@@ -17,16 +17,18 @@ from typing import Any
 
 import numpy as np
 
+from .diagnostics import UNKNOWN, ConvcError, Location
 from .runtime import _client
 
 HOST_DEVICE_FLAG = "--xla_force_host_platform_device_count"
 
 
-class TooFewDevicesError(RuntimeError):
-    """The platform has fewer devices than the mesh needs."""
+class TooFewDevicesError(ConvcError):
+    """The platform has fewer devices than the mesh needs (S9): what this machine lacks, as
+    `--platform gpu` without a GPU, so a user error, not convc's."""
 
     def __init__(self, platform: str, needed: int, found: int, hint: str = ""):
-        super().__init__(f"the mesh needs {needed} devices; {platform} has {found} here{hint}")
+        super().__init__(f"the mesh needs {needed} devices; {platform} has {found} here{hint}", UNKNOWN, "S9")
         self.platform, self.needed, self.found = platform, needed, found
 
 
@@ -156,11 +158,9 @@ def _count(text: str, what: str) -> int:
 def run_graph(graph: Any, text: str, inputs: Sequence[np.ndarray], platform: str | None = None,
               file: str | None = None) -> list[np.ndarray]:
     """`convc --run` of a graph with a mesh: compile for its N devices, run, assemble the
-    outputs. Too few devices is a located user error."""
-    from .diagnostics import ConvcError, Location
-
+    outputs. Too few devices is a user error located at the model."""
     try:
         executable = compile_sharded(text, graph.mesh.size, platform)
     except TooFewDevicesError as err:
-        raise ConvcError(f"--run: {err}", Location(file=file), "S9") from None
+        raise ConvcError(f"--run: {err.message}", Location(file=file), "S9") from None
     return executable(*inputs, output_shapes=[v.type.shape for v in graph.outputs])

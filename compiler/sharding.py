@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .diagnostics import ConvcError, Location
+from .diagnostics import ConvcError, Location, UsageError
 
 AXIS_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 MESH_SYMBOL = "mesh"
@@ -113,16 +113,19 @@ def read_mesh(raw: Any, loc: Location) -> Mesh:
 
 
 def parse_mesh_flag(text: str) -> Mesh:
-    """`--mesh data=4,space=2`; errors are located at the flag."""
-    loc = Location(file="--mesh")
+    """`--mesh data=4,space=2`. A value that does not parse is a usage error naming the flag
+    (exit 2, no id), as any malformed flag value; S8, axes the model lacks, is the model's."""
     pairs: list[tuple[str, Any]] = []
     for item in text.split(","):
         name, equals, size = item.strip().partition("=")
         if not equals:
-            raise ConvcError(f"expected AXIS=SIZE[,AXIS=SIZE...], got '{text}'", loc, "S5")
+            raise UsageError(f"--mesh: expected AXIS=SIZE[,AXIS=SIZE...], got '{text}'")
         size = size.strip()
         pairs.append((name.strip(), int(size) if re.fullmatch(r"[+-]?\d+", size) else size))
-    return read_mesh(pairs, loc)
+    try:
+        return read_mesh(pairs, Location(file="--mesh"))
+    except ConvcError as err:
+        raise UsageError(f"--mesh: {err.message}") from None
 
 
 def read_spec(raw: Any, loc: Location) -> ShardingSpec:

@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TextIO
 
-from .diagnostics import ConvcError, Location, one_line
+from .diagnostics import ConvcError, Location, UsageError, one_line
 
 EXIT_OK, EXIT_MISMATCH = 0, 1
 _EXPECTATION = re.compile(r"//\s*expected-(error)(@[+-][0-9]+)?\s*\{\{(.*)\}\}")  # the text: first {{ to last }}
@@ -93,6 +93,8 @@ def check_chunk(text: str, first_line: int, file: str, compile_chunk: Callable[[
     actual = []
     try:
         compile_chunk(("\n" * (first_line - 1) + text).encode())
+    except UsageError:  # the command line's fault, no chunk's diagnostic: exit 2
+        raise
     except ConvcError as err:
         actual.append(produced(err))
     return mismatches(expectations(text, first_line), actual, file)

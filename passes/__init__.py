@@ -10,8 +10,12 @@ module registers them (`ALL_PASSES`, `PASSES`) and builds each target's default 
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 from convc.conv_lowering import ConvLowering, register_conv_lowerings
-from convc.pass_manager import Pass
+from convc.pass_manager import Pass, PipelineError
+from convc.plan_lowering import LowerToPlan
+from convc.rewrite import RewritePattern
 
 from .autotune_conv_lowering import AutotuneConvLowering
 from .canonicalize_dimension_numbers import CanonicalizeDimensionNumbers
@@ -67,9 +71,17 @@ _CPU = ("cpu-crop-negative-padding", "cpu-batch-group-tap-reduce", "cpu-batch-gr
         "cpu-conv3d-as-conv2d-sum", "cpu-conv-1x1-to-dot", "cpu-depthwise-tap-sum", "cpu-conv-eigen-path", "dce")
 
 
-def _conv_lowering(cls: type[Pass]) -> type[ConvLowering] | None:
+P = TypeVar("P", bound=RewritePattern)
+
+
+def _pattern(cls: type[Pass], base: type[P]) -> type[P] | None:
+    """The rewrite pattern a `pattern_pass` applies, when it is a `base`."""
     pattern = getattr(cls, "pattern", None)
-    return pattern if isinstance(pattern, type) and issubclass(pattern, ConvLowering) else None
+    return pattern if isinstance(pattern, type) and issubclass(pattern, base) else None
+
+
+def _conv_lowering(cls: type[Pass]) -> type[ConvLowering] | None:
+    return _pattern(cls, ConvLowering)
 
 
 # What a conv's `lowering` may name besides "xla": the cpu rewrites, by pass name, in the
@@ -78,16 +90,28 @@ CONV_LOWERINGS: dict[str, type[ConvLowering]] = register_conv_lowerings(
     pattern for name in _CPU if (pattern := _conv_lowering(PASSES[name])) is not None)
 
 
+def _lowered_kind(cls: type[Pass]) -> str | None:
+    """The op kind `cls` lowers away: its pattern's, when that pattern is a `LowerToPlan`."""
+    pattern = _pattern(cls, LowerToPlan)
+    return pattern.kind if pattern is not None else None
+
+
+# Op kinds StableHLO has no form of, by the pass that rewrites every op of that kind into ops
+# it has (`lower-*`): what a pipeline must run before emitting a model that holds one.
+LOWERED_BY: dict[str, str] = {kind: cls.name for cls in ALL_PASSES if (kind := _lowered_kind(cls)) is not None}
+
+
 def default_pipeline(target: str = "generic", autotune: bool = False) -> str:
     """What `convc` runs before emitting, per target: `cpu` adds rewrites of the conv
     forms XLA CPU runs slowly; `gpu` keeps the canonical forms cuDNN maps well. With
-    `autotune` (cpu only), measurements choose each conv's rewrite instead of the cost model."""
+    `autotune` (cpu only), measurements choose each conv's rewrite instead of the cost model.
+    Another target is a usage error, as `--target` outside its choices is."""
     if target not in TARGETS:
-        raise ValueError(f"unknown target '{target}' (expected one of {', '.join(TARGETS)})")
+        raise PipelineError(f"unknown target '{target}' (expected one of {', '.join(TARGETS)})")
     if autotune and target != "cpu":
-        raise ValueError(f"autotuning chooses among the cpu target's lowerings; target '{target}' has none")
+        raise PipelineError(f"autotuning chooses among the cpu target's lowerings; target '{target}' has none")
     cpu = _CPU[:1] + ("autotune-conv-lowering",) + _CPU[1:] if autotune else _CPU
     return ",".join(_CANONICAL + (cpu if target == "cpu" else ()))
 
 
-__all__ = ["ALL_PASSES", "CONV_LOWERINGS", "PASSES", "TARGETS", "default_pipeline"]
+__all__ = ["ALL_PASSES", "CONV_LOWERINGS", "LOWERED_BY", "PASSES", "TARGETS", "default_pipeline"]

@@ -1,8 +1,8 @@
 """grad: the model becomes its gradient step, `convc.grad(model, wrt)` (compiler/autodiff.py):
 inputs, then one cotangent per output (`<output>.grad`); outputs, then the gradient of each
-`wrt` value (`<name>.grad`). `wrt` lists inputs or constants, `:`-separated (a pipeline's
-entries are `,`-separated): `grad{wrt=x:w}`. Run it first: the passes after it lower the
-gradient convs it builds as any other."""
+`wrt` value (`<name>.grad`). `wrt` lists inputs or constants, comma-separated as MLIR's
+list options are (inside the braces a comma does not end the pipeline entry): `grad{wrt=x,w}`.
+Run it first: the passes after it lower the gradient convs it builds as any other."""
 
 from __future__ import annotations
 
@@ -16,11 +16,11 @@ from convc.pass_manager import Pass
 @dataclass(frozen=True)
 class Grad(Pass):
     name = "grad"
-    summary = "the model becomes its reverse-mode gradient step (wrt: ':'-separated inputs or constants)"
+    summary = "the model becomes its reverse-mode gradient step (wrt: comma-separated inputs or constants)"
 
     wrt: str = ""
 
     def run(self, graph: Graph) -> bool:
-        step = grad(graph, [name for name in self.wrt.split(":") if name])
+        step = grad(graph, self.wrt)
         graph.inputs, graph.ops, graph.outputs, graph.input_locs = step.inputs, step.ops, step.outputs, step.input_locs
         return True

@@ -63,6 +63,11 @@ def rule(*kinds: str) -> Callable[[EmitRule], EmitRule]:
     return register
 
 
+def emits(kind: str) -> bool:
+    """Whether the emitter has a StableHLO form of op `kind` (others must be lowered first)."""
+    return kind in RULES
+
+
 def _scalar_constant(ctx: EmitContext, value: float, dtype: str, base: str) -> str:
     literal = dense_literal(np.array(value, dtype=numpy_dtype(dtype)))
     return ctx.emit(ctx.fresh(base), f"stablehlo.constant {literal}")

@@ -396,6 +396,29 @@ class _Parser:
             raise self.error(f"malformed dense literal: {err}", "X8", tok) from None
 
 
+# What StableHLO text has and convc text never does: an op in MLIR's pretty form of another
+# dialect (`%0 = stablehlo.add ...`), else the result names JAX and convc's emitter write on
+# every module (`jax.result_info`). (A generic `"stablehlo.add"(...)` alone in convc text is
+# an unknown op, A7.)
+_FOREIGN_MLIR = (re.compile(r"^[ \t]*(?:%[^\s=]+[ \t]*=[ \t]*)?((?:stablehlo|chlo|mhlo)\.)", re.M),
+                 re.compile(r"(jax\.result_info)"))
+
+
 def parse_ir(text: str, file: str = "<input>") -> Graph:
-    """Read convc text (as printed by `print_graph`) into a verified Graph."""
-    return _Parser(text, file).module()
+    """Read convc text (as printed by `print_graph`) into a verified Graph. Text that fails to
+    parse because it is StableHLO (convc's own output, fed back) is told so [X11]."""
+    try:
+        return _Parser(text, file).module()
+    except ConvcError:
+        _refuse_stablehlo(text, file)
+        raise
+
+
+def _refuse_stablehlo(text: str, file: str) -> None:
+    match = next((found for pattern in _FOREIGN_MLIR if (found := pattern.search(text)) is not None), None)
+    if match is None:
+        return
+    start = match.start(1)
+    line, col = text.count("\n", 0, start) + 1, start - text.rfind("\n", 0, start)
+    raise ConvcError("this is StableHLO (MLIR, as convc emits it), not a convc model: convc reads JSON models and convc IR "
+                     "(what --emit convc writes)", Location(file=file, line=line, col=col), "X11") from None

@@ -44,6 +44,14 @@
 // OPTION-VALUE: {{^}}convc-opt: error: pass 'cpu-depthwise-tap-sum': option 'max_terms' needs a value (key=value){{$}}
 // OPTION-VALUE-NEXT: {{^}}exit status: 2, output lines: 1{{$}}
 
+// A usage error met while a chunk is compiled (here a pass option naming a platform PJRT
+// lacks) stops --split-input-file (and --verify-diagnostics) as it stops one input: exit 2,
+// not a chunk's error.
+// RUN: %exit-status convc-opt %s --split-input-file -p "canonicalize-dimension-numbers,resolve-padding,autotune-conv-lowering{platform=nosuch}" | filecheck %s --check-prefix=CHUNK-USAGE
+// RUN: %exit-status convc-opt %s --split-input-file --verify-diagnostics -p "canonicalize-dimension-numbers,resolve-padding,autotune-conv-lowering{platform=nosuch}" | filecheck %s --check-prefix=CHUNK-USAGE
+// CHUNK-USAGE: {{^}}convc-opt: error: pass 'autotune-conv-lowering': no PJRT platform 'nosuch' here ({{.*}}){{$}}
+// CHUNK-USAGE-NEXT: {{^}}exit status: 2, output lines: 1{{$}}
+
 // An unknown flag: argparse prints the usage, then one error line.
 // RUN: %exit-status convc-opt %s --bogus | filecheck %s --check-prefix=FLAG
 // FLAG: {{^}}usage: convc-opt

@@ -1,10 +1,11 @@
-// RUN: not convc-opt %s --split-input-file -p "grad{wrt=x:w}" 2>/dev/null | filecheck %s
-// RUN: not convc-opt %s --split-input-file -p "grad{wrt=x:w},infer-shapes,lower-conv-transpose,lower-conv-backprop-input,lower-conv-backprop-filter,canonicalize-dimension-numbers,resolve-padding,dce" 2>/dev/null | filecheck %s --check-prefix=LOWERED
-// RUN: not convc-opt %s --split-input-file -p "grad{wrt=x:w}" 2>&1 >/dev/null | filecheck %s --check-prefix=ERR
-// RUN: not convc-opt %s --split-input-file -p "grad{wrt=x:x}" 2>&1 >/dev/null | filecheck %s --check-prefix=TWICE
-// RUN: not convc-opt %s --split-input-file -p "grad{wrt=x:w}" --print-ir-after-all -o %t 2>&1 | filecheck %s --check-prefix=DUMP
+// RUN: not convc-opt %s --split-input-file -p "grad{wrt=x,w}" 2>/dev/null | filecheck %s
+// RUN: not convc-opt %s --split-input-file -p "grad{wrt=x,w},infer-shapes,lower-conv-transpose,lower-conv-backprop-input,lower-conv-backprop-filter,canonicalize-dimension-numbers,resolve-padding,dce" 2>/dev/null | filecheck %s --check-prefix=LOWERED
+// RUN: not convc-opt %s --split-input-file -p "grad{wrt=x,w}" 2>&1 >/dev/null | filecheck %s --check-prefix=ERR
+// RUN: not convc-opt %s --split-input-file -p "grad{wrt=x,x}" 2>&1 >/dev/null | filecheck %s --check-prefix=TWICE
+// RUN: not convc-opt %s --split-input-file -p "grad{wrt=x:w}" 2>&1 >/dev/null | filecheck %s --check-prefix=COLON
+// RUN: not convc-opt %s --split-input-file -p "grad{wrt=x,w}" --print-ir-after-all -o %t 2>&1 | filecheck %s --check-prefix=DUMP
 
-// grad{wrt=x:w} makes the model its gradient step (convc.grad, compiler/autodiff.py): the inputs
+// grad{wrt=x,w} makes the model its gradient step (convc.grad, compiler/autodiff.py): the inputs
 // gain one cotangent per output (`<output>.grad`), the outputs the gradient of each wrt value
 // (`<name>.grad`), built by each op's declared gradient rule. The last chunks are the
 // diagnostics G1..G6 (the `not` above: they fail on purpose).
@@ -31,7 +32,7 @@
 // CHECK-NEXT: func.return %[[Y]], %x.grad, %w.grad
 // --print-ir-after-all shows the pass that built the gradient step, with its option.
 // (The dashes as a regex: written out after `//`, they would split the file here.)
-// DUMP: {{^}}// {{-+}}// IR Dump After grad{wrt=x:w} //{{-+}} //{{$}}
+// DUMP: {{^}}// {{-+}}// IR Dump After grad{wrt=x,w} //{{-+}} //{{$}}
 // DUMP-NEXT: {{^}}module @conv {
 // DUMP-NEXT: func.func @main(%x: tensor<2x3x8x8xf32>, %w: tensor<4x3x3x3xf32>, %y.grad: tensor<2x4x4x4xf32>)
 // DUMP: %x.grad = "convc.conv_backprop_input"
@@ -112,8 +113,10 @@ module @diamond {
 
 // -----
 
-// G1: a wrt name that is no value of the model (here `w`).
+// G1: a wrt name that is no value of the model (here `w`). Names are separated by commas,
+// as in MLIR's list options: `x:w` is one name, and where its parts are values, G1 says so.
 // ERR: {{^}}{{.*}}grad.mlir: error: grad: wrt names 'w', which is no value of 'G1_unknown' [G1]{{$}}
+// COLON: {{^}}{{.*}}grad.mlir: error: grad: wrt names 'x:w', which is no value of 'conv'; names are separated by ',': x,w [G1]{{$}}
 module @G1_unknown {
   func.func @main(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
     %y = "convc.relu"(%x) : (tensor<2x3xf32>) -> tensor<2x3xf32>

@@ -151,7 +151,7 @@ def test_default_pipeline_places_autotune_right_after_the_crop() -> None:
     names = default_pipeline("cpu", autotune=True).split(",")
     assert names[names.index("cpu-crop-negative-padding") + 1] == "autotune-conv-lowering"
     assert "autotune-conv-lowering" not in default_pipeline("cpu")
-    with pytest.raises(ValueError, match="cpu target"):
+    with pytest.raises(PipelineError, match="cpu target"):
         default_pipeline("generic", autotune=True)
 
 

@@ -377,6 +377,19 @@ def test_a_closed_pipe_ends_convc_quietly(write_model: Callable[..., Path], tmp_
     assert (proc.wait(timeout=120), stderr) == (cli.EXIT_BROKEN_PIPE, "")
 
 
+@pytest.mark.parametrize("tool", ["convc", "convc-opt"])
+def test_a_closed_pipe_ends_the_pass_listing_quietly(tool: str) -> None:
+    """`convc --list-passes | head -1`, printed while the arguments are parsed, ends as a
+    command's output does: quietly, with 128 + SIGPIPE (was a BrokenPipeError traceback).
+    (argparse's own --help and --version already ignore a closed pipe.)"""
+    argv = [tool, "--list-passes"]
+    proc = subprocess.Popen([console_script(argv[0]), *argv[1:]], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()
+    stderr = proc.stderr.read().decode()
+    assert (proc.wait(timeout=120), stderr) == (cli.EXIT_BROKEN_PIPE, "")
+
+
 @pytest.mark.parametrize("flags", [["--outputs", "out.npz"], ["--inputs", "in.npz"], ["--platform", "cpu"], ["--seed", "3"]],
                          ids=["outputs", "inputs", "platform", "seed"])
 def test_run_flags_without_run_are_a_usage_error(convc_here: Runner, write_model: Callable[..., Path], tmp_path: Path,
@@ -485,3 +498,177 @@ def test_an_empty_json_file_is_a_json_error(convc_here: Runner, tmp_path: Path, 
     result = convc_here("model.json")
     assert result.code == 1
     assert assert_one_line(result.stderr) == "model.json:/: error: the file is empty: expected a JSON model object [J1]"
+
+
+# --- misuse that once ended in an internal error or the wrong exit code -------------------------
+
+GRADIENT_PIPELINE = "grad{wrt=w},canonicalize-dimension-numbers,resolve-padding"  # passes.md's example, no lower-*
+
+
+@pytest.mark.parametrize("flags", [[], ["--emit", "convc", "--run"]], ids=["emit", "emit-convc-run"])
+def test_a_pipeline_that_leaves_a_gradient_op_unlowered_names_the_lowering_pass(convc: Runner, write_model: Callable[..., Path],
+                                                                                flags: list[str]) -> None:
+    """The kernel gradient's conv_backprop_filter has no StableHLO form: one located line
+    naming lower-conv-backprop-filter, exit 1 [E2] (was an internal error, exit 3); --run of
+    `--emit convc` output emits StableHLO too and says the same."""
+    write_model(tiny_model())
+    result = convc("model.json", "-p", GRADIENT_PIPELINE, *flags)
+    assert (result.code, result.stdout) == (1, "")
+    assert assert_one_line(result.stderr) == (
+        "model.json:/nodes/0: error: 'c' (conv): StableHLO has no conv_backprop_filter op: the pipeline must run "
+        "lower-conv-backprop-filter (as the default pipelines do) [E2]")
+
+
+def test_every_op_has_a_stablehlo_form_or_a_registered_lowering_pass() -> None:
+    """What E2 relies on: an op the emitter lacks is one a registered pass lowers (LOWERED_BY,
+    read from the passes' patterns), and that pass is in every default pipeline."""
+    from convc.emit import emits
+    from convc.ops import OPS
+    from convc.passes import LOWERED_BY, TARGETS, default_pipeline
+
+    assert {kind for kind in OPS if not emits(kind)} == set(LOWERED_BY) == {"conv_transpose", "conv_backprop_input",
+                                                                            "conv_backprop_filter"}
+    for target in TARGETS:
+        assert set(LOWERED_BY.values()) <= set(default_pipeline(target).split(","))
+
+
+@pytest.mark.parametrize("seed", ["-5", "1.5", "x"])
+def test_a_seed_that_is_no_non_negative_integer_is_a_usage_error(convc: Runner, write_model: Callable[..., Path], seed: str) -> None:
+    """`--seed -5` was numpy's ValueError as an internal error (exit 3)."""
+    write_model(tiny_model())
+    result = convc("model.json", "--run", "--seed", seed)
+    assert (result.code, result.stdout) == (2, "")
+    assert result.stderr.splitlines()[-1] == f"convc: error: argument --seed: expected a non-negative integer, got '{seed}'"
+
+
+SHARDED = Path(__file__).resolve().parents[2] / "examples" / "sharded" / "seg3d_block.json"  # mesh data=2, space=4
+
+
+@pytest.mark.parametrize(("mesh", "code", "line"), [
+    pytest.param("data:4", 2, "convc: error: --mesh: expected AXIS=SIZE[,AXIS=SIZE...], got 'data:4'", id="no-equals"),
+    pytest.param("data=0,space=4", 2, "convc: error: --mesh: the size of mesh axis 'data' must be a positive integer, got 0",
+                 id="size"),
+    pytest.param("1d=2", 2, "convc: error: --mesh: mesh axis name '1d' is not an identifier ([A-Za-z_][A-Za-z0-9_]*)",
+                 id="axis-name"),
+    pytest.param("data=2,spatial=4", 1, f"{SHARDED}: error: --mesh data=2,spatial=4: axes (data, spatial) differ from the "
+                 "model's mesh axes (data, space); --mesh may only change their sizes [S8]", id="model-axes"),
+])
+def test_a_malformed_mesh_flag_is_a_usage_error_and_a_mesh_the_model_refuses_is_located(convc: Runner, mesh: str, code: int,
+                                                                                         line: str) -> None:
+    """docs/cli.md's rule: a flag value that does not parse is a malformed command line (exit
+    2, no id; was exit 1 [S5]); a well-formed value the model contradicts is the model's
+    error, located, with its id (exit 1)."""
+    result = convc(str(SHARDED), "--mesh", mesh, "--target", "generic")
+    assert (result.code, result.stdout) == (code, "")
+    assert assert_one_line(result.stderr) == line
+
+
+@pytest.mark.parametrize(("args", "error"), [
+    (["--target", "tpu"], "unknown target 'tpu' (expected one of generic, cpu, gpu)"),
+    (["--pipeline", "dce,bogus"], "unknown pass 'bogus'"),
+], ids=["target", "pipeline"])
+def test_compile_graph_raises_the_usage_error_the_cli_prints(convc_here: Runner, write_model: Callable[..., Path],
+                                                            tmp_path: Path, args: list[str], error: str) -> None:
+    """From Python a bad target or pipeline is a ConvcError (a UsageError, no id), not a bare
+    ValueError, and reads as the line convc prints for the same request (exit 2)."""
+    import convc as library
+    from convc.diagnostics import UsageError
+
+    write_model(tiny_model())
+    option = {"--target": "target", "--pipeline": "pipeline"}[args[0]]
+    with pytest.raises(UsageError) as caught:
+        library.compile_graph(library.load_model(tmp_path / "model.json"), **{option: args[1]})
+    assert isinstance(caught.value, library.ConvcError) and caught.value.constraint is None
+    assert str(caught.value) == f"convc: error: {error}"
+    if option == "pipeline":  # --target's choices are argparse's own
+        result = convc_here("model.json", *args)
+        assert (result.code, assert_one_line(result.stderr)) == (2, str(caught.value))
+
+
+def two_weight_net() -> Any:
+    """x -> multiply by w1 -> add w2: names of more than one character, as most models' are."""
+    import convc as library
+
+    b = library.Builder("net")
+    x = b.input("x", (2, 3))
+    w1 = b.constant("w1", np.full((2, 3), 0.5, np.float32))
+    w2 = b.constant("w2", np.ones((2, 3), np.float32))
+    b.output(b.add(b.multiply(x, w1, name="p"), w2, name="y"))
+    return b.build()
+
+
+def test_grad_takes_one_name_or_the_comma_separated_names_grad_takes() -> None:
+    """`convc.grad(g, wrt="w1")` iterated the string ('w', '1': G1); a string is now one name
+    or a comma-separated list, the same step as the list of those names."""
+    import convc as library
+
+    graph = two_weight_net()
+    one = library.grad(graph, wrt="w1")
+    assert [v.name for v in one.outputs] == ["y", "w1.grad"]
+    listed = library.print_graph(library.grad(graph, wrt=["x", "w2"]))
+    assert library.print_graph(library.grad(graph, wrt="x,w2")) == listed
+    assert library.print_graph(library.grad(graph, wrt="x, w2")) == listed
+
+
+@pytest.mark.parametrize(("entry", "what"), [("value", "the Value 'w1' (pass its name)"), (3, "an object of type int")],
+                         ids=["value", "int"])
+def test_grad_refuses_a_wrt_entry_that_is_not_a_name(entry: object, what: str) -> None:
+    """Refused by name, located at the model (built here, so this file), not a KeyError."""
+    import convc as library
+
+    graph = two_weight_net()
+    given = next(v for v in graph.values() if v.name == "w1") if entry == "value" else entry
+    with pytest.raises(library.ConvcError) as caught:
+        library.grad(graph, wrt=["x", given])  # type: ignore[list-item]
+    assert caught.value.constraint == "G1"
+    assert str(caught.value) == f"{__file__}: error: grad: wrt takes the names of inputs or constants, got {what} [G1]"
+
+
+def test_grad_names_are_comma_separated_in_the_flag_and_in_the_pass(convc: Runner, write_model: Callable[..., Path]) -> None:
+    """One separator: `--grad x,w` and `-p "grad{wrt=x,w},..."` give the same module; `x:w`
+    (the pass's old separator) is a G1 error that says names take ','."""
+    from convc.passes import default_pipeline
+
+    write_model(tiny_model())
+    flag = convc("model.json", "--grad", "x,w", "--target", "generic")
+    piped = convc("model.json", "-p", f"grad{{wrt=x,w}},{default_pipeline('generic')}")
+    assert (flag.code, piped.code) == (0, 0) and flag.stdout == piped.stdout and "w.grad" in flag.stdout
+    for args in (["--grad", "x:w"], ["-p", "grad{wrt=x:w}"]):
+        result = convc("model.json", *args)
+        assert (result.code, result.stdout) == (1, "")
+        assert assert_one_line(result.stderr) == ("model.json: error: grad: wrt names 'x:w', which is no value of 'tiny'; "
+                                                  "names are separated by ',': x,w [G1]")
+
+
+@pytest.mark.parametrize(("emit", "line"), [
+    ("stablehlo", "out:3:{col}: error: this is StableHLO (MLIR, as convc emits it), not a convc model: convc reads JSON models "
+                  "and convc IR (what --emit convc writes) [X11]"),
+    ("bytecode", "out: error: input is MLIR bytecode (what --emit bytecode writes), not a convc model: convc reads JSON models "
+                 "and convc IR text [I2]"),
+], ids=["stablehlo", "bytecode"])
+def test_convcs_own_output_fed_back_says_what_it_is(convc: Runner, write_model: Callable[..., Path], tmp_path: Path, emit: str,
+                                                   line: str) -> None:
+    """`convc model.json -o out; convc out`: one located line naming the format (was a lexer
+    error, X1, at some character of a constant, or 'not UTF-8' for bytecode)."""
+    write_model(tiny_model())
+    assert convc("model.json", "--emit", emit, "-o", "out").code == 0
+    result = convc("out")
+    assert (result.code, result.stdout) == (1, "")
+    if emit == "stablehlo":  # located at the first op: `%c = stablehlo.convolution(...)` on line 3
+        line = line.format(col=(tmp_path / "out").read_text().splitlines()[2].index("stablehlo.") + 1)
+    assert assert_one_line(result.stderr) == line
+
+
+def test_arrays_in_inputs_that_name_no_input_are_warned_about(convc: Runner, write_model: Callable[..., Path],
+                                                              tmp_path: Path) -> None:
+    """A typo'd or foreign array in --inputs was ignored without a word: now one warning line
+    on stderr (docs/diagnostics.md#warnings), and the run goes on with the named arrays."""
+    write_model(tiny_model())
+    x = np.ones((1, 2, 5, 5), np.float32)
+    np.savez(tmp_path / "in.npz", x=x, X=x, bias=np.zeros(3))
+    result = convc("model.json", "--run", "--inputs", "in.npz", "--outputs", "out.npz")
+    assert result.code == 0 and RUN_LINE.fullmatch(assert_one_line(result.stdout))
+    assert assert_one_line(result.stderr) == ("in.npz: warning: ignoring arrays 'X', 'bias', which name no input of 'tiny' "
+                                              "(inputs: x)")
+    with np.load(tmp_path / "out.npz") as saved:
+        np.testing.assert_allclose(saved["y"], tiny_oracle(x), rtol=1e-5, atol=1e-5)

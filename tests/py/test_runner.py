@@ -161,3 +161,53 @@ def test_a_sharded_model_runs_on_its_mesh_in_a_fresh_process() -> None:
     record = json.loads(done.stdout.splitlines()[-1])
     assert (record["platform"], record["ok"], record["devices"]) == ("cpu", True, mesh_size), record
     assert record["lines"] and all(line.endswith("(ok)") for line in record["lines"])
+
+
+@pytest.mark.parametrize("seed", [-5, 1.5, "3", True])
+def test_a_seed_that_is_no_non_negative_integer_is_a_user_error(seed: object) -> None:
+    """`--seed` takes what numpy's generators take; from Python a negative or non-integer seed
+    was numpy's ValueError (or a silent bool), now a ConvcError [R8]."""
+    with pytest.raises(ConvcError) as caught:
+        convc.run(small_net(), seed=seed, platform="cpu")  # type: ignore[arg-type]
+    assert caught.value.constraint == "R8"
+    assert str(caught.value) == f"<input>: error: seed must be a non-negative integer, got {seed!r} [R8]"
+
+
+def test_too_few_devices_for_a_sharded_executable_is_a_convc_error() -> None:
+    """compile_sharded, below convc.run, refuses a mesh larger than the platform with the S9
+    ConvcError (TooFewDevicesError, documented), not a RuntimeError."""
+    import jax
+    from convc.runtime_sharded import TooFewDevicesError, compile_sharded
+
+    found = len(jax.devices("cpu"))
+    text = convc.compile_graph(convc.load_model(ROOT / "examples" / "sharded" / "seg3d_block.json"), target="generic")
+    with pytest.raises(TooFewDevicesError) as caught:
+        compile_sharded(text, found + 1, "cpu")
+    assert isinstance(caught.value, ConvcError) and caught.value.constraint == "S9"
+    assert str(caught.value).startswith(f"<input>: error: the mesh needs {found + 1} devices; cpu has {found} here")
+
+
+def test_arrays_that_name_no_input_are_a_warning_in_the_result(rng: np.random.Generator) -> None:
+    """As `--inputs` warns on stderr: the extra name is ignored, and said so in `warnings` and the log."""
+    x = rng.standard_normal((1, 9, 9, 3)).astype(np.float32)
+    logged: list[str] = []
+    result = convc.run(small_net(), {"x": x, "y": x}, platform="cpu", log=logged.append)
+    assert result.warnings == logged == ["<input>: warning: ignoring array 'y', which names no input of 'net' (inputs: x)"]
+    (expected,) = evaluate(small_net(), [x])
+    np.testing.assert_allclose(result.outputs[0], expected, rtol=1e-5, atol=1e-5)
+
+
+def test_printing_a_run_its_check_and_its_graph_shows_a_summary_not_the_arrays(rng: np.random.Generator) -> None:
+    """`print(convc.run(...))` printed every input, output and constant element; now names,
+    shapes, dtypes, the platform and the check's verdict, one line each. `print(report)`
+    prints the --check lines."""
+    x = rng.standard_normal((1, 9, 9, 3)).astype(np.float32)
+    result = convc.run(small_net(), {"x": x}, platform="cpu", check=True)
+    assert repr(result) == ("RunResult(platform='cpu', inputs={'x': f32[1, 9, 9, 3]}, outputs={'y': f32[1, 5, 5, 4]}, "
+                            "warnings=0, check='passed')")
+    assert repr(result.check) == "CheckReport(passed=True, outputs=1)"
+    assert result.check is not None and str(result.check) == result.check.lines[0]
+    assert repr(result.graph).startswith("Graph('net', inputs=[%x: tensor<1x9x9x3xf32>], outputs=[%y: tensor<1x5x5x4xf32>], ops=")
+    graph = small_net()
+    assert repr(graph) == "Graph('net', inputs=[%x: tensor<1x9x9x3xf32>], outputs=[%y: tensor<1x5x5x4xf32>], ops=3)"
+    assert repr(graph.ops[0]) == "%w = constant() {'value': <array float32[3, 3, 3, 4]>} : tensor<3x3x3x4xf32>"

@@ -156,10 +156,14 @@ def test_builder_mesh_and_specs() -> None:
 
 
 def test_mesh_flag() -> None:
+    """A --mesh value that does not parse is a usage error (no id, exit 2 in the CLI), not S5."""
+    from convc.diagnostics import UsageError
+
     assert parse_mesh_flag("data=4, space=2") == Mesh((("data", 4), ("space", 2)))
     for bad in ("data=4,data=2", "data=x", "1a=2", "data"):
-        with pytest.raises(ConvcError, match=r"\[S5\]"):
+        with pytest.raises(UsageError, match=r"^convc: error: --mesh: ") as caught:
             parse_mesh_flag(bad)
+        assert caught.value.constraint is None
 
 
 def test_replacing_a_constrained_value_carries_its_sharding() -> None:
