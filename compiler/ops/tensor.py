@@ -59,11 +59,22 @@ def _normalize_axis(axis: int, rank: int, attr: str, constraint: str) -> int:
     return axis % rank
 
 
+def _bias_axis_hint(v: OpView, x: TensorType, bias: TensorType, axis: int) -> str:
+    """A bias that fits another dimension of x: most likely channels-first data (an NCHW
+    conv's result) given without `axis`, whose default is the last dimension."""
+    fits = [d for d in range(x.rank) if d != axis and bias.rank == 1 and x.shape[d] == bias.shape[0]]
+    if not fits:
+        return ""
+    default = "" if v.has("axis") else f" (the default, {v.axis}, is the last dimension: channels last)"
+    return f"; it fits dimension {fits[0]}: give axis={fits[0]}{default}"
+
+
 def _bias_add(v: OpView) -> TensorType:
     x, bias = v.operand(0), v.operand(1)
     axis = _normalize_axis(v.attr("axis"), x.rank, "axis", "bias_add.C1")
     if bias.rank != 1 or bias.shape[0] != x.shape[axis]:
-        raise VerifyError(f"bias must have shape [{x.shape[axis]}] (dimension {axis} of {x}), got {bias}", "bias_add.C2", operand=1)
+        raise VerifyError(f"bias must have shape [{x.shape[axis]}] (dimension {axis} of {x}), got {bias}"
+                          f"{_bias_axis_hint(v, x, bias, axis)}", "bias_add.C2", operand=1)
     if bias.dtype != x.dtype:
         raise VerifyError(f"bias element type {bias.dtype} differs from input element type {x.dtype}", "bias_add.C3", operand=1)
     return x
