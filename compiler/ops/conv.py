@@ -291,6 +291,8 @@ def check_lowering(lowering: str | None) -> None:
 class LoweringPinKind(StrKind):
     """A `lowering` pin: its schema enum is the pins registered when the schema is written."""
 
+    label = "'xla' or a cpu-* pass name"
+
     def schema(self) -> dict[str, Any]:
         return {"enum": list(lowering_pins())}
 
