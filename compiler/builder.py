@@ -380,3 +380,49 @@ def _op_signature(opdef: OpDef) -> inspect.Signature:
 for _kind in OPS:
     if not hasattr(Builder, _kind):
         setattr(Builder, _kind, _op_method(_kind))
+
+
+# --- the reference in docs/builder.md (tools/gen_docs.py's "builder-reference" section) ---
+
+
+def builder_reference() -> str:
+    """One entry per op kind: the method's call, what it computes, its operands and its
+    attributes (kind, default, meaning), all from the declarations and the methods."""
+    return "".join(_reference_entry(kind) for kind in OPS)
+
+
+def _reference_entry(kind: str) -> str:
+    opdef, method = OPS[kind], getattr(Builder, kind)
+    summary = " ".join(line.strip() for line in (method.__doc__ or "").split("\n\n", 1)[0].splitlines())
+    lines = [f"### {kind}", "", f"`b.{kind}{_call_text(method)}`: {summary}", "", f"Operands: {_operands_markdown(opdef)}.", ""]
+    if opdef.attrs:
+        lines += ["| attribute | kind | default | meaning |", "|---|---|---|---|"]
+        lines += [f"| `{name}` | {_cell(spec.kind.label)} | {_cell(_default_cell(spec))} | {_cell(spec.doc)} |"
+                  for name, spec in opdef.attrs.items()]
+    else:
+        lines.append("No attributes.")
+    return "\n".join(lines) + "\n\n"
+
+
+def _call_text(method: Callable[..., Value]) -> str:
+    """The method's parameters without annotations or `self`: `(x, /, *, window_dimensions, ..., name=None)`."""
+    signature = inspect.signature(method)
+    params = [p.replace(annotation=inspect.Parameter.empty) for p in list(signature.parameters.values())[1:]]
+    return str(signature.replace(parameters=params, return_annotation=inspect.Signature.empty))
+
+
+def _operands_markdown(opdef: OpDef) -> str:
+    if opdef.variadic:
+        return f"`{opdef.operands[0]}`, one or more"
+    return ", ".join(f"`{operand}`" for operand in opdef.operands) or "none"
+
+
+def _default_cell(spec: Attr) -> str:
+    """A value default in code style; a derived one, `required` and `none` in words."""
+    plain = spec.required or spec.default is None or callable(spec.default)
+    return spec.default_text() if plain else f"`{spec.default_text()}`"
+
+
+def _cell(text: str) -> str:
+    """Text in a Markdown table cell: pipes escaped."""
+    return text.replace("|", "\\|")

@@ -304,8 +304,8 @@ CONV_ATTRS: dict[str, Attr] = {
     "rhs_dilation": Attr(INTS, ones_per_spatial_dim, doc="kernel (window) dilation; default all 1"),
     "dimension_numbers": Attr(DIMS, Derived(lambda types: default_layouts(types[0].rank), "lax's: NC.../OI.../NC... by rank"),
                               doc="[lhs, rhs, out] layouts; default NC.../OI.../NC..."),
-    "feature_group_count": Attr(INT, 1),
-    "batch_group_count": Attr(INT, 1),
+    "feature_group_count": Attr(INT, 1, doc="grouped conv: lhs features in this many groups (depthwise: the input channels)"),
+    "batch_group_count": Attr(INT, 1, doc="lhs batch in this many groups (grouped kernel gradients)"),
     "precision": Attr(PRECISION, doc='"DEFAULT" | "HIGH" | "HIGHEST" or a pair', constraint="C24"),
     "preferred_element_type": Attr(DTYPE, doc="result/accumulation element type"),
 }
