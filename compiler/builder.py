@@ -41,6 +41,7 @@ from .sharding import check_spec, read_mesh, read_spec
 from .verify import coerce_attrs, infer_type
 
 Helper = TypeVar("Helper", bound=Callable[..., Value])
+Operand = Value | np.ndarray  # a numpy array operand becomes a constant
 
 NOT_A_VALUE = "U7"  # an operand, output or sharded value is a Value (an operand may be a numpy array)
 FOREIGN_VALUE = "U8"  # a Value is one this builder made
@@ -176,7 +177,7 @@ class Builder:
 
     # --- ops ------------------------------------------------------------------
 
-    def op(self, kind: str, *operands: Value | np.ndarray, name: str | None = None, **attrs: Any) -> Value:
+    def op(self, kind: str, *operands: Operand, name: str | None = None, **attrs: Any) -> Value:
         """Append any registered op; every op method calls this. A numpy array operand is
         added as a constant (`<name>.<operand>`) just before the op, if the op is valid."""
         loc = _call_site()
@@ -221,27 +222,27 @@ class Builder:
     # helper get a method made from their declaration (`_op_method`, below the class).
 
     @_declared("conv")
-    def conv(self, lhs: Value, rhs: Value, window_strides: Sequence[int] | None = None, padding: Any = None,
+    def conv(self, lhs: Operand, rhs: Operand, window_strides: Sequence[int] | None = None, padding: Any = None,
              name: str | None = None, **attrs: Any) -> Value:
         """jax.lax.conv_general_dilated; `lowering=` pins how the cpu target lowers it
         ("xla" or a cpu rewrite pass's name), as the JSON attribute does."""
         return self.op("conv", lhs, rhs, name=name, window_strides=window_strides, padding=padding, **attrs)
 
     @_declared("conv_transpose")
-    def conv_transpose(self, lhs: Value, rhs: Value, strides: Sequence[int] | None = None, padding: Any = None,
+    def conv_transpose(self, lhs: Operand, rhs: Operand, strides: Sequence[int] | None = None, padding: Any = None,
                        name: str | None = None, **attrs: Any) -> Value:
         """jax.lax.conv_transpose, plus feature_group_count (grouped transposed conv)."""
         return self.op("conv_transpose", lhs, rhs, name=name, strides=strides, padding=padding, **attrs)
 
     @_declared("conv_backprop_input")
-    def conv_backprop_input(self, out_grad: Value, rhs: Value, window_strides: Sequence[int] | None = None, padding: Any = None,
+    def conv_backprop_input(self, out_grad: Operand, rhs: Operand, window_strides: Sequence[int] | None = None, padding: Any = None,
                             name: str | None = None, **attrs: Any) -> Value:
         """The input gradient of the forward conv these attributes describe, sized by
         `input_shape` (TF input_sizes) or `output_padding` (PyTorch/ONNX)."""
         return self.op("conv_backprop_input", out_grad, rhs, name=name, window_strides=window_strides, padding=padding, **attrs)
 
     @_declared("conv_backprop_filter")
-    def conv_backprop_filter(self, lhs: Value, out_grad: Value, kernel_shape: Sequence[int],
+    def conv_backprop_filter(self, lhs: Operand, out_grad: Operand, kernel_shape: Sequence[int],
                              window_strides: Sequence[int] | None = None, padding: Any = None, name: str | None = None,
                              **attrs: Any) -> Value:
         """The kernel gradient of the forward conv these attributes describe, in the layout of `kernel_shape`."""
@@ -249,49 +250,49 @@ class Builder:
                        padding=padding, **attrs)
 
     @_declared("bias_add")
-    def bias_add(self, x: Value, bias: Value, name: str | None = None, **attrs: Any) -> Value:
+    def bias_add(self, x: Operand, bias: Operand, name: str | None = None, **attrs: Any) -> Value:
         return self.op("bias_add", x, bias, name=name, **attrs)
 
     @_declared("add")
-    def add(self, lhs: Value, rhs: Value, name: str | None = None) -> Value:
+    def add(self, lhs: Operand, rhs: Operand, name: str | None = None) -> Value:
         return self.op("add", lhs, rhs, name=name)
 
     @_declared("multiply")
-    def multiply(self, lhs: Value, rhs: Value, name: str | None = None) -> Value:
+    def multiply(self, lhs: Operand, rhs: Operand, name: str | None = None) -> Value:
         return self.op("multiply", lhs, rhs, name=name)
 
     @_declared("relu")
-    def relu(self, x: Value, name: str | None = None) -> Value:
+    def relu(self, x: Operand, name: str | None = None) -> Value:
         return self.op("relu", x, name=name)
 
     @_declared("reshape")
-    def reshape(self, x: Value, new_sizes: Sequence[int], name: str | None = None) -> Value:
+    def reshape(self, x: Operand, new_sizes: Sequence[int], name: str | None = None) -> Value:
         return self.op("reshape", x, name=name, new_sizes=new_sizes)
 
     @_declared("transpose")
-    def transpose(self, x: Value, permutation: Sequence[int], name: str | None = None) -> Value:
+    def transpose(self, x: Operand, permutation: Sequence[int], name: str | None = None) -> Value:
         return self.op("transpose", x, name=name, permutation=permutation)
 
     @_declared("reverse")
-    def reverse(self, x: Value, dimensions: Sequence[int], name: str | None = None) -> Value:
+    def reverse(self, x: Operand, dimensions: Sequence[int], name: str | None = None) -> Value:
         return self.op("reverse", x, name=name, dimensions=dimensions)
 
     @_declared("pad")
-    def pad(self, x: Value, padding_config: Sequence[Sequence[int]], padding_value: float | None = None,
+    def pad(self, x: Operand, padding_config: Sequence[Sequence[int]], padding_value: float | None = None,
             name: str | None = None) -> Value:
         return self.op("pad", x, name=name, padding_config=padding_config, padding_value=padding_value)
 
     @_declared("slice")
-    def slice(self, x: Value, start_indices: Sequence[int], limit_indices: Sequence[int],
+    def slice(self, x: Operand, start_indices: Sequence[int], limit_indices: Sequence[int],
               strides: Sequence[int] | None = None, name: str | None = None) -> Value:
         return self.op("slice", x, name=name, start_indices=start_indices, limit_indices=limit_indices, strides=strides)
 
     @_declared("concatenate")
-    def concatenate(self, inputs: Sequence[Value], dimension: int, name: str | None = None) -> Value:
+    def concatenate(self, inputs: Sequence[Operand], dimension: int, name: str | None = None) -> Value:
         return self.op("concatenate", *inputs, name=name, dimension=dimension)
 
     @_declared("convert")
-    def convert(self, x: Value, new_dtype: str, name: str | None = None) -> Value:
+    def convert(self, x: Operand, new_dtype: str, name: str | None = None) -> Value:
         return self.op("convert", x, name=name, new_dtype=new_dtype)
 
     # --- names ------------------------------------------------------------------
@@ -355,7 +356,7 @@ def _operand_role(opdef: OpDef, index: int) -> str:
 def _op_method(kind: str) -> Callable[..., Value]:
     """The Builder method of op `kind`, made from its declaration: operands positional,
     attributes by keyword, and the declaration in its help and signature."""
-    def method(self: Builder, *operands: Value | np.ndarray, name: str | None = None, **attrs: Any) -> Value:
+    def method(self: Builder, *operands: Operand, name: str | None = None, **attrs: Any) -> Value:
         return self.op(kind, *operands, name=name, **attrs)
 
     method.__name__ = kind
