@@ -11,13 +11,14 @@ import numpy as np
 from .diagnostics import ConvcError, Location, VerifyError
 from .ir import Graph, Op, TensorType, attrs_key
 from .memo import memoized
-from .ops import OPS, OpDef, suggest
+from .ops import OPS, OpDef, attribute_hint, suggest
 from .ops.attr_kinds import TensorKind
 from .ops.base import ATTR_KNOWN, ATTR_REQUIRED, KNOWN_OP, OPERAND_COUNT, SIZE_LIMIT
 
 
 def coerce_attrs(kind: str, raw: dict[str, Any], loc: Location) -> dict[str, Any]:
-    """Check attribute names and value kinds; unknown names get a suggestion."""
+    """Check attribute names and value kinds; an unknown name gets a hint (the op's
+    `foreign` table, else the closest declared name)."""
     return dict(_coerced(kind, raw, loc))  # a copy: the memoized dict is shared
 
 
@@ -62,7 +63,7 @@ def _coerced(kind: str, raw: dict[str, Any], loc: Location) -> dict[str, Any]:
     for name, value in raw.items():
         spec = opdef.attrs.get(name)
         if spec is None:
-            hint = suggest(name, opdef.attrs)
+            hint = attribute_hint(opdef, name)
             raise ConvcError(f"unknown attribute '{name}' for op '{kind}'{hint}", loc.child(name), ATTR_KNOWN)
         try:
             typed[name] = spec.check(name, value)

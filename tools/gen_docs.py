@@ -22,11 +22,15 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from convc.builder import builder_reference
+
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 
 # NAME -> (the doc that holds it, what writes its body). Each section's writer lives with the
 # registry it reads; this table only says where its text goes.
-SECTIONS: dict[str, tuple[str, Callable[[], str]]] = {}
+SECTIONS: dict[str, tuple[str, Callable[[], str]]] = {
+    "builder-reference": ("builder.md", builder_reference),
+}
 
 
 def _markers(name: str) -> re.Pattern[str]:

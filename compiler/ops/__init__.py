@@ -14,7 +14,7 @@ import difflib
 from collections.abc import Iterable
 
 from ..ir import Op
-from .base import Attr, ConvDimensionNumbers, OpDef, OpView
+from .base import Attr, ConvDimensionNumbers, Derived, ForeignAttr, OpDef, OpView
 from .broadcast import BROADCAST_IN_DIM
 from .conv import CONV
 from .conv_grad import CONV_GRAD_OPS
@@ -47,4 +47,12 @@ def suggest(name: str, choices: Iterable[str]) -> str:
     return f" (did you mean '{close[0]}'?)" if close else ""
 
 
-__all__ = ["OPS", "Attr", "ConvDimensionNumbers", "OpDef", "OpView", "register", "suggest", "view"]
+def attribute_hint(opdef: OpDef, name: str) -> str:
+    """The hint for an attribute `opdef` does not declare: what the op's `foreign` table
+    says the name means (another framework's or another op's), else the closest spelling."""
+    meaning = opdef.foreign.get(name)
+    return meaning.hint(name, opdef.name) if meaning is not None else suggest(name, opdef.attrs)
+
+
+__all__ = ["OPS", "Attr", "ConvDimensionNumbers", "Derived", "ForeignAttr", "OpDef", "OpView", "attribute_hint", "register",
+           "suggest", "view"]

@@ -48,7 +48,10 @@ shown = _short_repr().repr
 
 
 class AttrKind:
-    """One kind of attribute value. Subclasses implement `check`, `print` and `schema`."""
+    """One kind of attribute value. Subclasses implement `check`, `print` and `schema`, and
+    name the Python values they take in `label` (the builder's help and docs/builder.md)."""
+
+    label = "a value"
 
     def check(self, value: Any, attr: str) -> Any:
         """A raw value -> the typed value, or a VerifyError naming `attr`."""
@@ -116,6 +119,8 @@ def rows_schema(width: int) -> dict[str, Any]:
 
 
 class IntKind(AttrKind):
+    label = "int"
+
     def check(self, value: Any, attr: str) -> int:
         return check_int(value, attr)
 
@@ -127,6 +132,8 @@ class IntKind(AttrKind):
 
 
 class IntsKind(AttrKind):
+    label = "ints"
+
     def check(self, value: Any, attr: str) -> tuple[int, ...]:
         return check_ints(value, attr)
 
@@ -142,6 +149,7 @@ class IntRowsKind(AttrKind):
 
     def __init__(self, width: int):
         self.width = width
+        self.label = f"[{_row_names(width)}] rows"
 
     def check(self, value: Any, attr: str) -> tuple[tuple[int, ...], ...]:
         return check_rows(value, attr, self.width)
@@ -167,6 +175,8 @@ def case_insensitive(words: tuple[str, ...]) -> dict[str, Any]:
 class PaddingKind(AttrKind):
     """A padding mode (SAME, SAME_LOWER, VALID) or explicit [lo, hi] rows."""
 
+    label = "padding mode or [lo, hi] rows"
+
     def check(self, value: Any, attr: str) -> str | tuple[tuple[int, ...], ...]:
         if isinstance(value, str):
             if value.upper() not in PADDING_MODES:
@@ -184,6 +194,8 @@ class PaddingKind(AttrKind):
 
 class PrecisionKind(AttrKind):
     """One precision for both operands, or a pair."""
+
+    label = "precision or a pair"
 
     def check(self, value: Any, attr: str) -> str | tuple[str, str]:
         def one(item: Any) -> str:
@@ -206,6 +218,8 @@ class PrecisionKind(AttrKind):
 
 
 class DtypeKind(AttrKind):
+    label = "dtype"
+
     def check(self, value: Any, attr: str) -> str:
         name = canonical_dtype(value) if isinstance(value, str) else None
         if name is None:
@@ -222,8 +236,12 @@ class DtypeKind(AttrKind):
 class StrKind(AttrKind):
     """A string; `choices` (checked by the op's verifier, for its own diagnostic) is the schema's enum."""
 
+    label = "str"
+
     def __init__(self, choices: tuple[str, ...] = ()):
         self.choices = choices
+        if choices:
+            self.label = " | ".join(repr(choice) for choice in choices)
 
     def check(self, value: Any, attr: str) -> str:
         if not isinstance(value, str):
@@ -238,6 +256,8 @@ class StrKind(AttrKind):
 
 
 class BoolKind(AttrKind):
+    label = "bool"
+
     def check(self, value: Any, attr: str) -> bool:
         if not isinstance(value, bool):
             raise VerifyError(f"{attr} must be true or false, got {shown(value)}", attr=attr)
@@ -254,6 +274,8 @@ _NON_FINITE = ("inf", "-inf", "nan")
 
 
 class FloatKind(AttrKind):
+    label = "float"
+
     def check(self, value: Any, attr: str) -> float:
         if isinstance(value, bool) or not isinstance(value, int | float) and not hasattr(value, "__float__"):
             raise VerifyError(f"{attr} must be a number, got {shown(value)}", attr=attr)
@@ -317,6 +339,8 @@ def parse_dimension_numbers(text: str) -> ConvDimensionNumbers:
 class DimsKind(AttrKind):
     """Conv dimension numbers: three layout strings, or explicit `ConvDimensionNumbers`."""
 
+    label = "3 layout strings or ConvDimensionNumbers"
+
     def check(self, value: Any, attr: str) -> tuple[str, str, str] | ConvDimensionNumbers:
         if isinstance(value, ConvDimensionNumbers):
             return value
@@ -342,6 +366,8 @@ class DimsKind(AttrKind):
 class TensorKind(AttrKind):
     """A constant's value: a numpy array, held read-only (a view: the caller's array stays
     writable). JSON models give constants in their own "constants" list, not as attributes."""
+
+    label = "numpy array"
 
     def check(self, value: Any, attr: str) -> Any:
         if isinstance(value, np.ndarray) and value.flags.writeable:

@@ -64,6 +64,18 @@ VjpRule = Callable[[OpFactory, "OpView", Sequence[Value], Value], Sequence["Valu
 
 
 @dataclass(frozen=True)
+class Derived:
+    """A default computed from the operand types (one stride per spatial dimension), with the
+    words the builder's help and docs/builder.md show for it."""
+
+    rule: DerivedDefault
+    text: str
+
+    def __call__(self, types: Sequence[TensorType]) -> Any:
+        return self.rule(types)
+
+
+@dataclass(frozen=True)
 class Attr:
     """One declared attribute: its kind, its default (a value, or a function of the operand
     types), whether it is required, and a line for the schema and the builder's help."""
@@ -77,6 +89,16 @@ class Attr:
     def default_for(self, types: Sequence[TensorType]) -> Any:
         return self.default(types) if callable(self.default) else self.default
 
+    def default_text(self) -> str:
+        """The default as the builder's help and docs/builder.md show it."""
+        if self.required:
+            return "required"
+        if isinstance(self.default, Derived):
+            return self.default.text
+        if callable(self.default):
+            return "from the operand types"
+        return "none" if self.default is None else repr(self.default)
+
     def check(self, name: str, value: Any) -> Any:
         """A raw value -> the typed value (None: absent)."""
         if value is None:
@@ -89,13 +111,34 @@ class Attr:
             raise VerifyError(err.message, self.constraint, attr=name) from None
 
 
-def ones_per_spatial_dim(types: Sequence[TensorType]) -> tuple[int, ...]:
-    """The default of a conv's strides and dilations: 1 for each spatial dimension."""
-    return (1,) * (types[0].rank - 2)
+# The default of a conv's strides and dilations; of a window op's or slice's, per dimension.
+ones_per_spatial_dim = Derived(lambda types: (1,) * (types[0].rank - 2), "1 per spatial dimension")
+ones_per_dim = Derived(lambda types: (1,) * types[0].rank, "1 per dimension")
 
 
-def ones_per_dim(types: Sequence[TensorType]) -> tuple[int, ...]:
-    return (1,) * types[0].rank
+@dataclass(frozen=True)
+class ForeignAttr:
+    """What an attribute name an op does not declare means there: another framework's
+    spelling (PyTorch's `groups`, ONNX's `kernel_shape`), with `source` naming who spells it
+    so, or another op's attribute (`output_padding` on `conv_transpose`: `op` takes it). convc
+    spells it `attr` of `op` (None: this op; no `attr`: nothing does, and `note` says why);
+    `note` says what else differs. The unknown-attribute error (A3) shows it as its hint, and
+    an importer can read the same table."""
+
+    attr: str | None = None
+    op: str | None = None
+    source: str = ""
+    note: str = ""
+
+    def hint(self, name: str, op_name: str) -> str:
+        """The A3 error's suffix for attribute `name` given to op `op_name`."""
+        if self.attr is None:
+            return f" ({self.note})"
+        note = f"; {self.note}" if self.note else ""
+        if self.op is not None and self.op != op_name:
+            return f" ('{self.op}' takes '{self.attr}'{note})"
+        source = f" '{name}' is its name in {self.source}" if self.source else ""
+        return f" (did you mean '{self.attr}'?{source}{note})"
 
 
 @dataclass(frozen=True, eq=False)  # compared and hashed by identity: a memo key part
@@ -108,10 +151,16 @@ class OpDef:
     doc: str = ""
     result_constraint: Callable[[TensorType, TensorType], str] = any_result_mismatch  # (written, inferred) -> id
     vjp: VjpRule | None = None  # the gradient rule; None: convc.grad refuses a model that needs one
+    foreign: dict[str, ForeignAttr] = field(default_factory=dict)  # undeclared names with a meaning here (A3's hints)
     view_class: type[OpView] = field(init=False, repr=False)  # an accessor per attribute, from `attrs`
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "view_class", _view_class(self.name, self.attrs))
+        for name, meaning in self.foreign.items():
+            if name in self.attrs:
+                raise ValueError(f"op '{self.name}': '{name}' is a declared attribute, not a foreign one")
+            if meaning.op is None and meaning.attr is not None and meaning.attr not in self.attrs:
+                raise ValueError(f"op '{self.name}': foreign attribute '{name}' means '{meaning.attr}', which it does not declare")
 
     def bind(self, types: Sequence[TensorType], attrs: dict[str, Any]) -> OpView:
         """The typed view of operand types and attributes (what `infer` receives)."""
@@ -152,7 +201,7 @@ class OpView:
 
 
 def _accessor(name: str, spec: Attr) -> property:
-    default = spec.default
+    default = spec.default.rule if isinstance(spec.default, Derived) else spec.default
     if callable(default):
         def derived(v: OpView) -> Any:
             value = v.attrs.get(name)
@@ -203,6 +252,6 @@ def check_axes(axes: Sequence[int], rank: int, attr: str, range_id: str, unique_
 __all__ = [
     "ATTR_KIND", "ATTR_KNOWN", "ATTR_REQUIRED", "KNOWN_OP", "OPERAND_COUNT", "RESULT_TYPE", "SIZE_LIMIT", "any_result_mismatch",
     "BOOL", "DIMS", "DTYPE", "FLOAT", "INT", "INTS", "PADDING", "PADDING_MODES", "PRECISION", "PRECISIONS", "STR", "TENSOR",
-    "Attr", "AttrKind", "ConvDimensionNumbers", "IntRowsKind", "OpDef", "OpFactory", "OpView", "StrKind", "VjpRule", "check_axes", "check_permutation",
+    "Attr", "AttrKind", "ConvDimensionNumbers", "Derived", "ForeignAttr", "IntRowsKind", "OpDef", "OpFactory", "OpView", "StrKind", "VjpRule", "check_axes", "check_permutation",
     "check_rank", "check_same_dtype", "ones_per_dim", "ones_per_spatial_dim", "shown",
 ]

@@ -26,6 +26,8 @@ from .base import (
     SIZE_LIMIT,
     Attr,
     ConvDimensionNumbers,
+    Derived,
+    ForeignAttr,
     OpDef,
     OpFactory,
     OpView,
@@ -46,13 +48,23 @@ def default_layouts(rank: int) -> tuple[str, str, str]:
     return ("NC" + spatial, "OI" + spatial, "NC" + spatial)
 
 
+def _case_hint(spec: str, a: str, b: str) -> str:
+    """Lowercase letters are spatial dimensions to lax and convc, so 'nhwc' names neither batch
+    nor features; when the uppercase spelling would, say so."""
+    upper = spec.upper()
+    if upper == spec or upper.count(a) != 1 or upper.count(b) != 1:
+        return ""
+    return f"; layout letters are uppercase: '{upper}'"
+
+
 def dimension_numbers_from_layouts(layouts: Sequence[str], rank: int, attr: str = "dimension_numbers") -> ConvDimensionNumbers:
     """Layout strings -> explicit dimension numbers, as `lax.conv_general_permutations`."""
     for spec, (a, b, which, size_id, unique_id) in zip(layouts, _SPEC_ROLES):
         if len(spec) != rank:
             raise VerifyError(f"{which} layout '{spec}' has {len(spec)} dimensions but the operands have rank {rank}", size_id, attr=attr)
         if spec.count(a) != 1 or spec.count(b) != 1:
-            raise VerifyError(f"{which} layout '{spec}' must contain '{a}' and '{b}' exactly once", unique_id, attr=attr)
+            raise VerifyError(f"{which} layout '{spec}' must contain '{a}' and '{b}' exactly once{_case_hint(spec, a, b)}", unique_id,
+                              attr=attr)
         if len(set(spec)) != len(spec):
             raise VerifyError(f"{which} layout '{spec}' repeats a dimension letter", unique_id, attr=attr)
     lhs, rhs, out = layouts
@@ -279,6 +291,8 @@ def check_lowering(lowering: str | None) -> None:
 class LoweringPinKind(StrKind):
     """A `lowering` pin: its schema enum is the pins registered when the schema is written."""
 
+    label = "'xla' or a cpu-* pass name"
+
     def schema(self) -> dict[str, Any]:
         return {"enum": list(lowering_pins())}
 
@@ -288,11 +302,31 @@ CONV_ATTRS: dict[str, Attr] = {
     "padding": Attr(PADDING, "VALID", doc='"SAME", "SAME_LOWER", "VALID" or [[lo, hi], ...]', constraint="C4"),
     "lhs_dilation": Attr(INTS, ones_per_spatial_dim, doc="input (base) dilation; default all 1"),
     "rhs_dilation": Attr(INTS, ones_per_spatial_dim, doc="kernel (window) dilation; default all 1"),
-    "dimension_numbers": Attr(DIMS, lambda types: default_layouts(types[0].rank), doc="[lhs, rhs, out] layouts; default NC.../OI.../NC..."),
-    "feature_group_count": Attr(INT, 1),
-    "batch_group_count": Attr(INT, 1),
+    "dimension_numbers": Attr(DIMS, Derived(lambda types: default_layouts(types[0].rank), "lax's: NC.../OI.../NC... by rank"),
+                              doc="[lhs, rhs, out] layouts; default NC.../OI.../NC..."),
+    "feature_group_count": Attr(INT, 1, doc="grouped conv: lhs features in this many groups (depthwise: the input channels)"),
+    "batch_group_count": Attr(INT, 1, doc="lhs batch in this many groups (grouped kernel gradients)"),
     "precision": Attr(PRECISION, doc='"DEFAULT" | "HIGH" | "HIGHEST" or a pair', constraint="C24"),
     "preferred_element_type": Attr(DTYPE, doc="result/accumulation element type"),
+}
+
+# Other frameworks' names for the conv attributes (PyTorch, ONNX, TensorFlow, Keras): the hints
+# of an unknown attribute on conv and its gradient ops, and what an importer renames.
+ONE_PER_SPATIAL_DIM = "one entry per spatial dimension"
+CONV_FOREIGN: dict[str, ForeignAttr] = {
+    "groups": ForeignAttr("feature_group_count", source="PyTorch and Keras"),
+    "group": ForeignAttr("feature_group_count", source="ONNX"),
+    "stride": ForeignAttr("window_strides", source="PyTorch"),
+    "strides": ForeignAttr("window_strides", source="ONNX, TensorFlow and Keras", note=ONE_PER_SPATIAL_DIM),
+    "dilation": ForeignAttr("rhs_dilation", source="PyTorch"),
+    "dilations": ForeignAttr("rhs_dilation", source="ONNX and TensorFlow", note=ONE_PER_SPATIAL_DIM),
+    "dilation_rate": ForeignAttr("rhs_dilation", source="Keras"),
+    "pads": ForeignAttr("padding", source="ONNX", note="as [[lo, hi], ...] rows, not all begins then all ends"),
+    "auto_pad": ForeignAttr("padding", source="ONNX", note='"SAME_UPPER" is "SAME"'),
+    "data_format": ForeignAttr("dimension_numbers", source="TensorFlow and Keras", note='as three layouts, e.g. ["NHWC", "HWIO", "NHWC"]'),
+    "kernel_shape": ForeignAttr(note="a conv's kernel shape is its rhs operand's shape"),
+    "output_padding": ForeignAttr("output_padding", op="conv_backprop_input",
+                                  note="a transposed conv with output_padding (PyTorch, ONNX) is the input gradient of its forward conv"),
 }
 
 # Only the forward conv takes a pin: the gradient and transposed ops share CONV_ATTRS, and
@@ -351,4 +385,5 @@ CONV = OpDef(
     doc="jax.lax.conv_general_dilated; emitted as stablehlo.convolution",
     result_constraint=result_type_rule,
     vjp=conv_vjp,
+    foreign=CONV_FOREIGN,
 )

@@ -23,10 +23,11 @@ from typing import Any
 
 from ..diagnostics import VerifyError
 from ..ir import TensorType, Value
-from .base import BOOL, INTS, PADDING, Attr, ConvDimensionNumbers, OpDef, OpFactory, OpView, ones_per_spatial_dim
+from .base import BOOL, INTS, PADDING, Attr, ConvDimensionNumbers, Derived, ForeignAttr, OpDef, OpFactory, OpView, ones_per_spatial_dim
 from .conv import (
     CONV,
     CONV_ATTRS,
+    CONV_FOREIGN,
     Forward,
     assemble,
     check_ranks,
@@ -439,7 +440,9 @@ CONV_TRANSPOSE_ATTRS: dict[str, Attr] = {
     "strides": Attr(INTS, ones_per_spatial_dim, doc="fractional strides (the lhs dilation of the lowered conv); default all 1"),
     "padding": Attr(PADDING, "VALID", doc='"SAME", "VALID" (as the forward conv) or [[lo, hi], ...] of the lowered conv', constraint="C4"),
     "rhs_dilation": CONV_ATTRS["rhs_dilation"],
-    "dimension_numbers": Attr(CONV_ATTRS["dimension_numbers"].kind, lambda types: transpose_default_layouts(types[0].rank), doc="[lhs, rhs, out] layouts; default NHC/HIO/NHC, NHWC/HWIO/NHWC, ..."),
+    "dimension_numbers": Attr(CONV_ATTRS["dimension_numbers"].kind,
+                              Derived(lambda types: transpose_default_layouts(types[0].rank), "channels last: NHC/HIO/NHC, NHWC/HWIO/NHWC, ... by rank"),
+                              doc="[lhs, rhs, out] layouts; default NHC/HIO/NHC, NHWC/HWIO/NHWC, ..."),
     "transpose_kernel": Attr(BOOL, False, doc="reverse the kernel's spatial dims and swap its I/O roles (Keras Conv2DTranspose)"),
     "use_consistent_padding": Attr(BOOL, False, doc="explicit pads mean the forward conv's (lax, PyTorch)"),
     "feature_group_count": CONV_ATTRS["feature_group_count"],
@@ -450,7 +453,7 @@ CONV_TRANSPOSE_ATTRS: dict[str, Attr] = {
 BACKPROP_INPUT_ATTRS: dict[str, Attr] = {
     **CONV_ATTRS,
     "input_shape": Attr(INTS, doc="the forward input's shape (TF input_sizes, ONNX output_shape)"),
-    "output_padding": Attr(INTS, lambda types: (0,) * (types[0].rank - 2), doc="extra result elements on the high side per spatial dim (PyTorch, ONNX)"),
+    "output_padding": Attr(INTS, Derived(lambda types: (0,) * (types[0].rank - 2), "0 per spatial dimension"), doc="extra result elements on the high side per spatial dim (PyTorch, ONNX)"),
 }
 
 BACKPROP_FILTER_ATTRS: dict[str, Attr] = {
@@ -458,12 +461,24 @@ BACKPROP_FILTER_ATTRS: dict[str, Attr] = {
     "kernel_shape": Attr(INTS, required=True, doc="the forward kernel's shape, in its layout (TF filter_sizes)"),
 }
 
+# The conv's foreign names, as these ops spell them (conv_transpose's stride is `strides`).
+TRANSPOSE_FOREIGN: dict[str, ForeignAttr] = {
+    **{name: meaning for name, meaning in CONV_FOREIGN.items() if name not in CONV_TRANSPOSE_ATTRS and meaning.attr != "window_strides"},
+    "stride": ForeignAttr("strides", source="PyTorch"),
+    "window_strides": ForeignAttr("strides", source="conv"),
+}
+BACKPROP_INPUT_FOREIGN = {name: meaning for name, meaning in CONV_FOREIGN.items() if name not in BACKPROP_INPUT_ATTRS}
+BACKPROP_FILTER_FOREIGN = {name: meaning for name, meaning in CONV_FOREIGN.items() if name not in BACKPROP_FILTER_ATTRS}
+
 CONV_TRANSPOSE = OpDef("conv_transpose", ("lhs", "rhs"), infer_conv_transpose, CONV_TRANSPOSE_ATTRS,
-                       doc="jax.lax.conv_transpose plus feature_group_count; lowered by lower-conv-transpose", vjp=plan_vjp)
+                       doc="jax.lax.conv_transpose plus feature_group_count; lowered by lower-conv-transpose", vjp=plan_vjp,
+                       foreign=TRANSPOSE_FOREIGN)
 CONV_BACKPROP_INPUT = OpDef("conv_backprop_input", ("out_grad", "rhs"), infer_backprop_input, BACKPROP_INPUT_ATTRS,
-                            doc="input gradient (transposed conv) of a forward conv; lowered by lower-conv-backprop-input", vjp=plan_vjp)
+                            doc="input gradient (transposed conv) of a forward conv; lowered by lower-conv-backprop-input", vjp=plan_vjp,
+                            foreign=BACKPROP_INPUT_FOREIGN)
 CONV_BACKPROP_FILTER = OpDef("conv_backprop_filter", ("lhs", "out_grad"), infer_backprop_filter, BACKPROP_FILTER_ATTRS,
-                             doc="kernel gradient of a forward conv; lowered by lower-conv-backprop-filter", vjp=plan_vjp)
+                             doc="kernel gradient of a forward conv; lowered by lower-conv-backprop-filter", vjp=plan_vjp,
+                             foreign=BACKPROP_FILTER_FOREIGN)
 
 CONV_GRAD_OPS: tuple[OpDef, ...] = (CONV_TRANSPOSE, CONV_BACKPROP_INPUT, CONV_BACKPROP_FILTER)
 

@@ -117,9 +117,9 @@ DOT_GENERAL = OpDef(
     infer_dot_general,
     {
         "lhs_batching_dimensions": Attr(INTS, (), doc="lhs dims paired with rhs_batching_dimensions"),
-        "rhs_batching_dimensions": Attr(INTS, ()),
+        "rhs_batching_dimensions": Attr(INTS, (), doc="rhs dims paired with lhs_batching_dimensions"),
         "lhs_contracting_dimensions": Attr(INTS, (), doc="lhs dims summed against rhs_contracting_dimensions"),
-        "rhs_contracting_dimensions": Attr(INTS, ()),
+        "rhs_contracting_dimensions": Attr(INTS, (), doc="rhs dims summed against lhs_contracting_dimensions"),
         "precision": Attr(PRECISION, doc='"DEFAULT" | "HIGH" | "HIGHEST" or a pair', constraint="dot_general.C11"),
         "preferred_element_type": Attr(DTYPE, doc="result/accumulation element type"),
     },

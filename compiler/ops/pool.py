@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from ..diagnostics import VerifyError
 from ..ir import TensorType
-from .base import INTS, PADDING, Attr, OpDef, OpView, ones_per_dim
+from .base import INTS, PADDING, Attr, ForeignAttr, OpDef, OpView, ones_per_dim
 from .conv import dilate_dim, same_pads
 
 
@@ -59,6 +59,19 @@ def infer_max_pool(v: OpView) -> TensorType:
     return TensorType(tuple(shape), x.dtype)
 
 
+# Other frameworks' names for the window attributes (A3's hints; an importer's renames).
+_WINDOW_NOTE = "one entry per dimension of x, batch and features included: [1, kh, kw, 1] for NHWC"
+POOL_FOREIGN = {
+    **{name: ForeignAttr("window_dimensions", source=source, note=_WINDOW_NOTE)
+       for name, source in (("window_shape", "flax"), ("kernel_size", "PyTorch"), ("kernel_shape", "ONNX"), ("pool_size", "Keras"),
+                            ("ksize", "TensorFlow"))},
+    "strides": ForeignAttr("window_strides", source="ONNX, TensorFlow, Keras and flax", note="one entry per dimension of x"),
+    "stride": ForeignAttr("window_strides", source="PyTorch", note="one entry per dimension of x"),
+    "dilation": ForeignAttr("window_dilation", source="PyTorch"),
+    "dilations": ForeignAttr("window_dilation", source="ONNX"),
+    "pads": ForeignAttr("padding", source="ONNX", note="as [[lo, hi], ...] rows, not all begins then all ends"),
+}
+
 MAX_POOL = OpDef(
     "max_pool",
     ("x",),
@@ -72,4 +85,5 @@ MAX_POOL = OpDef(
         "window_dilation": Attr(INTS, ones_per_dim, doc="window dilation per dimension; default all 1"),
     },
     doc="lax.reduce_window with lax.max (-inf initial value); emitted as stablehlo.reduce_window",
+    foreign=POOL_FOREIGN,
 )

@@ -59,11 +59,22 @@ def _normalize_axis(axis: int, rank: int, attr: str, constraint: str) -> int:
     return axis % rank
 
 
+def _bias_axis_hint(v: OpView, x: TensorType, bias: TensorType, axis: int) -> str:
+    """A bias that fits another dimension of x: most likely channels-first data (an NCHW
+    conv's result) given without `axis`, whose default is the last dimension."""
+    fits = [d for d in range(x.rank) if d != axis and bias.rank == 1 and x.shape[d] == bias.shape[0]]
+    if not fits:
+        return ""
+    default = "" if v.has("axis") else f" (the default, {v.axis}, is the last dimension: channels last)"
+    return f"; it fits dimension {fits[0]}: give axis={fits[0]}{default}"
+
+
 def _bias_add(v: OpView) -> TensorType:
     x, bias = v.operand(0), v.operand(1)
     axis = _normalize_axis(v.attr("axis"), x.rank, "axis", "bias_add.C1")
     if bias.rank != 1 or bias.shape[0] != x.shape[axis]:
-        raise VerifyError(f"bias must have shape [{x.shape[axis]}] (dimension {axis} of {x}), got {bias}", "bias_add.C2", operand=1)
+        raise VerifyError(f"bias must have shape [{x.shape[axis]}] (dimension {axis} of {x}), got {bias}"
+                          f"{_bias_axis_hint(v, x, bias, axis)}", "bias_add.C2", operand=1)
     if bias.dtype != x.dtype:
         raise VerifyError(f"bias element type {bias.dtype} differs from input element type {x.dtype}", "bias_add.C3", operand=1)
     return x
@@ -223,24 +234,24 @@ def _convert_vjp(b: OpFactory, v: OpView, operands: Sequence[Value], g: Value) -
 
 
 TENSOR_OPS: tuple[OpDef, ...] = (
-    OpDef("constant", (), _constant, {"value": Attr(TENSOR, required=True)}, doc="a literal tensor"),
-    OpDef("bias_add", ("x", "bias"), _bias_add, {"axis": Attr(INT, -1)}, doc="x + bias broadcast along `axis`", vjp=_bias_add_vjp),
+    OpDef("constant", (), _constant, {"value": Attr(TENSOR, required=True, doc="the array")}, doc="a literal tensor"),
+    OpDef("bias_add", ("x", "bias"), _bias_add, {"axis": Attr(INT, -1, doc="the dimension of x the bias runs along; negative counts from the end")}, doc="x + bias broadcast along `axis`", vjp=_bias_add_vjp),
     OpDef("add", ("lhs", "rhs"), _same_types, doc="elementwise sum of equal types", vjp=_add_vjp),
     OpDef("multiply", ("lhs", "rhs"), _same_types, doc="elementwise product of equal types", vjp=_multiply_vjp),
     OpDef("relu", ("x",), _unary, doc="max(x, 0)", vjp=_relu_vjp),
-    OpDef("reshape", ("x",), _reshape, {"new_sizes": Attr(INTS, required=True)}, doc="lax.reshape", vjp=_reshape_vjp),
-    OpDef("transpose", ("x",), _transpose, {"permutation": Attr(INTS, required=True)}, doc="lax.transpose", vjp=_transpose_vjp),
-    OpDef("reverse", ("x",), _reverse, {"dimensions": Attr(INTS, required=True)}, doc="lax.rev", vjp=_reverse_vjp),
+    OpDef("reshape", ("x",), _reshape, {"new_sizes": Attr(INTS, required=True, doc="the result shape")}, doc="lax.reshape", vjp=_reshape_vjp),
+    OpDef("transpose", ("x",), _transpose, {"permutation": Attr(INTS, required=True, doc="result dim i is operand dim permutation[i]")}, doc="lax.transpose", vjp=_transpose_vjp),
+    OpDef("reverse", ("x",), _reverse, {"dimensions": Attr(INTS, required=True, doc="the dims reversed")}, doc="lax.rev", vjp=_reverse_vjp),
     OpDef("pad", ("x",), _pad, {
-        "padding_config": Attr(IntRowsKind(3), required=True),
-        "padding_value": Attr(FLOAT, 0.0),
+        "padding_config": Attr(IntRowsKind(3), required=True, doc="one [lo, hi, interior] row per dimension"),
+        "padding_value": Attr(FLOAT, 0.0, doc="the value padded in"),
     }, doc="lax.pad with a scalar padding value; negative lo/hi crop", vjp=_pad_vjp),
     OpDef("slice", ("x",), _slice, {
-        "start_indices": Attr(INTS, required=True),
-        "limit_indices": Attr(INTS, required=True),
-        "strides": Attr(INTS, ones_per_dim),
+        "start_indices": Attr(INTS, required=True, doc="the first index per dimension"),
+        "limit_indices": Attr(INTS, required=True, doc="one past the last index per dimension"),
+        "strides": Attr(INTS, ones_per_dim, doc="the step per dimension"),
     }, doc="lax.slice", vjp=_slice_vjp),
-    OpDef("concatenate", ("inputs",), _concatenate, {"dimension": Attr(INT, required=True)}, variadic=True, doc="lax.concatenate",
+    OpDef("concatenate", ("inputs",), _concatenate, {"dimension": Attr(INT, required=True, doc="the dim joined along")}, variadic=True, doc="lax.concatenate",
           vjp=_concatenate_vjp),
-    OpDef("convert", ("x",), _convert, {"new_dtype": Attr(DTYPE, required=True)}, doc="lax.convert_element_type", vjp=_convert_vjp),
+    OpDef("convert", ("x",), _convert, {"new_dtype": Attr(DTYPE, required=True, doc="the result element type")}, doc="lax.convert_element_type", vjp=_convert_vjp),
 )

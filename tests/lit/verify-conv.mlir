@@ -6,8 +6,8 @@
 // (L..) or MLIR verifier rule (M..) it breaks. The whole file exits 1, prints nothing but those lines, and no
 // traceback.
 // STATUS-NOT: Traceback
-// STATUS-COUNT-44: {{^}}{{.*}}verify-conv.mlir:{{[0-9]+}}:{{[0-9]+}}: error: 'c' (conv): {{.*}}
-// STATUS-NEXT: {{^}}exit status: 1, output lines: 44{{$}}
+// STATUS-COUNT-46: {{^}}{{.*}}verify-conv.mlir:{{[0-9]+}}:{{[0-9]+}}: error: 'c' (conv): {{.*}}
+// STATUS-NEXT: {{^}}exit status: 1, output lines: 46{{$}}
 //
 // Constraints with no case here, and why:
 // - C9 (size(window_reversal) = N - 2): convc's conv has no window_reversal
@@ -177,6 +177,17 @@ module @c13_lhs_layout_batch_feature {
   func.func @main(%x: tensor<2x4x8x8xf32>, %w: tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32> {
     // expected-error@+1 {{'c' (conv): lhs layout 'NNHW' must contain 'N' and 'C' exactly once [C13]}}
     %c = "convc.conv"(%x, %w) {dimension_numbers = ["NNHW", "OIHW", "NCHW"]} : (tensor<2x4x8x8xf32>, tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32>
+    func.return %c : tensor<2x6x6x6xf32>
+  }
+}
+
+// -----
+
+// C13: a lowercase layout names no batch or feature dimension (lowercase letters are spatial); the hint spells it uppercase.
+module @c13_lowercase_layout {
+  func.func @main(%x: tensor<2x4x8x8xf32>, %w: tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32> {
+    // expected-error@+1 {{'c' (conv): lhs layout 'nchw' must contain 'N' and 'C' exactly once; layout letters are uppercase: 'NCHW' [C13]}}
+    %c = "convc.conv"(%x, %w) {dimension_numbers = ["nchw", "OIHW", "NCHW"]} : (tensor<2x4x8x8xf32>, tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32>
     func.return %c : tensor<2x6x6x6xf32>
   }
 }
@@ -434,7 +445,18 @@ module @c26_result_rank {
 // An unknown attribute name, with the closest known one suggested.
 module @unknown_attribute {
   func.func @main(%x: tensor<2x4x8x8xf32>, %w: tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32> {
-    // expected-error@+1 {{'c' (conv): unknown attribute 'strides' for op 'conv' (did you mean 'window_strides'?) [A3]}}
+    // expected-error@+1 {{'c' (conv): unknown attribute 'window_stride' for op 'conv' (did you mean 'window_strides'?) [A3]}}
+    %c = "convc.conv"(%x, %w) {window_stride = array<i64: 1, 1>} : (tensor<2x4x8x8xf32>, tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32>
+    func.return %c : tensor<2x6x6x6xf32>
+  }
+}
+
+// -----
+
+// Another framework's name for an attribute (ONNX's and TF's `strides`): the hint says what convc calls it.
+module @foreign_attribute {
+  func.func @main(%x: tensor<2x4x8x8xf32>, %w: tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32> {
+    // expected-error@+1 {{'c' (conv): unknown attribute 'strides' for op 'conv' (did you mean 'window_strides'? 'strides' is its name in ONNX, TensorFlow and Keras; one entry per spatial dimension) [A3]}}
     %c = "convc.conv"(%x, %w) {strides = array<i64: 1, 1>} : (tensor<2x4x8x8xf32>, tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32>
     func.return %c : tensor<2x6x6x6xf32>
   }

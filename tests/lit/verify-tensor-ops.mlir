@@ -4,8 +4,8 @@
 // One case per diagnostic of the plain tensor ops (compiler/ops/tensor.py), each a
 // single line located at the op. The whole file exits 1 with exactly those lines.
 // STATUS-NOT: Traceback
-// STATUS-COUNT-28: {{^}}{{.*}}verify-tensor-ops.mlir:{{[0-9]+}}:5: error: 'r' ({{[a-z_]+}}): {{.*}}
-// STATUS-NEXT: {{^}}exit status: 1, output lines: 28{{$}}
+// STATUS-COUNT-29: {{^}}{{.*}}verify-tensor-ops.mlir:{{[0-9]+}}:5: error: 'r' ({{[a-z_]+}}): {{.*}}
+// STATUS-NEXT: {{^}}exit status: 1, output lines: 29{{$}}
 
 // constant: `value` is required.
 module @constant_value_required {
@@ -53,10 +53,21 @@ module @bias_add_axis_range {
 
 // bias_add: the bias is a vector as long as x's `axis` dimension.
 module @bias_add_bias_shape {
-  func.func @main(%x: tensor<1x2x2x3xf32>, %b: tensor<2xf32>) -> tensor<1x2x2x3xf32> {
-    // expected-error@+1 {{'r' (bias_add): bias must have shape [3] (dimension 3 of tensor<1x2x2x3xf32>), got tensor<2xf32> [bias_add.C2]}}
-    %r = "convc.bias_add"(%x, %b) : (tensor<1x2x2x3xf32>, tensor<2xf32>) -> tensor<1x2x2x3xf32>
+  func.func @main(%x: tensor<1x2x2x3xf32>, %b: tensor<5xf32>) -> tensor<1x2x2x3xf32> {
+    // expected-error@+1 {{'r' (bias_add): bias must have shape [3] (dimension 3 of tensor<1x2x2x3xf32>), got tensor<5xf32> [bias_add.C2]}}
+    %r = "convc.bias_add"(%x, %b) : (tensor<1x2x2x3xf32>, tensor<5xf32>) -> tensor<1x2x2x3xf32>
     func.return %r : tensor<1x2x2x3xf32>
+  }
+}
+
+// -----
+
+// bias_add: a bias that fits another dimension (channels-first data, an NCHW conv's result) without `axis`: the hint names it.
+module @bias_add_axis_hint {
+  func.func @main(%x: tensor<1x2x3x3xf32>, %b: tensor<2xf32>) -> tensor<1x2x3x3xf32> {
+    // expected-error@+1 {{'r' (bias_add): bias must have shape [3] (dimension 3 of tensor<1x2x3x3xf32>), got tensor<2xf32>; it fits dimension 1: give axis=1 (the default, -1, is the last dimension: channels last) [bias_add.C2]}}
+    %r = "convc.bias_add"(%x, %b) : (tensor<1x2x3x3xf32>, tensor<2xf32>) -> tensor<1x2x3x3xf32>
+    func.return %r : tensor<1x2x3x3xf32>
   }
 }
 

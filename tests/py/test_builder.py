@@ -4,6 +4,7 @@ op computes what jax.lax/numpy compute, through the full compile-and-run path.""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -373,3 +374,258 @@ def test_typed_helpers_restate_no_attribute_default() -> None:
             if p.name in opdef.attrs:
                 spec = opdef.attrs[p.name]
                 assert p.default is None or (p.default is p.empty and spec.required), (kind, p.name)
+
+
+# --- what the builder takes: its own Values, and numpy arrays as constants ---------------------
+
+
+def test_output_of_a_name_is_refused_at_the_call() -> None:
+    """`b.output("y")` names a value instead of passing it: once accepted, then compile_graph
+    died with a KeyError; now a U7 error at the caller's line, and no output is added."""
+    b = Builder()
+    b.relu(b.input("x", (2,)), name="y")
+    with pytest.raises(ConvcError, match=r"output 0 must be a Value of this Builder, got the string 'y' \(pass the Value") as caught:
+        b.output("y")  # output by name
+    assert caught.value.constraint == "U7"
+    assert (Path(caught.value.loc.file).resolve(), caught.value.loc.line) == (THIS_FILE, line_of("output by name"))
+    assert b.graph.outputs == []
+
+
+def test_a_value_of_another_builder_is_refused_as_operand_output_and_sharded_value() -> None:
+    """A Value from another Builder (once accepted, then a KeyError in compile_graph) is a U8
+    error where it is passed; the builder is left as it was and the op's name stays free."""
+    stranger = Builder("other").input("x", (2, 3))
+    b = Builder(mesh={"data": 2})
+    own = b.input("own", (2, 3))
+    calls = [
+        (lambda: b.add(own, stranger, name="sum"), "operand 1 (rhs) 'x'", "foreign operand"),  # foreign operand
+        (lambda: b.output(own, stranger), "output 1 'x'", "foreign output"),  # foreign output
+        (lambda: b.shard(stranger, ["data", None]), "the sharded value 'x'", "foreign shard"),  # foreign shard
+    ]
+    for call, subject, marker in calls:
+        with pytest.raises(ConvcError, match=re.escape(f"{subject} is a Value of another Builder")) as caught:
+            call()
+        assert caught.value.constraint == "U8" and caught.value.loc.line == line_of(marker)
+    assert b.graph.ops == [] and b.graph.outputs == [] and stranger.sharding is None
+    assert b.add(own, own, name="sum").type == own.type
+
+
+@pytest.mark.parametrize("operand", ["x", [1.0, 2.0], 2.0, None], ids=["string", "list", "float", "None"])
+def test_an_operand_that_is_neither_a_value_nor_an_array_is_refused(operand: object) -> None:
+    b = Builder()
+    x = b.input("x", (2,))
+    with pytest.raises(ConvcError, match=r"'m' \(multiply\): operand 1 \(rhs\) must be a Value of this Builder, got ") as caught:
+        b.multiply(x, operand, name="m")  # type: ignore[arg-type]  # not a value
+    assert caught.value.constraint == "U7" and caught.value.loc.line == line_of("not a value")
+    assert ("not its name" in str(caught.value)) == isinstance(operand, str)
+    assert ("constant(name, value)" in str(caught.value)) == (not isinstance(operand, str))
+    assert b.graph.ops == []
+
+
+def test_a_numpy_array_operand_becomes_a_constant_named_after_the_op(rng: np.random.Generator, compile_and_run: Any) -> None:
+    """`b.conv(x, array)` (once an AttributeError): the array is the constant `conv1.rhs`,
+    added just before the op, and the graph computes what lax computes with it."""
+    b = Builder()
+    x = b.input("x", (1, 3, 6, 6))
+    w = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    bias = rng.standard_normal(4).astype(np.float32)
+    y = b.bias_add(b.conv(x, w, padding="SAME"), bias, axis=1)
+    b.output(y)
+    graph = b.build()
+    assert [(op.name, op.kind) for op in graph.ops] == [
+        ("conv1.rhs", "constant"), ("conv1", "conv"), ("bias_add2.bias", "constant"), ("bias_add2", "bias_add")]
+    assert graph.ops[1].operands[1] is graph.ops[0].result
+    np.testing.assert_array_equal(graph.ops[0].attrs["value"], w)
+    image = rng.standard_normal((1, 3, 6, 6)).astype(np.float32)
+    want = np.asarray(lax.conv_general_dilated(jnp.asarray(image), jnp.asarray(w), (1, 1), "SAME")) + bias[None, :, None, None]
+    assert_close(compile_and_run(graph, [image])[0], want)
+
+
+def test_an_array_operand_keeps_its_dtype() -> None:
+    """An f16 array next to an f16 input is an f16 constant; an f64 one is not cast to the
+    input's f32 but refused by the op's type rule, and then nothing is added."""
+    b = Builder()
+    half = b.multiply(b.input("h", (3,), "f16"), np.array([1, 2, 3], np.float16))
+    assert half.type.dtype == "f16" and b.graph.ops[0].result.type.dtype == "f16"
+    x = b.input("x", (3,))
+    with pytest.raises(ConvcError, match=r"operand types differ: tensor<3xf32> and tensor<3xf64> \[multiply.C1\]"):
+        b.multiply(x, np.ones(3, np.float64))
+    assert [op.kind for op in b.graph.ops] == ["constant", "multiply"]
+
+
+def test_an_array_operand_name_avoids_taken_names_and_numbers_variadic_operands() -> None:
+    b = Builder()
+    x = b.input("x", (2, 3))
+    b.constant("concatenate1.inputs1", np.zeros((1,), np.float32))
+    joined = b.concatenate([x, np.ones((1, 3), np.float32)], 0)
+    assert joined.type.shape == (3, 3)
+    assert [op.name for op in b.graph.ops] == ["concatenate1.inputs1", "concatenate1.inputs1_1", "concatenate1"]
+
+
+def test_a_rejected_call_adds_no_constant_and_frees_its_names() -> None:
+    b = Builder()
+    x = b.input("x", (1, 2, 5, 5))
+    w = np.ones((4, 3, 3, 3), np.float32)
+    with pytest.raises(ConvcError, match=r"\[C14\]"):
+        b.conv(x, w, name="c")
+    assert b.graph.ops == []
+    assert b.constant("c.rhs", w).name == "c.rhs" and b.conv(x, np.ones((4, 2, 3, 3), np.float32), name="c").type.shape == (1, 4, 3, 3)
+
+
+def test_output_of_its_own_values_works_as_before() -> None:
+    b = Builder()
+    x = b.input("x", (2, 3))
+    y = b.relu(x)
+    b.output(y)
+    b.output(x, y)
+    assert b.build().outputs == [y, x, y]
+
+
+# --- every op kind is a method, documented from its declaration ----------------------------------
+
+
+def test_every_op_kind_is_a_builder_method_listing_its_attributes_and_defaults() -> None:
+    """No op kind is left out: the typed helpers and the methods made from the declarations
+    alike name their op, operands, and each attribute's kind and default in their help."""
+    import inspect
+
+    from convc.ops import OPS
+
+    for kind, opdef in OPS.items():
+        doc = inspect.getdoc(getattr(Builder, kind)) or ""
+        assert f"Op '{kind}' (convc.ops); operands: " in doc, kind
+        for name, spec in opdef.attrs.items():
+            default = "required" if spec.required else f"default: {spec.default_text()}"
+            assert f"  {name} ({spec.kind.label}; {default})" in doc, (kind, name)
+        assert ("Attributes: none." in doc) == (not opdef.attrs), kind
+
+
+def test_a_declared_op_without_a_typed_helper_is_a_method_with_its_signature() -> None:
+    import inspect
+
+    signature = inspect.signature(Builder.max_pool)
+    assert str(signature).startswith("(self, x, /, *, window_dimensions, window_strides=None, padding=None,")
+    assert list(inspect.signature(Builder.stacked_reduce_sum).parameters)[:2] == ["self", "inputs"]
+
+
+def test_an_op_registered_later_is_a_method_too() -> None:
+    """`convc.ops.register` after import: the builder finds the new kind by its name."""
+    from convc.ir import TensorType
+    from convc.ops import OPS, OpDef, register
+    from convc.ops.base import INT, Attr
+
+    def same(v: Any) -> TensorType:
+        return v.operand(0)
+
+    register(OpDef("test_later_identity", ("x",), same, {"tag": Attr(INT, 7, doc="a number")}, doc="x itself"))
+    try:
+        b = Builder()
+        y = b.test_later_identity(b.input("x", (2,)), tag=3)
+        assert y.type.shape == (2,) and b.graph.ops[-1].attrs["tag"] == 3
+        assert "  tag (int; default: 7) a number" in (b.test_later_identity.__doc__ or "")
+        assert "test_later_identity" in dir(b)
+    finally:
+        OPS.pop("test_later_identity")
+    with pytest.raises(AttributeError, match="did you mean 'max_pool'"):
+        b.maxpool  # noqa: B018
+
+
+GENERATED_CASES = [
+    PlainCase("max_pool-same", [((1, 5, 5, 2), "f32")],
+              lambda b, x: b.max_pool(x, window_dimensions=(1, 2, 2, 1), window_strides=(1, 2, 2, 1), padding="SAME"),
+              lambda x: lax.reduce_window(x, -np.inf, lax.max, (1, 2, 2, 1), (1, 2, 2, 1), "SAME")),
+    PlainCase("dot_general-batched", [((2, 3, 4), "i32"), ((2, 4, 5), "i32")],
+              lambda b, x, y: b.dot_general(x, y, lhs_batching_dimensions=(0,), rhs_batching_dimensions=(0,),
+                                            lhs_contracting_dimensions=(2,), rhs_contracting_dimensions=(1,)),
+              lambda x, y: np.einsum("bij,bjk->bik", x, y)),
+    PlainCase("broadcast_in_dim", [((3,), "f32")], lambda b, x: b.broadcast_in_dim(x, shape=(2, 3, 4), broadcast_dimensions=(1,)),
+              lambda x: np.broadcast_to(x[None, :, None], (2, 3, 4))),
+    PlainCase("reduce_sum", [((2, 3, 4), "i32")], lambda b, x: b.reduce_sum(x, axes=(0, 2)), lambda x: x.sum((0, 2), dtype=np.int32)),
+    PlainCase("stacked_reduce_sum", [((2, 3), "i32"), ((2, 3), "i32")], lambda b, x, y: b.stacked_reduce_sum(x, y, axes=(1,)),
+              lambda x, y: np.stack([x.sum(1, dtype=np.int32), y.sum(1, dtype=np.int32)])),
+    PlainCase("relu_grad", [((3, 4), "f32"), ((3, 4), "f32")], lambda b, g, x: b.relu_grad(g, x), lambda g, x: np.where(x > 0, g, 0)),
+]
+
+
+@pytest.mark.parametrize("case", GENERATED_CASES, ids=lambda c: c.label)
+def test_methods_made_from_declarations_compute_what_lax_computes(case: PlainCase, rng: np.random.Generator,
+                                                                  compile_and_run: Any) -> None:
+    test_plain_op_matches_numpy_and_lax(case, rng, compile_and_run)
+
+
+def test_builder_reference_in_the_docs_has_every_method_and_is_linked() -> None:
+    """docs/builder.md's generated reference (current: test_docs.py) names every op's call,
+    operands and attributes; README and architecture.md link it."""
+    from convc.ops import OPS
+
+    root = THIS_FILE.parents[2]
+    text = (root / "docs" / "builder.md").read_text(encoding="utf-8")
+    for kind, opdef in OPS.items():
+        assert f"### {kind}\n\n`b.{kind}(" in text, kind
+        assert all(f"| `{name}` | " in text for name in opdef.attrs), kind
+    assert "(docs/builder.md)" in (root / "README.md").read_text(encoding="utf-8")
+    assert "(builder.md)" in (root / "docs" / "architecture.md").read_text(encoding="utf-8")
+
+
+# --- hints that point the right way ----------------------------------------------------------------
+
+
+def _error(call: Callable[[], object]) -> ConvcError:
+    with pytest.raises(ConvcError) as caught:
+        call()
+    return caught.value
+
+
+def test_output_padding_on_conv_transpose_points_to_conv_backprop_input() -> None:
+    b = Builder()
+    x, w = b.input("x", (1, 4, 4, 2)), b.input("w", (3, 3, 2, 2))
+    err = _error(lambda: b.conv_transpose(x, w, strides=(2, 2), output_padding=(1, 1)))
+    assert err.constraint == "A3" and "(did you mean 'padding'" not in str(err)
+    assert "unknown attribute 'output_padding' for op 'conv_transpose' ('conv_backprop_input' takes 'output_padding'" in str(err)
+
+
+def test_window_shape_on_max_pool_points_to_window_dimensions() -> None:
+    b = Builder()
+    err = _error(lambda: b.max_pool(b.input("x", (1, 4, 4, 2)), window_shape=(2, 2)))
+    assert err.constraint == "A3"
+    assert "unknown attribute 'window_shape' for op 'max_pool' (did you mean 'window_dimensions'? 'window_shape' is its name in flax;" in str(err)
+    assert "batch and features included" in str(err)
+
+
+def test_groups_on_conv_suggests_feature_group_count() -> None:
+    b = Builder()
+    err = _error(lambda: b.conv(b.input("x", (1, 4, 5, 5)), b.input("w", (4, 2, 3, 3)), groups=2))
+    assert err.constraint == "A3"
+    assert "unknown attribute 'groups' for op 'conv' (did you mean 'feature_group_count'? 'groups' is its name in PyTorch" in str(err)
+
+
+def test_a_lowercase_layout_is_told_layouts_are_uppercase() -> None:
+    b = Builder()
+    x, w = b.input("x", (1, 5, 5, 2)), b.input("w", (3, 3, 2, 4))
+    err = _error(lambda: b.conv(x, w, dimension_numbers=("nhwc", "HWIO", "NHWC")))
+    assert err.constraint == "C13" and str(err).endswith("lhs layout 'nhwc' must contain 'N' and 'C' exactly once; "
+                                                          "layout letters are uppercase: 'NHWC' [C13]")
+    err = _error(lambda: b.conv(x, w, dimension_numbers=("NHWC", "hwio", "NHWC")))
+    assert err.constraint == "C18" and "layout letters are uppercase: 'HWIO'" in str(err)
+    assert "uppercase" not in str(_error(lambda: b.conv(x, w, dimension_numbers=("NHWW", "HWIO", "NHWC"))))
+
+
+def test_bias_add_after_an_nchw_conv_without_axis_suggests_axis_1() -> None:
+    b = Builder()
+    y = b.conv(b.input("x", (1, 3, 8, 8)), b.input("w", (4, 3, 3, 3)))
+    err = _error(lambda: b.bias_add(y, b.input("bias", (4,))))
+    assert err.constraint == "bias_add.C2"
+    assert str(err).endswith("got tensor<4xf32>; it fits dimension 1: give axis=1 (the default, -1, is the last dimension: "
+                             "channels last) [bias_add.C2]")
+    assert "fits" not in str(_error(lambda: b.bias_add(y, b.input("odd", (5,)))))
+
+
+def test_every_foreign_attribute_names_a_declared_attribute() -> None:
+    """The hint tables (OpDef.foreign) point at attributes that exist, of ops that exist."""
+    from convc.ops import OPS
+
+    for kind, opdef in OPS.items():
+        for name, meaning in opdef.foreign.items():
+            target = OPS[meaning.op or kind]
+            assert name not in opdef.attrs and (meaning.attr is None or meaning.attr in target.attrs), (kind, name)
+            assert meaning.attr is not None or meaning.note, (kind, name)

@@ -87,6 +87,20 @@ def test_U6_name_already_defined() -> None:
     _raises("U6", b.input, "x", (2,))
 
 
+def test_U7_operands_and_outputs_are_values() -> None:
+    b = convc.Builder()
+    b.input("x", (2,))
+    _raises("U7", b.output, "x")
+    _raises("U7", b.relu, [1.0, 2.0])
+
+
+def test_U8_values_belong_to_their_builder() -> None:
+    other = convc.Builder().input("x", (2,))
+    b = convc.Builder()
+    _raises("U8", b.relu, other)
+    _raises("U8", b.output, other)
+
+
 # --- R: running --------------------------------------------------------------------------
 
 
