@@ -47,7 +47,9 @@ def compile_graph(graph: Graph, pipeline: str | None = None, target: str | None 
     "generic"), as jax.jit compiles for the default backend. `autotune` (target "cpu")
     measures each conv's candidate lowerings, as `convc --autotune`."""
     from .compile import Compiler
+    from .runner import prepare_run
 
+    prepare_run(graph, None)  # a mesh's host devices, before the default target starts JAX's backend
     compiler = Compiler(pipeline=pipeline, target=target, verify=verify, autotune=autotune, autotune_cache=autotune_cache)
     lowered = compiler.run_passes(graph.clone())
     return compiler.emit(lowered, "stablehlo").decode()
