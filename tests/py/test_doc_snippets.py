@@ -191,8 +191,9 @@ def _executable(name: str) -> str:
         return sys.executable
     beside = Path(sys.executable).with_name(name)
     found = str(beside) if beside.exists() else shutil.which(name)
-    if found is None:
+    if found is None and name in ("convc", "convc-opt"):
         pytest.skip(f"console script '{name}' is not installed")
+    assert found is not None, f"no program '{name}' here"
     return found
 
 
@@ -250,6 +251,22 @@ def test_every_fenced_block_names_its_language() -> None:
     that never runs: name it `sh`/`console`/`python` to run it, or `text`/`json`/`mlir`."""
     unnamed = [f"{s.id} ({s.lang or 'no language'})" for s in snippets() if s.lang not in RUNNABLE | INERT]
     assert unnamed == []
+    prompted = [s.id for s in snippets() if s.lang in ("sh", "bash") and re.search(r"^\$ ", s.body, re.M)]
+    assert prompted == [], "a block with `$ ` prompts and output is `console`"
+
+
+def test_commands_are_read_as_a_shell_would_and_console_errors_expect_failure() -> None:
+    """The reader behind the snippet test: continuations, comments, `&&` chains and quoting in
+    `sh`; in `console`, a command whose shown output is an error line is expected to fail."""
+    sh = Snippet("doc.md", 1, "sh", 'pip install -e . && convc m.json -p "a{x=1 y=2},b"  # note\n'
+                                    'CONVC_SOAK=1 python -m pytest a.py \\\n    b.py\n')
+    assert [c.text for c in commands(sh)] == ["pip install -e .", "convc m.json -p 'a{x=1 y=2},b'",
+                                              "CONVC_SOAK=1 python -m pytest a.py b.py"]
+    assert not any(c.fails for c in commands(sh))
+    console = Snippet("doc.md", 1, "console", "$ convc ok.json\nout: [1] f32\n$ convc bad.json\nbad.json: error: no [J1]\n")
+    assert [(c.text, c.fails) for c in commands(console)] == [("convc ok.json", False), ("convc bad.json", True)]
+    assert _argv("CONVC_SOAK=1 python -m pytest a.py")[:2] == ({"CONVC_SOAK": "1"}, ["python", "-m", "pytest", "a.py"])
+    assert _argv("python -m convc.tools.bench --quick")[1] == ["python", "-m", "convc.tools.bench", "--quick", "--budget", "0.05", "--no-peak"]
 
 
 def test_every_marker_is_on_a_runnable_block_with_a_reason() -> None:
