@@ -48,7 +48,9 @@ def compile_graph(graph: Graph, pipeline: str | None = None, target: str | None 
     measures each conv's candidate lowerings, as `convc --autotune`. A bad `target` or
     `pipeline` raises `PipelineError` (a `ConvcError` without an id, as `convc -p` exits 2)."""
     from .compile import Compiler
+    from .runner import prepare_run
 
+    prepare_run(graph, None)  # a mesh's host devices, before the default target starts JAX's backend
     compiler = Compiler(pipeline=pipeline, target=target, verify=verify, autotune=autotune, autotune_cache=autotune_cache)
     lowered = compiler.run_passes(graph.clone())
     return compiler.emit(lowered, "stablehlo").decode()

@@ -56,10 +56,18 @@ def devices_for(count: int, platform: str | None = None) -> list[Any]:
     client = _client(platform)
     devices = list(client.local_devices())
     if len(devices) < count:
-        hint = (f" (set XLA_FLAGS={HOST_DEVICE_FLAG}={count} or jax_num_cpu_devices before JAX starts)"
-                if client.platform == "cpu" else "")
+        hint = _host_device_hint(count) if client.platform == "cpu" else ""
         raise TooFewDevicesError(str(client.platform), count, len(devices), hint)
     return devices[:count]
+
+
+def _host_device_hint(count: int) -> str:
+    """What to do when XLA:CPU started with too few host devices: its count is fixed once
+    JAX's backend is up (any JAX computation, `jax.devices()`, a compile), so the mesh must
+    be compiled and run in a process that has not used JAX yet, or the count set up front."""
+    return (f" (JAX's CPU backend started before convc could ask for {count} host devices: compile and run"
+            f" the mesh in a fresh process before anything uses JAX, or start Python with"
+            f" XLA_FLAGS={HOST_DEVICE_FLAG}={count})")
 
 
 def _slicer(array: np.ndarray) -> Callable[[Any], np.ndarray]:
@@ -121,6 +129,8 @@ def compile_sharded(text: str, num_devices: int, platform: str | None = None) ->
     from jax._src.lib import xla_client
     from jax._src.sharding_impls import GSPMDSharding
 
+    if platform in (None, "cpu"):
+        request_host_devices(num_devices)  # a no-op once JAX's backend is up
     client = _client(platform)
     devices = devices_for(num_devices, platform)
     assignment = np.array([d.id for d in devices]).reshape(1, num_devices)
