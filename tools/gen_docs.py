@@ -22,11 +22,15 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from convc.ops import gradient_rules_table
+
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 
 # NAME -> (the doc that holds it, what writes its body). Each section's writer lives with the
 # registry it reads; this table only says where its text goes.
-SECTIONS: dict[str, tuple[str, Callable[[], str]]] = {}
+SECTIONS: dict[str, tuple[str, Callable[[], str]]] = {
+    "gradient-rules": ("autodiff.md", gradient_rules_table),
+}
 
 
 def _markers(name: str) -> re.Pattern[str]:

@@ -42,6 +42,29 @@ def view(op: Op) -> OpView:
     return OPS[op.kind].view(op)
 
 
+def gradient_rules_table() -> str:
+    """docs/autodiff.md's table of gradient rules: one row per op kind, in declaration order:
+    where its rule (`OpDef.vjp`) is declared and what it builds, the first line of the rule's
+    docstring; "none (G6)" for an op with operands and no rule."""
+    rows = ["| op | rule (compiler/ops/) | cotangent of each operand |", "|---|---|---|"]
+    for name, opdef in OPS.items():
+        if opdef.vjp is not None:
+            rows.append(f"| `{name}` | `{opdef.vjp.__module__.rsplit('.', 1)[-1]}.py` | {_summary_line(opdef)} |")
+        elif not opdef.operands:
+            rows.append(f"| `{name}` | not needed | none: it has no operands (a `wrt` constant's gradient is its cotangent) |")
+        else:
+            rows.append(f"| `{name}` | none (G6) | none: `convc.grad` refuses a model whose gradient flows through it |")
+    return "\n".join(rows) + "\n"
+
+
+def _summary_line(opdef: OpDef) -> str:
+    """The first line of the op's gradient rule's docstring (a rule without one is a bug)."""
+    doc = (opdef.vjp.__doc__ or "").strip() if opdef.vjp is not None else ""
+    if not doc:
+        raise ValueError(f"op '{opdef.name}': its gradient rule has no docstring to describe it in docs/autodiff.md")
+    return doc.splitlines()[0].replace("|", "\\|")
+
+
 def suggest(name: str, choices: Iterable[str]) -> str:
     """A ' (did you mean 'x'?)' suffix, or '' when nothing is close."""
     options = list(choices)
@@ -50,4 +73,4 @@ def suggest(name: str, choices: Iterable[str]) -> str:
     return f" (did you mean '{close[0]}'?)" if close else ""
 
 
-__all__ = ["OPS", "Attr", "ConvDimensionNumbers", "OpDef", "OpView", "register", "suggest", "view"]
+__all__ = ["OPS", "Attr", "ConvDimensionNumbers", "OpDef", "OpView", "gradient_rules_table", "register", "suggest", "view"]
