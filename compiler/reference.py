@@ -405,9 +405,10 @@ def _stacked_reduce_sum(op: Op, args: Sequence[Any]) -> Any:
 def _lax_max_pool(x: Any, window: Sequence[int], strides: Sequence[int], padding: Any,
                   base_dilation: Sequence[int] | None = None, window_dilation: Sequence[int] | None = None) -> Any:
     """lax.reduce_window(x, lowest, lax.max, ...), its initial value a concrete (numpy) scalar so
-    that lax takes it for the max reducer JAX differentiates; pads that crop are applied first
-    by lax.pad (with the base dilation), since jax.vjp of a reduce_window that crops fails on
-    the CPU."""
+    that lax takes it for the max reducer JAX differentiates. For jax.vjp's sake, pads that
+    crop are applied first by lax.pad (with the base dilation), as jax.vjp of a reduce_window
+    that crops fails on the CPU, and a window dilation is dropped where the window is 1 wide
+    (it changes nothing there, and jax.vjp takes none)."""
     import jax.numpy as jnp
     from jax import lax
 
@@ -416,6 +417,8 @@ def _lax_max_pool(x: Any, window: Sequence[int], strides: Sequence[int], padding
         dilation = base_dilation or (1,) * x.ndim
         x = lax.pad(x, lowest, [(min(lo, 0), min(hi, 0), d - 1) for (lo, hi), d in zip(padding, dilation)])
         padding, base_dilation = [(max(lo, 0), max(hi, 0)) for lo, hi in padding], None
+    if window_dilation is not None:
+        window_dilation = [d if w > 1 else 1 for w, d in zip(window, window_dilation)]
     return lax.reduce_window(x, lowest, lax.max, window, strides, padding, base_dilation, window_dilation)
 
 

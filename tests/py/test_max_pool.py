@@ -14,7 +14,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from convc.cli import main as convc_main
+from convc.passes import TARGETS
 from convc.reference import evaluate
+from convc.runtime import compile_stablehlo
 from jax import lax
 
 # name: (input shape, dtype, attributes as a JSON model spells them)
@@ -87,3 +89,124 @@ def test_a_json_max_pool_runs_and_checks_from_the_command_line(write_model: Call
     assert convc_main([str(path), "--run", "--check", "--platform", "cpu"]) == 0
     out = capsys.readouterr().out
     assert "pool: [1, 4, 4, 3] f32" in out and "max abs error vs jax.lax 0 (ok)" in out
+
+
+# --- the gradient: convc.grad through max_pool, against jax.vjp of lax.reduce_window ---------
+
+# name: (input shape, dtype, attributes as a JSON model spells them, how x is drawn)
+GRAD_CASES: dict[str, tuple[tuple[int, ...], str, dict[str, Any], str]] = {
+    "nhwc-3x3-s2-same-overlapping": ((2, 7, 7, 3), "f32", {"window_dimensions": [1, 3, 3, 1], "window_strides": [1, 2, 2, 1],
+                                                             "padding": "SAME"}, "normal"),
+    "nchw-2x2-s2-valid": ((2, 3, 6, 5), "f32", {"window_dimensions": [1, 1, 2, 2], "window_strides": [1, 1, 2, 2]}, "normal"),
+    "nchw-3x3-s1-explicit-overlapping": ((1, 2, 5, 6), "f32", {"window_dimensions": [1, 1, 3, 3],
+                                                                "padding": [[0, 0], [0, 0], [1, 1], [2, 0]]}, "normal"),
+    "same-lower-strided": ((1, 6, 7, 2), "f32", {"window_dimensions": [1, 2, 3, 1], "window_strides": [1, 2, 3, 1],
+                                                 "padding": "SAME_LOWER"}, "normal"),
+    "explicit-crop-and-pad": ((1, 5, 6, 2), "f32", {"window_dimensions": [1, 2, 3, 1],
+                                                    "padding": [[0, 0], [-1, 2], [1, -1], [0, 0]]}, "normal"),
+    "base-dilated": ((1, 4, 5, 2), "f32", {"window_dimensions": [1, 3, 3, 1], "base_dilation": [1, 2, 2, 1],
+                                           "window_strides": [1, 1, 2, 1]}, "normal"),
+    "base-dilated-crop-same": ((1, 2, 5, 4), "f32", {"window_dimensions": [1, 1, 2, 3], "base_dilation": [1, 1, 3, 2],
+                                                     "padding": [[0, 0], [0, 0], [-2, 1], [1, -1]]}, "normal"),
+    "windows-of-padding-alone": ((1, 3, 3, 1), "f32", {"window_dimensions": [1, 2, 2, 1],
+                                                       "padding": [[0, 0], [2, 0], [0, 0], [0, 0]]}, "normal"),
+    "3d-pool": ((1, 4, 6, 5, 2), "f32", {"window_dimensions": [1, 2, 3, 2, 1], "window_strides": [1, 2, 2, 1, 1]}, "normal"),
+    "window-dilation-on-unit-windows": ((2, 5, 5, 3), "f32", {"window_dimensions": [1, 3, 3, 1], "window_dilation": [2, 1, 1, 3],
+                                                              "padding": "SAME"}, "normal"),
+    "ties-constant-input": ((1, 6, 6, 2), "f32", {"window_dimensions": [1, 3, 3, 1], "padding": "SAME"}, "constant"),
+    "ties-three-values": ((2, 2, 7, 6), "f32", {"window_dimensions": [1, 1, 3, 2], "window_strides": [1, 1, 2, 1]}, "ties"),
+    "f16-overlapping": ((1, 7, 7, 4), "f16", {"window_dimensions": [1, 3, 3, 1], "window_strides": [1, 2, 2, 1],
+                                              "padding": "SAME"}, "normal"),
+    "bf16-ties": ((2, 6, 6, 3), "bf16", {"window_dimensions": [1, 3, 3, 1], "window_strides": [1, 2, 2, 1]}, "ties"),
+}
+GRAD_TOLERANCE = {"f32": 1e-6, "f16": 1e-2, "bf16": 6e-2}  # of 1 + the largest gradient: overlapping windows sum in the type
+
+
+def lax_pool_of(attrs: dict[str, Any]) -> Callable[[Any], Any]:
+    """x -> jax.lax's max pool with `attrs`. jax.vjp of a reduce_window that crops fails on the
+    CPU, so cropping pads are applied first by lax.pad (with the base dilation: the same values);
+    nor does it take a window dilation, which changes nothing where the window is 1 wide."""
+
+    def pool(x: Any) -> Any:
+        lowest = np.array(-np.inf, x.dtype)  # concrete, so that lax takes it for the max reducer JAX differentiates
+        pads, spread, dilation = attrs.get("padding", "VALID"), attrs.get("base_dilation"), attrs.get("window_dilation")
+        if not isinstance(pads, str) and any(lo < 0 or hi < 0 for lo, hi in pads):
+            x = lax.pad(x, lowest, [(min(lo, 0), min(hi, 0), d - 1) for (lo, hi), d in zip(pads, spread or [1] * x.ndim)])
+            pads, spread = [(max(lo, 0), max(hi, 0)) for lo, hi in pads], None
+        return lax.reduce_window(x, lowest, lax.max, attrs["window_dimensions"], attrs.get("window_strides", (1,) * x.ndim),
+                                 pads if isinstance(pads, str) else [tuple(row) for row in pads], spread,
+                                 [d if w > 1 else 1 for w, d in zip(attrs["window_dimensions"], dilation)] if dilation else None)
+    return pool
+
+
+def lax_pool_vjp(x: np.ndarray, g: np.ndarray, attrs: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+    """The pool and jax.vjp's cotangent of x, in f64 (every element of x exactly, so the same
+    windows pick the same maxima) on the CPU."""
+    with jax.enable_x64(True), jax.default_device(jax.devices("cpu")[0]):
+        y, pullback = jax.vjp(lax_pool_of(attrs), jnp.asarray(x, jnp.float64))
+        (dx,) = pullback(jnp.asarray(g, jnp.float64))
+    return np.asarray(y), np.asarray(dx)
+
+
+def grad_input(shape: Sequence[int], dtype: str, fill: str, rng: np.random.Generator) -> np.ndarray:
+    """x for a gradient case: normal draws, or many ties (three values), or one value."""
+    numpy_type = jnp.dtype({"f32": "float32", "f16": "float16", "bf16": "bfloat16"}[dtype])
+    if fill == "constant":
+        return np.full(shape, 1.5, numpy_type)
+    if fill == "ties":
+        return rng.integers(0, 3, size=shape).astype(numpy_type)
+    return rng.standard_normal(shape).astype(numpy_type)
+
+
+def assert_gradient_close(got: np.ndarray, want64: np.ndarray, dtype: str, what: str) -> None:
+    assert got.shape == want64.shape, f"{what}: shape {got.shape} != {want64.shape}"
+    error = float(np.abs(np.asarray(got, np.float64) - want64).max(initial=0.0))
+    scale = 1.0 + float(np.abs(want64).max(initial=0.0))
+    assert error <= GRAD_TOLERANCE[dtype] * scale, f"{what}: max abs error {error:.3g} > {GRAD_TOLERANCE[dtype]:.0g} * {scale:.3g}"
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("case", GRAD_CASES)
+def test_max_pool_gradient_is_jax_vjp_of_reduce_window(case: str, target: str, write_model: Callable[..., Path],
+                                                       rng: np.random.Generator) -> None:
+    """convc.grad of a JSON max pool, compiled for `target` and run on the CPU: the pool equals
+    lax's exactly, x.grad jax.vjp's (to the element type's rounding of overlapping sums)."""
+    shape, dtype, attrs, fill = GRAD_CASES[case]
+    graph = convc.load_model(str(write_model(model(shape, dtype, attrs))))
+    step = convc.grad(graph, ["x"])
+    assert [op.kind for op in step.ops].count("max_pool_grad") == 1
+    x = grad_input(shape, dtype, fill, rng)
+    g = rng.standard_normal(graph.outputs[0].type.shape).astype(x.dtype)
+    pooled, dx = compile_stablehlo(convc.compile_graph(step, target=target), "cpu")(x, g)
+    want_pool, want_dx = lax_pool_vjp(x, g, attrs)
+    np.testing.assert_array_equal(np.asarray(pooled, np.float64), want_pool)
+    assert dx.dtype == x.dtype
+    assert_gradient_close(dx, want_dx, dtype, "x.grad")
+
+
+def test_tied_windows_send_their_cotangent_to_their_first_element(rng: np.random.Generator) -> None:
+    """On a constant input every element of a window ties: select_and_scatter's GE select keeps
+    the first (row-major), as XLA and JAX do, so 2x2 windows at stride 1 add into their
+    top-left element only."""
+    b = convc.Builder("ties")
+    x = b.input("x", (1, 4, 5, 1))
+    b.output(b.op("max_pool", x, window_dimensions=(1, 2, 2, 1), name="pool"))
+    g = rng.standard_normal((1, 3, 4, 1)).astype(np.float32)
+    for target in TARGETS:
+        _, dx = compile_stablehlo(convc.compile_graph(convc.grad(b.build(), ["x"]), target=target), "cpu")(
+            np.zeros((1, 4, 5, 1), np.float32), g)
+        np.testing.assert_array_equal(dx[:, :3, :4], g)
+        assert not dx[:, 3].any() and not dx[:, :, 4].any()
+
+
+def test_max_pool_grad_oracle_rule_is_jax_vjp(write_model: Callable[..., Path], rng: np.random.Generator) -> None:
+    """convc.reference's max_pool_grad (`--check` of a model that holds one) equals the test's
+    own jax.vjp, with cropping pads."""
+    attrs = {"window_dimensions": [1, 3, 2, 1], "window_strides": [1, 2, 1, 1], "padding": [[0, 0], [-1, 2], [1, 0], [0, 0]]}
+    x = rng.standard_normal((2, 7, 5, 3)).astype(np.float32)
+    out_shape = jax.eval_shape(lax_pool_of(attrs), x).shape
+    g = rng.standard_normal(out_shape).astype(np.float32)
+    doc = {"inputs": [{"name": "x", "shape": list(x.shape), "dtype": "f32"}, {"name": "g", "shape": list(out_shape), "dtype": "f32"}],
+           "nodes": [{"name": "dx", "op": "max_pool_grad", "inputs": ["x", "g"], **attrs}], "outputs": ["dx"]}
+    (got,) = evaluate(convc.load_model(str(write_model(doc))), [x, g])
+    assert_gradient_close(got, lax_pool_vjp(x, g, attrs)[1], "f32", "dx")
