@@ -1,9 +1,16 @@
 """`max_pool` against `jax.lax.reduce_window(x, -inf, lax.max, ...)`: the whole path a user
 takes (a JSON model -> default pipeline -> verified StableHLO -> PJRT), on every padding
-form, dilations, strides and element types; and the oracle's own rule against lax."""
+form, dilations, strides and element types; and the oracle's own rule against lax.
+
+Its gradient (`convc.grad`, the `max_pool_grad` op) against the test's own `jax.vjp` of
+`lax.reduce_window` for every target pipeline (run on the CPU), on the command line
+(`--grad ... --check`, sharded too) and its refusal of a window dilation (G7)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -210,3 +217,75 @@ def test_max_pool_grad_oracle_rule_is_jax_vjp(write_model: Callable[..., Path], 
            "nodes": [{"name": "dx", "op": "max_pool_grad", "inputs": ["x", "g"], **attrs}], "outputs": ["dx"]}
     (got,) = evaluate(convc.load_model(str(write_model(doc))), [x, g])
     assert_gradient_close(got, lax_pool_vjp(x, g, attrs)[1], "f32", "dx")
+
+
+# --- the command line: --grad through a max pool ------------------------------------------
+
+
+def stem_model(mesh: dict[str, int] | None = None) -> dict[str, Any]:
+    """A CNN stem as a user writes it: conv -> bias -> relu -> 3x3/2 SAME max pool (NHWC),
+    optionally batch-split over a mesh."""
+    doc: dict[str, Any] = {
+        "name": "stem",
+        "inputs": [{"name": "x", "shape": [8, 9, 9, 3], "dtype": "f32"}, {"name": "w", "shape": [3, 3, 3, 4], "dtype": "f32"},
+                   {"name": "b", "shape": [4], "dtype": "f32"}],
+        "nodes": [{"name": "conv", "op": "conv", "inputs": ["x", "w"], "padding": "SAME", "dimension_numbers": ["NHWC", "HWIO", "NHWC"]},
+                  {"name": "bias", "op": "bias_add", "inputs": ["conv", "b"], "axis": 3},
+                  {"name": "relu", "op": "relu", "inputs": ["bias"]},
+                  {"name": "pool", "op": "max_pool", "inputs": ["relu"], "window_dimensions": [1, 3, 3, 1],
+                   "window_strides": [1, 2, 2, 1], "padding": "SAME"}],
+        "outputs": ["pool"],
+    }
+    if mesh is not None:
+        doc["mesh"] = mesh
+        doc["shardings"] = {"x": ["data"], "pool": ["data"]}
+    return doc
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_grad_of_a_max_pool_model_runs_and_checks_from_the_command_line(target: str, write_model: Callable[..., Path],
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """`convc stem.json --grad x,w,b --run --check`: the pool and every gradient match jax.vjp of the oracle."""
+    path = write_model(stem_model())
+    assert convc_main([str(path), "--grad", "x,w,b", "--target", target, "--run", "--check", "--platform", "cpu"]) == 0
+    checks = [line for line in capsys.readouterr().out.splitlines() if "vs jax.lax" in line]
+    assert [line.split(":")[0] for line in checks] == ["pool", "x.grad", "w.grad", "b.grad"]
+    assert all(line.endswith("(ok)") for line in checks)
+
+
+def test_a_json_max_pool_grad_runs_and_checks_from_the_command_line(write_model: Callable[..., Path],
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """A model holding max_pool_grad itself (as a gradient step's JSON would): --check uses its oracle rule."""
+    doc = {"inputs": [{"name": "x", "shape": [1, 8, 8, 3], "dtype": "f32"}, {"name": "g", "shape": [1, 4, 4, 3], "dtype": "f32"}],
+           "nodes": [{"name": "dx", "op": "max_pool_grad", "inputs": ["x", "g"], "window_dimensions": [1, 3, 3, 1],
+                      "window_strides": [1, 2, 2, 1], "padding": "SAME"}],
+           "outputs": ["dx"]}
+    assert convc_main([str(write_model(doc)), "--run", "--check", "--platform", "cpu"]) == 0
+    out = capsys.readouterr().out
+    assert "dx: [1, 8, 8, 3] f32" in out and out.rstrip().endswith("(ok)")
+
+
+def test_window_dilated_max_pool_has_no_gradient_G7(write_model: Callable[..., Path], capsys: pytest.CaptureFixture[str]) -> None:
+    """select_and_scatter has no window dilation: one located line at the attribute, exit 1."""
+    path = write_model(model((1, 9, 9, 2), "f32", {"window_dimensions": [1, 3, 3, 1], "window_dilation": [1, 2, 2, 1]}))
+    assert convc_main([str(path), "--grad", "x"]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (f"{path}:/nodes/0/window_dilation: error: 'pool' (max_pool): grad: max_pool's gradient is a "
+                            "select_and_scatter, which has no window dilation; window_dilation [1, 2, 2, 1] dilates a window of "
+                            "[1, 3, 3, 1] [G7]\n")
+
+
+def test_batch_split_max_pool_gradient_runs_sharded_and_checks(write_model: Callable[..., Path], tmp_path: Path) -> None:
+    """The stem's gradient step on a 4-device batch split (the CLI arranges host devices; a fresh
+    process, since this one's JAX has one): it emits sdy shardings and matches the oracle."""
+    path = write_model(stem_model(mesh={"data": 4}))
+    out = tmp_path / "step.mlir"
+    done = subprocess.run([str(Path(sys.executable).parent / "convc"), str(path), "--grad", "x,w,b", "--target", "cpu", "--check",
+                           "-o", str(out)], env=dict(os.environ, JAX_PLATFORMS="cpu"), capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    checks = [line for line in done.stdout.splitlines() if "vs jax.lax" in line]
+    assert len(checks) == 4 and all(line.endswith("(ok)") for line in checks)
+    text = out.read_text()
+    assert "stablehlo.select_and_scatter" in text and "sdy.sharding" in text
