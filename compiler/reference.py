@@ -414,8 +414,8 @@ def _lax_max_pool(x: Any, window: Sequence[int], strides: Sequence[int], padding
 
     lowest = np.array(-np.inf if jnp.issubdtype(x.dtype, jnp.floating) else np.iinfo(x.dtype).min, x.dtype)
     if _crops(padding):
-        dilation = base_dilation or (1,) * x.ndim
-        x = lax.pad(x, lowest, [(min(lo, 0), min(hi, 0), d - 1) for (lo, hi), d in zip(padding, dilation)])
+        interior = [0] * x.ndim if base_dilation is None else [d - 1 for d in base_dilation]
+        x = lax.pad(x, lowest, [(min(lo, 0), min(hi, 0), i) for (lo, hi), i in zip(padding, interior)])
         padding, base_dilation = [(max(lo, 0), max(hi, 0)) for lo, hi in padding], None
     if window_dilation is not None:
         window_dilation = [d if w > 1 else 1 for w, d in zip(window, window_dilation)]
