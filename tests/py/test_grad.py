@@ -372,6 +372,19 @@ def test_rule_that_does_not_cover_the_attributes_G7() -> None:
     assert "max_pool's gradient is a select_and_scatter, which has no window dilation; window_dilation [1, 3, 1, 1]" in str(err.value)
 
 
+def test_the_table_of_rules_has_a_row_per_op_saying_whether_it_has_one() -> None:
+    """docs/autodiff.md's generated table: every op kind once, its rule's docstring line, or G6."""
+    from convc.ops import OPS, gradient_rules_table
+
+    rows = gradient_rules_table().splitlines()[2:]
+    assert [row.split("`")[1] for row in rows] == list(OPS)
+    by_op = {row.split("`")[1]: row for row in rows}
+    assert "| none (G6) |" in by_op["stacked_reduce_sum"] and "| none (G6) |" in by_op["max_pool_grad"]
+    assert "| `pool.py` | x: `max_pool_grad(x, g)`" in by_op["max_pool"]
+    assert "| not needed |" in by_op["constant"]
+    assert all(OPS[op].vjp is None or "none (G6)" not in row for op, row in by_op.items())
+
+
 def test_op_without_rule_off_the_gradient_path_is_fine() -> None:
     b = Builder("offpath")
     x, other = b.input("x", (2, 3)), b.input("other", (2, 3))
