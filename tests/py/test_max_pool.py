@@ -117,6 +117,8 @@ GRAD_CASES: dict[str, tuple[tuple[int, ...], str, dict[str, Any], str]] = {
                                                      "padding": [[0, 0], [0, 0], [-2, 1], [1, -1]]}, "normal"),
     "windows-of-padding-alone": ((1, 3, 3, 1), "f32", {"window_dimensions": [1, 2, 2, 1],
                                                        "padding": [[0, 0], [2, 0], [0, 0], [0, 0]]}, "normal"),
+    "pads-wider-than-the-window": ((2, 4, 6), "f32", {"window_dimensions": [2, 2, 2],  # jax-ml/jax#4690 crashed XLA:CPU
+                                                      "padding": [[1, 2], [2, 3], [3, 4]]}, "normal"),
     "3d-pool": ((1, 4, 6, 5, 2), "f32", {"window_dimensions": [1, 2, 3, 2, 1], "window_strides": [1, 2, 2, 1, 1]}, "normal"),
     "window-dilation-on-unit-windows": ((2, 5, 5, 3), "f32", {"window_dimensions": [1, 3, 3, 1], "window_dilation": [2, 1, 1, 3],
                                                               "padding": "SAME"}, "normal"),
