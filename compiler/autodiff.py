@@ -9,7 +9,8 @@ The result is an ordinary model: the same passes lower its gradient convs.
 
 Constraint ids (docs/diagnostics.md): G1 unknown `wrt` name, G2 a `wrt` name that is a node
 (not an input or constant), G3 an integer `wrt` value, G4 a name listed twice, G5 a `.grad`
-name that clashes with another, G6 an op the gradient needs that has no rule.
+name that clashes with another, G6 an op the gradient needs that has no rule, G7 an op whose
+rule does not cover its attributes (a window-dilated max_pool).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from .diagnostics import ConvcError, Location
 from .dtypes import is_float, numpy_dtype
 from .ir import Graph, Op, TensorType, Value, unused_name
 from .ops import OPS, suggest, view
-from .ops.base import VjpRule
+from .ops.base import NoGradientRule, VjpRule
 from .verify import coerce_attrs, infer_type
 
 GRAD_SUFFIX = ".grad"
@@ -155,7 +156,7 @@ def _backpropagate(forward: Graph, targets: Sequence[Value], cotangents: Sequenc
             continue
         tape.anchor = op
         g = tape.sum(terms)
-        for operand, flowing in zip(op.operands, _rule(op)(tape, view(op), op.operands, g)):
+        for operand, flowing in zip(op.operands, _cotangents(op, tape, g)):
             if flowing is not None and id(operand) in active:
                 pending.setdefault(id(operand), []).append(flowing)
     sums: list[Value | None] = []
@@ -165,6 +166,15 @@ def _backpropagate(forward: Graph, targets: Sequence[Value], cotangents: Sequenc
             tape.anchor = target.producer
         sums.append(None if terms is None else tape.sum(terms))
     return sums
+
+
+def _cotangents(op: Op, tape: _Tape, g: Value) -> Sequence[Value | None]:
+    """What `op`'s rule builds from its result's cotangent `g`; a refusal located at the op (G7)."""
+    try:
+        return _rule(op)(tape, view(op), op.operands, g)
+    except NoGradientRule as err:
+        where = op.loc.child(err.attr) if err.attr is not None else op.loc
+        raise ConvcError(f"grad: {err.message}", where, "G7") from None
 
 
 def _rule(op: Op) -> VjpRule:

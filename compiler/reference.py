@@ -460,16 +460,47 @@ def _stacked_reduce_sum(op: Op, args: Sequence[Any]) -> Any:
     return as_result(op, args, jnp.stack([lax.reduce_sum(_widened(op, args, x), op.attrs["axes"]) for x in args]))
 
 
-@lax_rule("max_pool")
-def _max_pool(op: Op, args: Sequence[Any]) -> Any:
+def _lax_max_pool(x: Any, window: Sequence[int], strides: Sequence[int], padding: Any,
+                  base_dilation: Sequence[int] | None = None, window_dilation: Sequence[int] | None = None) -> Any:
+    """lax.reduce_window(x, lowest, lax.max, ...), its initial value a concrete (numpy) scalar so
+    that lax takes it for the max reducer JAX differentiates. For jax.vjp's sake, pads that
+    crop are applied first by lax.pad (with the base dilation), as jax.vjp of a reduce_window
+    that crops fails on the CPU, and a window dilation is dropped where the window is 1 wide
+    (it changes nothing there, and jax.vjp takes none)."""
     import jax.numpy as jnp
     from jax import lax
 
-    x, v = args[0], view(op)
-    lowest = -jnp.inf if jnp.issubdtype(x.dtype, jnp.floating) else jnp.iinfo(x.dtype).min
-    padding = v.padding if isinstance(v.padding, str) else tuple(tuple(row) for row in v.padding)
-    return lax.reduce_window(x, jnp.array(lowest, x.dtype), lax.max, v.window_dimensions, v.window_strides, padding,
-                             v.base_dilation, v.window_dilation)
+    lowest = np.array(-np.inf if jnp.issubdtype(x.dtype, jnp.floating) else np.iinfo(x.dtype).min, x.dtype)
+    if _crops(padding):
+        interior = [0] * x.ndim if base_dilation is None else [d - 1 for d in base_dilation]
+        x = lax.pad(x, lowest, [(min(lo, 0), min(hi, 0), i) for (lo, hi), i in zip(padding, interior)])
+        padding, base_dilation = [(max(lo, 0), max(hi, 0)) for lo, hi in padding], None
+    if window_dilation is not None:
+        window_dilation = [d if w > 1 else 1 for w, d in zip(window, window_dilation)]
+    return lax.reduce_window(x, lowest, lax.max, window, strides, padding, base_dilation, window_dilation)
+
+
+def _lax_padding(padding: Any) -> Any:
+    """A padding mode as lax takes it, or the [lo, hi] rows as tuples."""
+    return padding if isinstance(padding, str) else tuple(tuple(row) for row in padding)
+
+
+@lax_rule("max_pool")
+def _max_pool(op: Op, args: Sequence[Any]) -> Any:
+    v = view(op)
+    return _lax_max_pool(args[0], v.window_dimensions, v.window_strides, _lax_padding(v.padding), v.base_dilation,
+                         v.window_dilation)
+
+
+@lax_rule("max_pool_grad")
+def _max_pool_grad(op: Op, args: Sequence[Any]) -> Any:
+    """jax.vjp of the max pool at x, pulled back from out_grad (JAX's own select_and_scatter_add)."""
+    import jax
+
+    x, out_grad = (_widened(op, args, a) for a in args)
+    v = view(op)
+    _, pullback = jax.vjp(lambda x: _lax_max_pool(x, v.window_dimensions, v.window_strides, _lax_padding(v.padding)), x)
+    return as_result(op, args, pullback(out_grad)[0])
 
 
 def lax_function(graph: Graph) -> Callable[..., list[Any]]:

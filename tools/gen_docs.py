@@ -23,6 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from convc.builder import builder_reference
+from convc.ops import gradient_rules_table
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 
@@ -30,6 +31,7 @@ DOCS = Path(__file__).resolve().parents[1] / "docs"
 # registry it reads; this table only says where its text goes.
 SECTIONS: dict[str, tuple[str, Callable[[], str]]] = {
     "builder-reference": ("builder.md", builder_reference),
+    "gradient-rules": ("autodiff.md", gradient_rules_table),
 }
 
 

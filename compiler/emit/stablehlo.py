@@ -18,6 +18,7 @@ from ..memo import memoized
 from ..ops import ConvDimensionNumbers, view
 from ..ops.attr_kinds import format_dimension_numbers
 from ..ops.pool import pool_padding
+from ..ops.pool_grad import grad_padding
 from . import sdy
 
 
@@ -275,6 +276,28 @@ def _max_pool(op: Op, ctx: EmitContext, result: str) -> None:
                   f"        {top} = stablehlo.maximum {acc}, {val} : {scalar}",
                   f"        stablehlo.return {top} : {scalar}",
                   f"    }}) {{{attrs}}} : ({x.type}, {scalar}) -> {op.result.type}{ctx.loc}"]
+
+
+@rule("max_pool_grad")
+def _max_pool_grad(op: Op, ctx: EmitContext, result: str) -> None:
+    """A `stablehlo.select_and_scatter` of out_grad over x: a GE select (the first maximum of
+    a window wins), an add scatter, 0 as the initial value (generic syntax: two regions)."""
+    (x, out_grad), v = op.operands, view(op)
+    scalar = TensorType((), x.type.dtype)
+    zero = _scalar_constant(ctx, 0, scalar.dtype, f"{result[1:]}_zero")
+    lhs, rhs, ge = ctx.fresh("lhs"), ctx.fresh("rhs"), ctx.fresh("ge")  # the regions share the function's names
+    acc, val, total = ctx.fresh("acc"), ctx.fresh("val"), ctx.fresh("total")
+    attrs = (f"window_dimensions = {_i64_array(v.window_dimensions)}, window_strides = {_i64_array(v.window_strides)}, "
+             f"padding = {_i64_rows(grad_padding(v))}")
+    ctx.lines += [f'    {result} = "stablehlo.select_and_scatter"({ctx.use(x)}, {ctx.use(out_grad)}, {zero}) ({{',
+                  f"      ^bb0({lhs}: {scalar}, {rhs}: {scalar}):",
+                  f"        {ge} = stablehlo.compare GE, {lhs}, {rhs}, FLOAT : ({scalar}, {scalar}) -> tensor<i1>",
+                  f"        stablehlo.return {ge} : tensor<i1>",
+                  "    }, {",
+                  f"      ^bb0({acc}: {scalar}, {val}: {scalar}):",
+                  f"        {total} = stablehlo.add {acc}, {val} : {scalar}",
+                  f"        stablehlo.return {total} : {scalar}",
+                  f"    }}) {{{attrs}}} : ({x.type}, {out_grad.type}, {scalar}) -> {op.result.type}{ctx.loc}"]
 
 
 def _lowest(dtype: str) -> float:

@@ -57,9 +57,21 @@ class OpFactory(Protocol):
     def create(self, kind: str, *operands: Value, suffix: str, **attrs: Any) -> Value: ...
 
 
+class NoGradientRule(Exception):
+    """A gradient rule's refusal: the op's attributes take it outside what the rule computes
+    (max_pool's window dilation). `convc.grad` reports it at the op, pointing at `attr` (G7)."""
+
+    def __init__(self, message: str, attr: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.attr = attr
+
+
 # An op's vector-Jacobian product (reverse-mode rule): given the op's typed view, its operand
 # values and the cotangent of its result, the cotangent of each operand (None: none flows
-# there, e.g. an integer operand), built as convc ops. Gradients keep the operand's type.
+# there, e.g. an integer operand), built as convc ops. Gradients keep the operand's type. A
+# rule may raise NoGradientRule for attributes it does not cover. Its docstring's first line
+# says what it builds (docs/autodiff.md's table of rules is generated from it).
 VjpRule = Callable[[OpFactory, "OpView", Sequence[Value], Value], Sequence["Value | None"]]
 
 
@@ -252,6 +264,7 @@ def check_axes(axes: Sequence[int], rank: int, attr: str, range_id: str, unique_
 __all__ = [
     "ATTR_KIND", "ATTR_KNOWN", "ATTR_REQUIRED", "KNOWN_OP", "OPERAND_COUNT", "RESULT_TYPE", "SIZE_LIMIT", "any_result_mismatch",
     "BOOL", "DIMS", "DTYPE", "FLOAT", "INT", "INTS", "PADDING", "PADDING_MODES", "PRECISION", "PRECISIONS", "STR", "TENSOR",
-    "Attr", "AttrKind", "ConvDimensionNumbers", "Derived", "ForeignAttr", "IntRowsKind", "OpDef", "OpFactory", "OpView", "StrKind", "VjpRule", "check_axes", "check_permutation",
+    "Attr", "AttrKind", "ConvDimensionNumbers", "Derived", "ForeignAttr", "IntRowsKind", "NoGradientRule", "OpDef", "OpFactory", "OpView",
+    "StrKind", "VjpRule", "check_axes", "check_permutation",
     "check_rank", "check_same_dtype", "ones_per_dim", "ones_per_spatial_dim", "shown",
 ]

@@ -29,8 +29,10 @@ def infer_broadcast_in_dim(v: OpView) -> TensorType:
 
 
 def broadcast_in_dim_vjp(b: OpFactory, v: OpView, operands: Sequence[Value], g: Value) -> Sequence[Value | None]:
-    """Sum over the result dims no operand dim maps to and those a size-1 operand dim was
-    spread over, then reshape to the operand (JAX's transpose rule)."""
+    """x: `reduce_sum(g)` over the dims x was spread over, reshaped to x.
+
+    Those are the result dims no operand dim maps to and those a size-1 operand dim was
+    spread over (JAX's transpose rule)."""
     x = operands[0].type
     kept = {target for size, target in zip(x.shape, v.broadcast_dimensions) if size != 1}
     summed = tuple(d for d in range(g.type.rank) if d not in kept)

@@ -356,8 +356,11 @@ def gradient_conv_attrs(v: OpView, lhs: TensorType, rhs: TensorType) -> dict[str
 
 
 def conv_vjp(b: OpFactory, v: OpView, operands: Sequence[Value], g: Value) -> tuple[Value | None, Value | None]:
-    """`conv_backprop_input` (lhs) and `conv_backprop_filter` (rhs) of this very conv, which the
-    lowering passes turn into JAX's transpose convs. With a preferred_element_type other than
+    """lhs: `conv_backprop_input(g, rhs)`; rhs: `conv_backprop_filter(lhs, g)`; both with this conv's attributes.
+
+    The attributes are the forward conv's with the padding resolved to explicit pairs, group
+    counts, precision and preferred_element_type (not `lowering`); the lowering passes turn
+    the two ops into JAX's transpose convs. With a preferred_element_type other than
     the operands', the other operand is converted to the cotangent's type and each gradient
     back to its primal's, as JAX's rules do. An empty cotangent flows nowhere."""
     lhs, rhs = operands

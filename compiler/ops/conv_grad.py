@@ -411,9 +411,11 @@ def _moved_back(b: OpFactory, g: Value, move: GroupMove, shape: Sequence[int], w
 
 
 def plan_vjp(b: OpFactory, v: OpView, operands: Sequence[Value], g: Value) -> tuple[Value | None, Value | None]:
-    """A transposed or gradient conv is its plan (kernel reverse and regroup, one conv, result
-    regroup): the cotangent goes back through the result regroup, then the conv's own rule
-    (`conv_vjp`), then through the kernel regroup and reverse."""
+    """back through the op's plan: the result regroup, then `conv`'s rule, then the kernel regroup and reverse.
+
+    A transposed or gradient conv is its plan (kernel reverse and regroup, one conv, result
+    regroup; docs/transposed-convs.md), so its gradient is written once, as the conv's
+    (`conv_vjp`)."""
     plan = PLANS[v.opdef.name](v)
     lhs, rhs = operands
     kernel = rhs

@@ -104,6 +104,7 @@ def _dot_operand_grad(b: OpFactory, v: OpView, g: Value, x: Value, y: Value, dim
 
 
 def dot_general_vjp(b: OpFactory, v: OpView, operands: Sequence[Value], g: Value) -> Sequence[Value | None]:
+    """each operand: a `dot_general` of `g` with the other operand over that one's free dims, transposed into its dim order."""
     lhs, rhs = operands
     lb, rb = v.lhs_batching_dimensions, v.rhs_batching_dimensions
     lc, rc = v.lhs_contracting_dimensions, v.rhs_contracting_dimensions

@@ -8,54 +8,68 @@ VALID (resolved as lax does, on the undilated input and the dilated window) or o
 floats and the smallest integer for integers. Constraint ids are the StableHLO
 `reduce_window` spec's (C4..C12, C15), namespaced by the op: `max_pool.C5`; `max_pool.L1` is
 lax's rule that padding may crop but not below size 0.
+
+Its gradient rule is `max_pool_grad` (`pool_grad.py`), StableHLO's `select_and_scatter`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ..diagnostics import VerifyError
-from ..ir import TensorType
-from .base import INTS, PADDING, Attr, ForeignAttr, OpDef, OpView, ones_per_dim
+from ..ir import TensorType, Value
+from .base import INTS, PADDING, Attr, ForeignAttr, NoGradientRule, OpDef, OpFactory, OpView, ones_per_dim
 from .conv import dilate_dim, same_pads
 
 
-def _per_dim(v: OpView, name: str, size_id: str, positive_id: str) -> tuple[int, ...]:
+def per_dim(v: OpView, name: str, size_id: str, positive_id: str) -> tuple[int, ...]:
     """A window attribute with one positive entry per dimension of x."""
     value, rank = v.attr(name), v.operand(0).rank
     if len(value) != rank:
-        raise VerifyError(f"{name} has {len(value)} entries, expected {rank} (one per dimension)", f"max_pool.{size_id}", attr=name)
+        raise VerifyError(f"{name} has {len(value)} entries, expected {rank} (one per dimension)", size_id, attr=name)
     if any(x <= 0 for x in value):
-        raise VerifyError(f"{name} must be positive, got {list(value)}", f"max_pool.{positive_id}", attr=name)
+        raise VerifyError(f"{name} must be positive, got {list(value)}", positive_id, attr=name)
     return tuple(value)
 
 
-def pool_padding(v: OpView) -> tuple[tuple[int, int], ...]:
-    """The explicit [lo, hi] pads per dimension (a mode resolved as lax.reduce_window does)."""
-    x, padding = v.operand(0), v.padding
+def resolve_padding(x: TensorType, padding: str | Sequence[Sequence[int]], windows: Sequence[int], strides: Sequence[int],
+                    rows_id: str) -> tuple[tuple[int, int], ...]:
+    """Explicit [lo, hi] pads per dimension: a mode resolved as lax.padtype_to_pads does, on
+    x's (undilated) sizes and the windows' (dilated) spans; rows checked for their count."""
     if padding == "VALID":
         return tuple((0, 0) for _ in x.shape)
     if isinstance(padding, str):
-        windows = [dilate_dim(w, d) for w, d in zip(v.window_dimensions, v.window_dilation)]
-        return tuple(same_pads(size, w, s, padding == "SAME_LOWER") for size, w, s in zip(x.shape, windows, v.window_strides))
+        return tuple(same_pads(size, w, s, padding == "SAME_LOWER") for size, w, s in zip(x.shape, windows, strides))
     if len(padding) != x.rank:
-        raise VerifyError(f"padding has {len(padding)} [lo, hi] pairs, expected {x.rank} (one per dimension)", "max_pool.C12",
+        raise VerifyError(f"padding has {len(padding)} [lo, hi] pairs, expected {x.rank} (one per dimension)", rows_id,
                           attr="padding")
     return tuple((int(lo), int(hi)) for lo, hi in padding)
 
 
+def pool_padding(v: OpView) -> tuple[tuple[int, int], ...]:
+    """max_pool's explicit [lo, hi] pads per dimension (a mode resolved as lax.reduce_window does)."""
+    windows = [dilate_dim(w, d) for w, d in zip(v.window_dimensions, v.window_dilation)]
+    return resolve_padding(v.operand(0), v.padding, windows, v.window_strides, "max_pool.C12")
+
+
+def window_count(padded: int, span: int, stride: int) -> int:
+    """How many windows of `span` elements, `stride` apart, fit in `padded` elements (none in an empty input)."""
+    return 0 if padded == 0 or span > padded else (padded - span) // stride + 1
+
+
 def infer_max_pool(v: OpView) -> TensorType:
     x = v.operand(0)
-    window = _per_dim(v, "window_dimensions", "C4", "C5")
-    strides = _per_dim(v, "window_strides", "C6", "C7")
-    base = _per_dim(v, "base_dilation", "C8", "C9")
-    dilation = _per_dim(v, "window_dilation", "C10", "C11")
+    window = per_dim(v, "window_dimensions", "max_pool.C4", "max_pool.C5")
+    strides = per_dim(v, "window_strides", "max_pool.C6", "max_pool.C7")
+    base = per_dim(v, "base_dilation", "max_pool.C8", "max_pool.C9")
+    dilation = per_dim(v, "window_dilation", "max_pool.C10", "max_pool.C11")
     shape = []
     for dim, (size, (lo, hi)) in enumerate(zip(x.shape, pool_padding(v))):
         padded = lo + dilate_dim(size, base[dim]) + hi
         if padded < 0:
             raise VerifyError(f"padding ({lo}, {hi}) makes dimension {dim} negative: dilated input size "
                               f"{dilate_dim(size, base[dim])}, padded size {padded}", "max_pool.L1", attr="padding")
-        span = dilate_dim(window[dim], dilation[dim])
-        shape.append(0 if padded == 0 or span > padded else (padded - span) // strides[dim] + 1)
+        shape.append(window_count(padded, dilate_dim(window[dim], dilation[dim]), strides[dim]))
     return TensorType(tuple(shape), x.dtype)
 
 
@@ -71,6 +85,28 @@ POOL_FOREIGN = {
     "dilations": ForeignAttr("window_dilation", source="ONNX"),
     "pads": ForeignAttr("padding", source="ONNX", note="as [[lo, hi], ...] rows, not all begins then all ends"),
 }
+def max_pool_vjp(b: OpFactory, v: OpView, operands: Sequence[Value], g: Value) -> Sequence[Value | None]:
+    """x: `max_pool_grad(x, g)`, each window's cotangent added at its first maximum (select_and_scatter, as JAX).
+
+    The pads are the forward's, made explicit. A base-dilated pool differentiates as JAX's:
+    x spread by -inf (`pad`: a hole wins only where no element of x is larger), then every
+    base_dilation-th element of that gradient (`slice`). select_and_scatter has no window
+    dilation, nor has jax.vjp of a max reduce_window: a dilated window over more than one
+    element is refused (G7)."""
+    dilated = [d for w, d in zip(v.window_dimensions, v.window_dilation) if w > 1 and d > 1]
+    if dilated:
+        raise NoGradientRule(f"max_pool's gradient is a select_and_scatter, which has no window dilation; window_dilation "
+                             f"{list(v.window_dilation)} dilates a window of {list(v.window_dimensions)}", attr="window_dilation")
+    x, base = operands[0], v.base_dilation
+    window = {"window_dimensions": v.window_dimensions, "window_strides": v.window_strides, "padding": pool_padding(v)}
+    if all(d == 1 for d in base):
+        return (b.create("max_pool_grad", x, g, suffix="d_x", **window),)
+    spread = b.create("pad", x, suffix="x_dilated", padding_config=tuple((0, 0, d - 1) for d in base),
+                      padding_value=float("-inf"))
+    d_spread = b.create("max_pool_grad", spread, g, suffix="d_x_dilated", **window)
+    return (b.create("slice", d_spread, suffix="d_x", start_indices=(0,) * x.type.rank, limit_indices=d_spread.type.shape,
+                     strides=tuple(base)),)
+
 
 MAX_POOL = OpDef(
     "max_pool",
@@ -86,4 +122,5 @@ MAX_POOL = OpDef(
     },
     doc="lax.reduce_window with lax.max (-inf initial value); emitted as stablehlo.reduce_window",
     foreign=POOL_FOREIGN,
+    vjp=max_pool_vjp,
 )

@@ -23,7 +23,7 @@ def infer_reduce_sum(v: OpView) -> TensorType:
 
 
 def reduce_sum_vjp(b: OpFactory, v: OpView, operands: Sequence[Value], g: Value) -> Sequence[Value | None]:
-    """Spread the cotangent back over the summed dims."""
+    """x: `broadcast_in_dim(g)` back over the summed dims."""
     x = operands[0].type
     kept = tuple(d for d in range(x.rank) if d not in v.axes)
     return (b.create("broadcast_in_dim", g, suffix="d_x", shape=x.shape, broadcast_dimensions=kept),)

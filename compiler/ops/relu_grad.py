@@ -23,7 +23,7 @@ def infer_relu_grad(v: OpView) -> TensorType:
 
 
 def _relu_grad_vjp(b: OpFactory, v: OpView, operands: Sequence[Value], g: Value) -> Sequence[Value | None]:
-    """Linear in out_grad with the same mask; x only selects (no cotangent)."""
+    """out_grad: `relu_grad(g, x)` (linear in out_grad, the same mask); x: none (it only selects)."""
     return b.create("relu_grad", g, operands[1], suffix="d_out_grad"), None
 
 

@@ -162,40 +162,48 @@ Cotangents = Sequence[Value | None]
 
 
 def _bias_add_vjp(b: OpFactory, v: OpView, operands: Sequence[Value], g: Value) -> Cotangents:
+    """x: `g`; bias: `reduce_sum(g)` over every dim but `axis`."""
     axis = v.axis % g.type.rank
     others = tuple(d for d in range(g.type.rank) if d != axis)
     return g, b.create("reduce_sum", g, suffix="d_bias", axes=others)
 
 
 def _add_vjp(b: OpFactory, v: OpView, operands: Sequence[Value], g: Value) -> Cotangents:
+    """`g` for both operands."""
     return g, g
 
 
 def _multiply_vjp(b: OpFactory, v: OpView, operands: Sequence[Value], g: Value) -> Cotangents:
+    """lhs: `g * rhs`; rhs: `lhs * g`."""
     lhs, rhs = operands
     return b.create("multiply", g, rhs, suffix="d_lhs"), b.create("multiply", lhs, g, suffix="d_rhs")
 
 
 def _relu_vjp(b: OpFactory, v: OpView, operands: Sequence[Value], g: Value) -> Cotangents:
+    """x: `relu_grad(g, x)`, `g` where `x > 0` and 0 elsewhere (`jax.nn.relu`'s derivative, 0 at 0, as PyTorch's)."""
     return (b.create("relu_grad", g, operands[0], suffix="d_x"),)
 
 
 def _reshape_vjp(b: OpFactory, v: OpView, operands: Sequence[Value], g: Value) -> Cotangents:
+    """x: `reshape(g)` to x's shape."""
     return (b.create("reshape", g, suffix="d_x", new_sizes=operands[0].type.shape),)
 
 
 def _transpose_vjp(b: OpFactory, v: OpView, operands: Sequence[Value], g: Value) -> Cotangents:
+    """x: `transpose(g)` by the inverse permutation."""
     inverse = tuple(int(d) for d in np.argsort(v.permutation))
     return (b.create("transpose", g, suffix="d_x", permutation=inverse),)
 
 
 def _reverse_vjp(b: OpFactory, v: OpView, operands: Sequence[Value], g: Value) -> Cotangents:
+    """x: `reverse(g)` over the same dimensions."""
     return (b.create("reverse", g, suffix="d_x", dimensions=v.dimensions),)
 
 
 def _pad_vjp(b: OpFactory, v: OpView, operands: Sequence[Value], g: Value) -> Cotangents:
-    """Undo the edge pads (a crop where they padded, zeros where they cropped), then take every
-    (interior + 1)-th element."""
+    """x: `pad(g)` by the negated edge pads, then a `slice` with stride `interior + 1`.
+
+    Undoing the edge pads crops where they padded and puts zeros where they cropped."""
     config = v.padding_config
     unpadded = g
     if any((lo, hi) != (0, 0) for lo, hi, _ in config):
@@ -207,7 +215,7 @@ def _pad_vjp(b: OpFactory, v: OpView, operands: Sequence[Value], g: Value) -> Co
 
 
 def _slice_vjp(b: OpFactory, v: OpView, operands: Sequence[Value], g: Value) -> Cotangents:
-    """Scatter back by padding with zeros: the start low, the rest high, stride - 1 between."""
+    """x: `pad(g)` with zeros, `start` low, the rest high, `stride - 1` interior."""
     config = []
     for size, start, stride, out in zip(operands[0].type.shape, v.start_indices, v.strides, g.type.shape):
         end = start + (0 if out == 0 else (out - 1) * stride + 1)
@@ -216,6 +224,7 @@ def _slice_vjp(b: OpFactory, v: OpView, operands: Sequence[Value], g: Value) -> 
 
 
 def _concatenate_vjp(b: OpFactory, v: OpView, operands: Sequence[Value], g: Value) -> Cotangents:
+    """each input: its `slice` of `g`."""
     dim, offset, parts = v.dimension, 0, []
     for index, operand in enumerate(operands):
         size = operand.type.shape[dim]
@@ -227,6 +236,7 @@ def _concatenate_vjp(b: OpFactory, v: OpView, operands: Sequence[Value], g: Valu
 
 
 def _convert_vjp(b: OpFactory, v: OpView, operands: Sequence[Value], g: Value) -> Cotangents:
+    """x: `convert(g)` back to x's type; none for an integer x."""
     source = operands[0].type.dtype
     if not is_float(source):
         return (None,)

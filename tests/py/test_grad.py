@@ -3,7 +3,7 @@
 Each case builds a model, takes its gradient graph, compiles it for a target, runs it with
 PJRT on random inputs and cotangents, and compares every result with `jax.vjp` of
 `convc.reference`'s function of the same model (the `wrt` values as its arguments). One
-negative test per constraint id G1..G6; a fixed-seed property test over the drawn models.
+negative test per constraint id G1..G7; a fixed-seed property test over the drawn models.
 """
 
 from __future__ import annotations
@@ -179,6 +179,18 @@ def reduce_sum() -> tuple[Graph, list[str]]:
     return _unary("reduce_sum", (2, 3, 4), axes=(0, 2))
 
 
+@case
+def max_pool_overlapping_same() -> tuple[Graph, list[str]]:
+    """3x3 windows at stride 2 overlap: an element that is the maximum of two gets both cotangents."""
+    return _unary("max_pool", (2, 7, 7, 3), window_dimensions=(1, 3, 3, 1), window_strides=(1, 2, 2, 1), padding="SAME")
+
+
+@case
+def max_pool_base_dilated_cropped() -> tuple[Graph, list[str]]:
+    return _unary("max_pool", (1, 3, 5, 4), window_dimensions=(1, 1, 3, 2), base_dilation=(1, 1, 2, 2),
+                  padding=((0, 0), (0, 0), (-1, 1), (1, -2)))
+
+
 def _conv_case(lhs: Sequence[int], rhs: Sequence[int], dtype: str = "f32", **attrs: Any) -> tuple[Graph, list[str]]:
     b = Builder("conv")
     x, w = b.input("x", lhs, dtype), b.input("w", rhs, dtype)
@@ -347,6 +359,30 @@ def test_op_without_rule_G6() -> None:
         convc.grad(b.build(), ["x"])
     assert err.value.constraint == "G6" and "'s' (stacked_reduce_sum)" in str(err.value)
     assert "op 'stacked_reduce_sum' has no gradient rule" in str(err.value)
+
+
+def test_rule_that_does_not_cover_the_attributes_G7() -> None:
+    """max_pool's rule (select_and_scatter) has no window dilation."""
+    b = Builder("dilated")
+    x = b.input("x", (1, 7, 7, 2))
+    b.output(b.op("max_pool", x, window_dimensions=(1, 2, 2, 1), window_dilation=(1, 3, 1, 1), name="p"))
+    with pytest.raises(ConvcError) as err:
+        convc.grad(b.build(), ["x"])
+    assert err.value.constraint == "G7" and err.value.loc.node == "p"
+    assert "max_pool's gradient is a select_and_scatter, which has no window dilation; window_dilation [1, 3, 1, 1]" in str(err.value)
+
+
+def test_the_table_of_rules_has_a_row_per_op_saying_whether_it_has_one() -> None:
+    """docs/autodiff.md's generated table: every op kind once, its rule's docstring line, or G6."""
+    from convc.ops import OPS, gradient_rules_table
+
+    rows = gradient_rules_table().splitlines()[2:]
+    assert [row.split("`")[1] for row in rows] == list(OPS)
+    by_op = {row.split("`")[1]: row for row in rows}
+    assert "| none (G6) |" in by_op["stacked_reduce_sum"] and "| none (G6) |" in by_op["max_pool_grad"]
+    assert "| `pool.py` | x: `max_pool_grad(x, g)`" in by_op["max_pool"]
+    assert "| not needed |" in by_op["constant"]
+    assert all(OPS[op].vjp is None or "none (G6)" not in row for op, row in by_op.items())
 
 
 def test_op_without_rule_off_the_gradient_path_is_fine() -> None:
