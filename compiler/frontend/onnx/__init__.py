@@ -1,0 +1,14 @@
+"""The ONNX frontend: `load_onnx` reads an ONNX model into a verified Graph (docs/onnx.md).
+
+`registry.py` holds the table from (op type, since-opset) to converter and the context
+converters build with; one module per op family registers its converters (`conv.py`,
+`pooling.py`, `elementwise.py`, `normalization.py`, `gemm.py`, `tensor.py`), sharing
+`shared.py`; `importer.py` parses and checks the model with the `onnx` package and runs the
+converters. Only `importer.py` imports `onnx`, and only when a model is loaded.
+"""
+
+from . import conv, elementwise, gemm, normalization, pooling, tensor  # noqa: F401  (each registers its converters)
+from .importer import load_onnx
+from .registry import CONVERTERS, lookup, op_table
+
+__all__ = ["CONVERTERS", "load_onnx", "lookup", "op_table"]
