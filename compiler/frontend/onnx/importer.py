@@ -70,6 +70,7 @@ def load_onnx(model: ModelSource, *, input_shapes: Mapping[str, Sequence[int]] |
     onnx = _onnx_package(file or (os.fspath(model) if isinstance(model, str | os.PathLike) else "<model>"))
     proto, file, directory = _read(onnx, model, file)
     _check_domains(proto, file)
+    _read_external_data(onnx, proto, Path(base_dir) if base_dir is not None else directory, allow_external_data, max_bytes, file)
     proto, opset = _at_supported_opset(onnx, proto, file)
     nodes = [_node(onnx, proto_node, index) for index, proto_node in enumerate(proto.graph.node)]
     initializers = {t.name: t for t in proto.graph.initializer}
@@ -78,8 +79,7 @@ def load_onnx(model: ModelSource, *, input_shapes: Mapping[str, Sequence[int]] |
     _check_model(onnx, proto, file)
     inputs = _input_types(proto, initializers, input_shapes or {}, file, log or _stderr)
     _infer_shapes(onnx, proto, inputs, file)
-    arrays = _initializer_arrays(onnx, proto, Path(base_dir) if base_dir is not None else directory, allow_external_data,
-                                 max_bytes, file)
+    arrays = {tensor.name: onnx.numpy_helper.to_array(tensor) for tensor in proto.graph.initializer}
     builder = _Build(proto, nodes, opset, file)
     return builder.run(inputs, arrays, keep_as_inputs)
 
@@ -92,6 +92,8 @@ def _onnx_package(file: str) -> Any:
     try:
         import onnx
         import onnx.checker
+        import onnx.external_data_helper
+        import onnx.helper
         import onnx.numpy_helper
         import onnx.shape_inference
         import onnx.version_converter
@@ -284,22 +286,19 @@ def _infer_shapes(onnx: Any, proto: Any, inputs: Sequence[tuple[str, tuple[int, 
                          INVALID_MODEL) from None
 
 
-def _initializer_arrays(onnx: Any, proto: Any, base_dir: Path, allow_external_data: bool, max_bytes: int,
-                        file: str) -> dict[str, np.ndarray]:
-    """Every initializer as an array, sizes checked against `max_bytes` before anything is read."""
+def _read_external_data(onnx: Any, proto: Any, base_dir: Path, allow_external_data: bool, max_bytes: int, file: str) -> None:
+    """Initializers stored in files next to the model, read into the model (the checker and
+    converters see plain tensors), after their sizes are checked against `max_bytes`."""
     total = 0
     for tensor in proto.graph.initializer:
         total += math.prod(tensor.dims) * onnx.helper.tensor_dtype_to_np_dtype(tensor.data_type).itemsize
     if total > max_bytes:
         raise ConvcError(f"the initializers would need {total} bytes, over the limit of {max_bytes} (--max-bytes)",
                          Location(file=file), CONSTANT_BYTES)
-    arrays = {}
     for index, tensor in enumerate(proto.graph.initializer):
         if onnx.external_data_helper.uses_external_data(tensor):
-            _load_external(onnx, tensor, base_dir, allow_external_data, Location(file=file, pointer=f"/graph/initializer/{index}",
-                                                                                   node=tensor.name))
-        arrays[tensor.name] = onnx.numpy_helper.to_array(tensor)
-    return arrays
+            loc = Location(file=file, pointer=f"/graph/initializer/{index}", node=tensor.name)
+            _load_external(onnx, tensor, base_dir, allow_external_data, loc)
 
 
 def _load_external(onnx: Any, tensor: Any, base_dir: Path, allow: bool, loc: Location) -> None:
