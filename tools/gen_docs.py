@@ -22,11 +22,15 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from convc.frontend.onnx import op_table as onnx_op_table
+
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 
 # NAME -> (the doc that holds it, what writes its body). Each section's writer lives with the
 # registry it reads; this table only says where its text goes.
-SECTIONS: dict[str, tuple[str, Callable[[], str]]] = {}
+SECTIONS: dict[str, tuple[str, Callable[[], str]]] = {
+    "onnx-ops": ("onnx.md", onnx_op_table),
+}
 
 
 def _markers(name: str) -> re.Pattern[str]:
