@@ -60,6 +60,7 @@ class Compiler:
     log: Callable[[str], None] = field(default=lambda text: print(text, file=sys.stderr))
     timings: list[tuple[str, float]] = field(default_factory=list)  # the last run_passes's, per pass
     phases: list[tuple[str, float, int]] = field(default_factory=list)  # (phase, seconds, depth), for --timing
+    onnx_source: tuple[bytes, str] | None = field(default=None, init=False)  # the ONNX model read (bytes, file): --check's ONNX Runtime run
 
     @contextlib.contextmanager
     def timed(self, phase: str) -> Iterator[None]:
@@ -99,6 +100,7 @@ class Compiler:
         if file.lower().endswith(".onnx") or data[:1] == b"\x08":  # an ONNX ModelProto starts with its ir_version field
             from .frontend.onnx import load_onnx
 
+            self.onnx_source = (data, file)
             return load_onnx(data, file=file, base_dir=base_dir, allow_external_data=self.allow_external_data,
                              max_bytes=self.max_bytes, log=self.log)
         if file.lower().endswith(".json") or data.lstrip()[:1] in (b"{", b"["):

@@ -6,6 +6,7 @@ inputs; and one negative test per O diagnostic, each a located one-line error (e
 from __future__ import annotations
 
 import io
+import re
 import sys
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -427,13 +428,25 @@ def test_tiny_vgg_with_dynamic_batch_agrees_with_onnxruntime(tiny_vgg_unfolded: 
 
 
 def test_convc_run_check_on_an_onnx_file(resnet_block: bytes, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """`convc model.onnx --run --check` compares with the jax.lax oracle and exits 0; `--grad` names an initializer."""
+    """`convc model.onnx --check` compares with the jax.lax oracle and with ONNX Runtime and exits 0; `--grad`
+    names an initializer (compared with jax.vjp only)."""
     path = tmp_path / "block.onnx"
     path.write_bytes(resnet_block)
     assert convc_main([str(path), "--check", "--target", "cpu"]) == 0
-    assert "y: max abs error vs jax.lax" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "y: max abs error vs jax.lax" in out and "y: max abs error vs onnxruntime" in out
     assert convc_main([str(path), "--check", "--target", "cpu", "--grad", "head.2.weight"]) == 0
     assert "head.2.weight.grad: max abs error vs jax.lax" in capsys.readouterr().out
+
+
+def test_convc_run_with_check_compares_an_onnx_file_with_onnxruntime(tmp_path: Path) -> None:
+    """convc.run(path, check=True) on an .onnx file: one line against jax.lax and one against ONNX Runtime per output."""
+    path = tmp_path / "m.onnx"
+    path.write_bytes(_model([helper.make_node("Relu", ["x"], ["y"])], {"x": (2, 3)}, ["y"]))
+    result = convc.run(path, check=True, platform="cpu")
+    assert result.ok and result.check is not None
+    found = [re.fullmatch(r"y: max abs error vs (\S+) \S+ \(ok\)", line) for line in result.check.lines]
+    assert [match.group(1) if match else line for match, line in zip(found, result.check.lines)] == ["jax.lax", "onnxruntime"]
 
 
 def test_an_onnx_file_is_recognised_by_content(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -556,6 +569,23 @@ def test_O10_external_data_outside_the_model_directory(tmp_path: Path, capsys: p
     assert "external data file '../b.bin' is outside the model's directory" in err
     next(entry for entry in tensor.external_data if entry.key == "location").value = "missing.bin"
     assert "cannot read external data file 'missing.bin'" in _cli_error(tmp_path / "models", capsys, proto.SerializeToString(), "O10")
+
+
+def test_O11_check_finds_a_translation_that_onnxruntime_disagrees_with(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a wrong Relu converter (x + x) the jax.lax oracle of the imported graph agrees with the run, and
+    only ONNX Runtime, reading the .onnx itself, catches the mistranslation."""
+    def doubled(node: registry.Node, ctx: registry.Context) -> list[registry.Operand]:
+        x = ctx.operand(node, 0)
+        return [ctx.op("add", x, x)]
+
+    monkeypatch.setitem(registry.CONVERTERS, "Relu", [registry.Converter("Relu", 13, doubled, False)])
+    path = tmp_path / "m.onnx"
+    path.write_bytes(_relu_model())
+    assert convc_main([str(path), "--check"]) == 1
+    captured = capsys.readouterr()
+    assert "vs jax.lax" in captured.out and "(ok)" in captured.out and "vs onnxruntime" in captured.out and "MISMATCH" in captured.out
+    assert captured.err.strip() == f"{path}: error: --check: outputs differ from ONNX Runtime beyond tolerance [O11]"
 
 
 def test_O6_unsupported_training_mode_batch_normalization(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
