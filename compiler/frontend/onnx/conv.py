@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .registry import Context, Node, Operand, converter
-from .shared import spatial_attr, window_pads
+from .shared import spatial_attr, unless_ones, window_pads
 
 
 @converter("Conv", since=11)
@@ -20,8 +20,9 @@ def conv(node: Node, ctx: Context) -> Sequence[Operand]:
         raise ctx.error(f"kernel_shape {list(node.attrs['kernel_shape'])} differs from W's spatial dimensions {list(kernel)}")
     strides, dilations = spatial_attr(ctx, node, "strides", rank), spatial_attr(ctx, node, "dilations", rank)
     pads = window_pads(ctx, node, x.type.shape[2:], kernel, strides, dilations)
-    y = ctx.op("conv", x, w, window_strides=strides, padding=pads, rhs_dilation=dilations,
-               feature_group_count=node.attrs.get("group", 1))
+    group = node.attrs.get("group", 1)
+    y = ctx.op("conv", x, w, window_strides=unless_ones(strides), padding=pads, rhs_dilation=unless_ones(dilations),
+               feature_group_count=None if group == 1 else group)
     if node.input(2):
         y = ctx.op("bias_add", y, ctx.operand(node, 2), axis=1)
     return [y]

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from ...ops.conv import dilate_dim
 from .registry import Context, Node, Operand, converter
-from .shared import scaled, spatial_attr, window_pads
+from .shared import scaled, spatial_attr, unless_ones, window_pads
 
 
 def ceil_mode_pads(size: int, pads: tuple[int, int], window: int, stride: int) -> tuple[int, int]:
@@ -37,8 +37,8 @@ def max_pool(node: Node, ctx: Context) -> Sequence[Operand]:
     pads = window_pads(ctx, node, x.type.shape[2:], kernel, strides, dilations)
     if node.attrs.get("ceil_mode", 0):
         pads = [ceil_mode_pads(size, p, dilate_dim(k, d), s) for size, p, k, d, s in zip(x.type.shape[2:], pads, kernel, dilations, strides)]
-    return [ctx.op("max_pool", x, window_dimensions=(1, 1, *kernel), window_strides=(1, 1, *strides),
-                   window_dilation=(1, 1, *dilations), padding=((0, 0), (0, 0), *pads))]
+    return [ctx.op("max_pool", x, window_dimensions=(1, 1, *kernel), window_strides=unless_ones((1, 1, *strides)),
+                   window_dilation=unless_ones((1, 1, *dilations)), padding=((0, 0), (0, 0), *pads))]
 
 
 @converter("GlobalMaxPool", since=1)

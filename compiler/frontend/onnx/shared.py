@@ -67,6 +67,11 @@ def window_pads(ctx: Context, node: Node, in_spatial: Sequence[int], kernel: Seq
     return list(zip(pads[:rank], pads[rank:]))
 
 
+def unless_ones(values: Sequence[int]) -> tuple[int, ...] | None:
+    """`values`, or None (the op's declared default) when all are 1."""
+    return None if all(v == 1 for v in values) else tuple(values)
+
+
 def spatial_attr(ctx: Context, node: Node, name: str, rank: int) -> tuple[int, ...]:
     """A per-spatial-dim attribute (strides, dilations), all 1 when absent."""
     value = tuple(node.attrs.get(name, (1,) * rank))
