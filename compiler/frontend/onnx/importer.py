@@ -1,13 +1,14 @@
 """An ONNX model -> a verified Graph, built through the `Builder` by the registry's converters.
 
 The steps, each failing with one located line (docs/diagnostics.md, O1-O10): parse with
-`onnx` (O1); refuse nodes outside the default domain (O4); bring an opset below 13 up with
+`onnx` (O1); refuse nodes outside the default domain (O4); check the initializers' size
+(O9) and read their external data (O10); bring an opset below 13 up with
 `onnx.version_converter` (O3); list every node that has no converter and cannot be
 evaluated at import (O5), before anything is built; `onnx.checker` (O2); give symbolic
-input dims their sizes (O7), then strict `onnx.shape_inference` (O2); read the
-initializers (O9, O10); convert node by node. A node whose inputs are all known at import
-(initializers, Constants, shapes, and what is computed from them) is evaluated then, with
-`onnx.reference`, rather than built: shape arithmetic becomes numbers.
+input dims their sizes (O7), then strict `onnx.shape_inference` (O2); convert node by node.
+A node whose inputs are all known at import (initializers, Constants, shapes, and what is
+computed from them) is evaluated then, with `onnx.reference`, rather than built: shape
+arithmetic becomes numbers.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from ...ir import Graph, Value
 from .registry import (
     CONSTANT_BYTES,
     DOMAIN,
+    EXTERNAL_DATA,
     INPUT_SPEC,
     INVALID_MODEL,
     NO_ONNX_PACKAGE,
@@ -44,7 +46,6 @@ from .shared import ONNX_DTYPES
 
 MIN_OPSET = 13
 DEFAULT_DOMAINS = ("", "ai.onnx")
-EXTERNAL_DATA = "O10"  # an initializer's external data file is inside the model's directory, and readable
 # Ops never evaluated at import even with known inputs: random ones, and those with subgraphs.
 NOT_FOLDED = frozenset({"RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike", "Multinomial", "Bernoulli",
                         "If", "Loop", "Scan", "SequenceMap"})
@@ -64,7 +65,8 @@ def load_onnx(model: ModelSource, *, input_shapes: Mapping[str, Sequence[int]] |
     inputs after the graph's own (so `convc.grad` / `--grad` can name them as weights).
     `input_shapes` gives symbolic input dims their sizes (`{"x": (8, 3, 224, 224)}`); a
     symbolic dim it does not cover is 1, said in one line to `log` (default: stderr).
-    External data is read from `base_dir` (default: the model's directory), and a location
+    External data is read from `base_dir` (default: the model's directory; for bytes or a
+    ModelProto, the working directory), and a location
     outside it is refused unless `allow_external_data`; initializers together may take at
     most `max_bytes`. `file` names the model in diagnostics. User errors raise `ConvcError`."""
     onnx = _onnx_package(file or (os.fspath(model) if isinstance(model, str | os.PathLike) else "<model>"))
@@ -72,16 +74,15 @@ def load_onnx(model: ModelSource, *, input_shapes: Mapping[str, Sequence[int]] |
     _check_domains(proto, file)
     _read_external_data(onnx, proto, Path(base_dir) if base_dir is not None else directory, allow_external_data, max_bytes, file)
     proto, opset = _at_supported_opset(onnx, proto, file)
-    nodes = [_node(onnx, proto_node, index) for index, proto_node in enumerate(proto.graph.node)]
+    nodes = [_node(onnx, proto_node, index, file) for index, proto_node in enumerate(proto.graph.node)]
     initializers = {t.name: t for t in proto.graph.initializer}
     _check_names(input_shapes or {}, keep_as_inputs, proto, initializers, file)
     _check_supported(nodes, set(initializers) - set(keep_as_inputs), opset, file)
     _check_model(onnx, proto, file)
     inputs = _input_types(proto, initializers, input_shapes or {}, file, log or _stderr)
     _infer_shapes(onnx, proto, inputs, file)
-    arrays = {tensor.name: onnx.numpy_helper.to_array(tensor) for tensor in proto.graph.initializer}
-    builder = _Build(proto, nodes, opset, file)
-    return builder.run(inputs, arrays, keep_as_inputs)
+    arrays = _initializer_arrays(onnx, proto, file)
+    return _Build(proto, nodes, opset, file).run(inputs, arrays, keep_as_inputs)
 
 
 def _stderr(line: str) -> None:
@@ -135,17 +136,19 @@ def _parse(onnx: Any, data: bytes, file: str) -> Any:
     return proto
 
 
-def _node(onnx: Any, proto: Any, index: int) -> Node:
+def _node(onnx: Any, proto: Any, index: int, file: str) -> Node:
     """A NodeProto with its attributes decoded: strings as str, tensors as arrays."""
-    attrs = {}
+    node = Node(proto.name, proto.op_type, tuple(proto.input), tuple(proto.output), {}, index, proto.domain)
     for attribute in proto.attribute:
-        value = onnx.helper.get_attribute_value(attribute)
-        if isinstance(value, bytes):
-            value = value.decode("utf-8", "replace")
-        elif isinstance(value, onnx.TensorProto):
-            value = onnx.numpy_helper.to_array(value)
-        attrs[attribute.name] = value
-    return Node(proto.name, proto.op_type, tuple(proto.input), tuple(proto.output), attrs, index, proto.domain)
+        try:
+            value = onnx.helper.get_attribute_value(attribute)
+            if isinstance(value, onnx.TensorProto):
+                value = onnx.numpy_helper.to_array(value)
+        except (KeyError, ValueError, TypeError) as err:  # a tensor of an unknown type, data that does not fill its dims
+            raise ConvcError(f"invalid attribute '{attribute.name}': {_first_line(err)}", _node_location(file, node),
+                             INVALID_MODEL) from None
+        node.attrs[attribute.name] = value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+    return node
 
 
 def _node_location(file: str, node: Node) -> Location:
@@ -228,7 +231,7 @@ def _check_supported(nodes: Sequence[Node], known: set[str], opset: int, file: s
 def _check_model(onnx: Any, proto: Any, file: str) -> None:
     try:
         onnx.checker.check_model(proto)
-    except onnx.checker.ValidationError as err:
+    except (onnx.checker.ValidationError, ValueError) as err:  # ValueError: a model over protobuf's 2 GB
         raise ConvcError(f"invalid ONNX model (onnx.checker): {_first_line(err)}", Location(file=file), INVALID_MODEL) from None
 
 
@@ -270,6 +273,17 @@ def _given_shape(name: str, dims: list[int | None] | None, given: Sequence[int],
     return shape
 
 
+def _initializer_arrays(onnx: Any, proto: Any, file: str) -> dict[str, np.ndarray]:
+    arrays = {}
+    for index, tensor in enumerate(proto.graph.initializer):
+        try:
+            arrays[tensor.name] = onnx.numpy_helper.to_array(tensor)
+        except (ValueError, TypeError) as err:  # data that does not fill its dims
+            raise ConvcError(f"invalid initializer: {_first_line(err)}", Location(file=file, pointer=f"/graph/initializer/{index}",
+                                                                                  node=tensor.name), INVALID_MODEL) from None
+    return arrays
+
+
 def _infer_shapes(onnx: Any, proto: Any, inputs: Sequence[tuple[str, tuple[int, ...], str]], file: str) -> None:
     """Strict onnx.shape_inference with the inputs' static shapes: inconsistent shapes are an error."""
     shapes = dict((name, shape) for name, shape, _ in inputs)
@@ -281,7 +295,7 @@ def _infer_shapes(onnx: Any, proto: Any, inputs: Sequence[tuple[str, tuple[int, 
                 tensor.shape.dim.add().dim_value = size
     try:
         onnx.shape_inference.infer_shapes(proto, check_type=True, strict_mode=True)
-    except onnx.shape_inference.InferenceError as err:
+    except (onnx.shape_inference.InferenceError, ValueError) as err:
         raise ConvcError(f"inconsistent ONNX model (onnx.shape_inference): {_first_line(err)}", Location(file=file),
                          INVALID_MODEL) from None
 
@@ -290,8 +304,9 @@ def _read_external_data(onnx: Any, proto: Any, base_dir: Path, allow_external_da
     """Initializers stored in files next to the model, read into the model (the checker and
     converters see plain tensors), after their sizes are checked against `max_bytes`."""
     total = 0
-    for tensor in proto.graph.initializer:
-        total += math.prod(tensor.dims) * onnx.helper.tensor_dtype_to_np_dtype(tensor.data_type).itemsize
+    for index, tensor in enumerate(proto.graph.initializer):
+        total += math.prod(tensor.dims) * _itemsize(onnx, tensor, Location(file=file, pointer=f"/graph/initializer/{index}",
+                                                                            node=tensor.name))
     if total > max_bytes:
         raise ConvcError(f"the initializers would need {total} bytes, over the limit of {max_bytes} (--max-bytes)",
                          Location(file=file), CONSTANT_BYTES)
@@ -299,6 +314,17 @@ def _read_external_data(onnx: Any, proto: Any, base_dir: Path, allow_external_da
         if onnx.external_data_helper.uses_external_data(tensor):
             loc = Location(file=file, pointer=f"/graph/initializer/{index}", node=tensor.name)
             _load_external(onnx, tensor, base_dir, allow_external_data, loc)
+
+
+def _itemsize(onnx: Any, tensor: Any, loc: Location) -> int:
+    """The bytes of one element of an initializer, which must have a known type and no negative dim."""
+    try:
+        if min(tensor.dims, default=0) < 0:
+            raise ValueError(f"negative dimension in {list(tensor.dims)}")
+        return int(onnx.helper.tensor_dtype_to_np_dtype(tensor.data_type).itemsize)
+    except (KeyError, ValueError, TypeError) as err:
+        raise ConvcError(f"invalid initializer: {_first_line(err) if not isinstance(err, KeyError) else f'unknown data type {err}'}",
+                         loc, INVALID_MODEL) from None
 
 
 def _load_external(onnx: Any, tensor: Any, base_dir: Path, allow: bool, loc: Location) -> None:

@@ -26,7 +26,10 @@ def batch_normalization(node: Node, ctx: Context) -> Sequence[Operand]:
         if param.shape != (channels,):
             raise ctx.error(f"{what} (input {i}) has shape {list(param.shape)}, expected [{channels}] (one per channel)")
     scale, bias, mean, var = params
-    factor = scale / np.sqrt(var + node.attrs.get("epsilon", 1e-5))
+    variance = var + node.attrs.get("epsilon", 1e-5)
+    if not np.all(variance > 0):
+        raise ctx.error("var + epsilon must be positive in every channel")
+    factor = scale / np.sqrt(variance)
     dtype = numpy_dtype(x.type.dtype)
     spread = ctx.op("broadcast_in_dim", ctx.constant(factor.astype(dtype), "scale"), shape=x.type.shape, broadcast_dimensions=(1,))
     scaled = ctx.op("multiply", x, spread)

@@ -32,6 +32,8 @@ UNSUPPORTED_ATTR = "O6"  # an attribute value, or an input's form, is one the co
 INPUT_SPEC = "O7"  # input_shapes and keep_as_inputs name graph inputs and initializers, with fitting shapes
 NO_ONNX_PACKAGE = "O8"  # the `onnx` package is installed
 CONSTANT_BYTES = "O9"  # the initializers fit --max-bytes
+EXTERNAL_DATA = "O10"  # an initializer's external data file is inside the model's directory, and readable
+# "O11", --check's comparison with ONNX Runtime, is check.py's.
 
 Operand = Value | np.ndarray  # a convc value, or an array known at import
 
