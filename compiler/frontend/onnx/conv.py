@@ -16,11 +16,11 @@ def conv(node: Node, ctx: Context) -> Sequence[Operand]:
     if x.type.rank < 3 or w.type.rank != x.type.rank:
         raise ctx.error(f"X {x.type} and W {w.type} must both have rank 3 to 5 (N, C and 1 to 3 spatial dimensions)")
     rank, kernel = x.type.rank - 2, w.type.shape[2:]
-    if tuple(node.attrs.get("kernel_shape", kernel)) != kernel:
+    if tuple(node.attrs.get("kernel_shape") or kernel) != kernel:
         raise ctx.error(f"kernel_shape {list(node.attrs['kernel_shape'])} differs from W's spatial dimensions {list(kernel)}")
     strides, dilations = spatial_attr(ctx, node, "strides", rank), spatial_attr(ctx, node, "dilations", rank)
     pads = window_pads(ctx, node, x.type.shape[2:], kernel, strides, dilations)
-    group = node.attrs.get("group", 1)
+    group = node.attrs["group"]
     y = ctx.op("conv", x, w, window_strides=unless_ones(strides), padding=pads, rhs_dilation=unless_ones(dilations),
                feature_group_count=None if group == 1 else group)
     if node.input(2):

@@ -17,12 +17,12 @@ def gemm(node: Node, ctx: Context) -> Sequence[Operand]:
     a, b = ctx.operand(node, 0), ctx.operand(node, 1)
     if a.type.rank != 2 or b.type.rank != 2:
         raise ctx.error(f"A {a.type} and B {b.type} must be matrices (rank 2)")
-    product = ctx.op("dot_general", a, b, lhs_contracting_dimensions=(0 if node.attrs.get("transA", 0) else 1,),
-                     rhs_contracting_dimensions=(1 if node.attrs.get("transB", 0) else 0,))
-    y = scaled(ctx, product, node.attrs.get("alpha", 1.0))
+    product = ctx.op("dot_general", a, b, lhs_contracting_dimensions=(0 if node.attrs["transA"] else 1,),
+                     rhs_contracting_dimensions=(1 if node.attrs["transB"] else 0,))
+    y = scaled(ctx, product, node.attrs["alpha"])
     if not node.input(2):
         return [y]
-    c = scaled(ctx, ctx.operand(node, 2), node.attrs.get("beta", 1.0))
+    c = scaled(ctx, ctx.operand(node, 2), node.attrs["beta"])
     if not _spreads(c.type.shape, y.type.shape):
         raise ctx.error(f"C {c.type} does not broadcast to the product's shape {list(y.type.shape)}")
     return [ctx.op("add", y, broadcast_to(ctx, c, y.type.shape))]

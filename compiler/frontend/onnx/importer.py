@@ -72,7 +72,7 @@ def load_onnx(model: ModelSource, *, input_shapes: Mapping[str, Sequence[int]] |
     check_domains(proto, file)
     read_external_data(onnx, proto, Path(base_dir) if base_dir is not None else directory, allow_external_data, max_bytes, file)
     proto, opset = at_supported_opset(onnx, proto, file)
-    nodes = [decode_node(onnx, proto_node, index, file) for index, proto_node in enumerate(proto.graph.node)]
+    nodes = [decode_node(onnx, proto_node, index, opset, file) for index, proto_node in enumerate(proto.graph.node)]
     initializers = {t.name: t for t in proto.graph.initializer}
     check_names(input_shapes or {}, keep_as_inputs, proto, initializers, file)
     _check_supported(nodes, set(initializers) - set(keep_as_inputs), opset, file)

@@ -6,6 +6,7 @@ at module import."""
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -80,19 +81,38 @@ def _parse(onnx: Any, data: bytes, file: str) -> Any:
     return proto
 
 
-def decode_node(onnx: Any, proto: Any, index: int, file: str) -> Node:
-    """A NodeProto with its attributes decoded: strings as str, tensors as arrays."""
-    node = Node(proto.name, proto.op_type, tuple(proto.input), tuple(proto.output), {}, index, proto.domain)
+def decode_node(onnx: Any, proto: Any, index: int, opset: int, file: str) -> Node:
+    """A NodeProto with its attributes decoded (strings as str, tensors as arrays), and those
+    it leaves out that ONNX's op schema gives a default, that default: converters read
+    `node.attrs["group"]`, and no default is restated here."""
+    node = Node(proto.name, proto.op_type, tuple(proto.input), tuple(proto.output), dict(_schema_defaults(proto.op_type, opset)),
+                index, proto.domain)
     for attribute in proto.attribute:
         try:
-            value = onnx.helper.get_attribute_value(attribute)
-            if isinstance(value, onnx.TensorProto):
-                value = onnx.numpy_helper.to_array(value)
+            node.attrs[attribute.name] = _decoded(onnx, onnx.helper.get_attribute_value(attribute))
         except (KeyError, ValueError, TypeError) as err:  # a tensor of an unknown type, data that does not fill its dims
             raise ConvcError(f"invalid attribute '{attribute.name}': {first_line(err)}", node_location(file, node),
                              INVALID_MODEL) from None
-        node.attrs[attribute.name] = value.decode("utf-8", "replace") if isinstance(value, bytes) else value
     return node
+
+
+def _decoded(onnx: Any, value: Any) -> Any:
+    if isinstance(value, onnx.TensorProto):
+        return onnx.numpy_helper.to_array(value)
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+
+
+@functools.lru_cache(maxsize=512)
+def _schema_defaults(op_type: str, opset: int) -> tuple[tuple[str, Any], ...]:
+    """The default of every attribute the default domain's schema of `op_type` at `opset` declares one for."""
+    import onnx.defs
+
+    try:
+        schema = onnx.defs.get_schema(op_type, opset)
+    except (onnx.defs.SchemaError, TypeError):  # no such op (or a name onnx cannot take): no defaults
+        return ()
+    return tuple((name, _decoded(onnx, onnx.helper.get_attribute_value(spec.default_value)))
+                 for name, spec in schema.attributes.items() if spec.default_value.type)
 
 
 def node_location(file: str, node: Node) -> Location:

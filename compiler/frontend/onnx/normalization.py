@@ -14,7 +14,7 @@ from .registry import Context, Node, Operand, converter
 def batch_normalization(node: Node, ctx: Context) -> Sequence[Operand]:
     """Inference mode: `multiply` by scale / sqrt(var + epsilon) and `bias_add` of B - mean * that, per channel
     (axis 1), computed at import; scale, B, mean and var must be known at import. Not training_mode."""
-    if node.attrs.get("training_mode", 0):
+    if node.attrs.get("training_mode"):
         raise ctx.error("training_mode=1 is not supported (inference only)")
     ctx.refuse_outputs(node, 1, "the running mean and variance outputs (training mode)")
     x = ctx.operand(node, 0)
@@ -26,7 +26,7 @@ def batch_normalization(node: Node, ctx: Context) -> Sequence[Operand]:
         if param.shape != (channels,):
             raise ctx.error(f"{what} (input {i}) has shape {list(param.shape)}, expected [{channels}] (one per channel)")
     scale, bias, mean, var = params
-    variance = var + node.attrs.get("epsilon", 1e-5)
+    variance = var + node.attrs["epsilon"]
     if not np.all(variance > 0):
         raise ctx.error("var + epsilon must be positive in every channel")
     factor = scale / np.sqrt(variance)

@@ -35,7 +35,7 @@ def max_pool(node: Node, ctx: Context) -> Sequence[Operand]:
     if len(kernel) != rank:
         raise ctx.error(f"kernel_shape has {len(kernel)} entries, expected {rank} (one per spatial dimension)")
     pads = window_pads(ctx, node, x.type.shape[2:], kernel, strides, dilations)
-    if node.attrs.get("ceil_mode", 0):
+    if node.attrs["ceil_mode"]:
         pads = [ceil_mode_pads(size, p, dilate_dim(k, d), s) for size, p, k, d, s in zip(x.type.shape[2:], pads, kernel, dilations, strides)]
     return [ctx.op("max_pool", x, window_dimensions=(1, 1, *kernel), window_strides=unless_ones((1, 1, *strides)),
                    window_dilation=unless_ones((1, 1, *dilations)), padding=((0, 0), (0, 0), *pads))]

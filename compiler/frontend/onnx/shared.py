@@ -52,7 +52,7 @@ def window_pads(ctx: Context, node: Node, in_spatial: Sequence[int], kernel: Seq
                 dilations: Sequence[int]) -> list[tuple[int, int]]:
     """The [lo, hi] pads of each spatial dim from `auto_pad` (SAME_UPPER puts the odd one
     high, SAME_LOWER low, as lax's SAME and SAME_LOWER) or from `pads` (begins, then ends)."""
-    auto_pad = node.attrs.get("auto_pad", "NOTSET")
+    auto_pad = node.attrs["auto_pad"]
     rank = len(in_spatial)
     if auto_pad not in AUTO_PADS:
         raise ctx.error(f"auto_pad '{auto_pad}' is not one of {', '.join(AUTO_PADS)}")
@@ -61,7 +61,7 @@ def window_pads(ctx: Context, node: Node, in_spatial: Sequence[int], kernel: Seq
     if auto_pad != "NOTSET":
         return [same_pads(size, dilate_dim(k, d), s, auto_pad == "SAME_LOWER")
                 for size, k, d, s in zip(in_spatial, kernel, dilations, strides)]
-    pads = list(node.attrs.get("pads", [0] * 2 * rank))
+    pads = list(node.attrs.get("pads") or [0] * 2 * rank)  # ONNX's schema states no default: its text says 0
     if len(pads) != 2 * rank:
         raise ctx.error(f"pads has {len(pads)} entries, expected {2 * rank} (a begin and an end per spatial dimension)")
     return list(zip(pads[:rank], pads[rank:]))

@@ -17,7 +17,7 @@ def reshape(node: Node, ctx: Context) -> Sequence[Operand]:
     """`reshape`; the shape must be known at import (0 copies the input's dim unless allowzero, -1 is inferred)."""
     x = ctx.operand(node, 0)
     shape = [int(d) for d in ctx.required_array(node, 1, "the shape").reshape(-1)]
-    allow_zero = node.attrs.get("allowzero", 0)
+    allow_zero = node.attrs.get("allowzero")
     sizes = [x.type.shape[i] if d == 0 and not allow_zero and i < x.type.rank else d for i, d in enumerate(shape)]
     if sizes.count(-1) > 1 or any(d < -1 for d in sizes):
         raise ctx.error(f"shape {shape} has more than one -1 or a size below -1")
@@ -33,7 +33,7 @@ def reshape(node: Node, ctx: Context) -> Sequence[Operand]:
 def flatten(node: Node, ctx: Context) -> Sequence[Operand]:
     """`reshape` to 2-D: the dims before axis, and those from it."""
     x = ctx.operand(node, 0)
-    axis = node.attrs.get("axis", 1)
+    axis = node.attrs["axis"]
     axis = x.type.rank if axis == x.type.rank else normalized_axis(ctx, axis, x.type.rank)
     return [ctx.op("reshape", x, new_sizes=(math.prod(x.type.shape[:axis]), math.prod(x.type.shape[axis:])))]
 
@@ -42,7 +42,7 @@ def flatten(node: Node, ctx: Context) -> Sequence[Operand]:
 def transpose(node: Node, ctx: Context) -> Sequence[Operand]:
     """`transpose` by perm (default: the dims reversed)."""
     x = ctx.operand(node, 0)
-    return [ctx.op("transpose", x, permutation=tuple(node.attrs.get("perm", range(x.type.rank - 1, -1, -1))))]
+    return [ctx.op("transpose", x, permutation=tuple(node.attrs.get("perm") or range(x.type.rank - 1, -1, -1)))]
 
 
 def _axes(ctx: Context, node: Node, rank: int) -> list[int]:
@@ -76,7 +76,7 @@ def squeeze(node: Node, ctx: Context) -> Sequence[Operand]:
 def concat(node: Node, ctx: Context) -> Sequence[Operand]:
     """`concatenate` along axis."""
     inputs = [ctx.value(name) for name in node.inputs if name]
-    axis = normalized_axis(ctx, node.attrs.get("axis", 0), inputs[0].type.rank)
+    axis = normalized_axis(ctx, node.attrs["axis"], inputs[0].type.rank)
     return [ctx.op("concatenate", *inputs, dimension=axis)]
 
 
@@ -84,7 +84,7 @@ def concat(node: Node, ctx: Context) -> Sequence[Operand]:
 def gather(node: Node, ctx: Context) -> Sequence[Operand]:
     """`slice` per index (indices known at import), `concatenate`d and `reshape`d to the indices' shape."""
     x = ctx.operand(node, 0)
-    axis = normalized_axis(ctx, node.attrs.get("axis", 0), x.type.rank)
+    axis = normalized_axis(ctx, node.attrs["axis"], x.type.rank)
     indices = ctx.required_array(node, 1, "indices")
     size = x.type.shape[axis]
     if indices.size == 0 or np.any(indices < -size) or np.any(indices >= size):
@@ -140,4 +140,4 @@ def constant(node: Node, ctx: Context) -> Sequence[Operand]:
 def shape(node: Node, ctx: Context) -> Sequence[Operand]:
     """The input's static shape (start, end), known at import."""
     dims = ctx.operand(node, 0).type.shape
-    return [np.asarray(dims[slice(node.attrs.get("start", 0), node.attrs.get("end"))], np.int64)]
+    return [np.asarray(dims[slice(node.attrs.get("start"), node.attrs.get("end"))], np.int64)]
