@@ -22,6 +22,7 @@ from .autodiff import grad
 from .builder import Builder
 from .diagnostics import ConvcError, Location
 from .frontend import load_model, load_model_text
+from .frontend.onnx import load_onnx
 from .ir import Graph, Op, TensorType, Value
 from .runner import CheckReport, RunResult, run
 from .textual import parse_ir, print_graph
@@ -58,5 +59,5 @@ def compile_graph(graph: Graph, pipeline: str | None = None, target: str | None 
 
 __all__ = [
     "Builder", "CheckReport", "ConvcError", "Graph", "Location", "Op", "RunResult", "TensorType", "Value",
-    "__version__", "compile_graph", "grad", "load_model", "load_model_text", "parse_ir", "print_graph", "run",
+    "__version__", "compile_graph", "grad", "load_model", "load_model_text", "load_onnx", "parse_ir", "print_graph", "run",
 ]

@@ -16,6 +16,7 @@ import numpy as np
 from .compile import DEFAULT_ELIDE_LARGER, DEFAULT_MAX_BYTES, EMIT_KINDS, Compiler
 from .diagnostics import ConvcError, InternalError, Location, UsageError, one_line
 from .fileio import write_atomic
+from .frontend.onnx.check import onnxruntime_mismatch, onnxruntime_report
 from .ir import Graph
 from .runner import check_outputs, prepare_run, run_lowered
 from .runtime import PlatformUnavailableError, require_platform
@@ -261,10 +262,13 @@ def _run_and_check(compiler: Compiler, graph: Graph, payload: bytes, source: Gra
     if source is not None:
         with compiler.timed("check (jax.lax reference)"):
             report = check_outputs(result, source, wrt=args.grad)
-        for line in report.lines:
+        onnxruntime = None if args.grad else onnxruntime_report(compiler, result)  # an ONNX model: ONNX Runtime's outputs too
+        for line in report.lines + (onnxruntime.lines if onnxruntime else []):
             print(line)
         if not report.passed:
             raise ConvcError("--check: outputs differ from jax.lax beyond tolerance", Location(file=args.model), "R6")
+        if onnxruntime is not None and not onnxruntime.passed:
+            raise onnxruntime_mismatch(args.model)
     if args.outputs:  # after --check: a failed check writes nothing
         save_outputs(args.outputs, graph, result.outputs)
 

@@ -1,4 +1,4 @@
-"""The compiler: load a model (JSON or convc IR), run the pass pipeline, emit StableHLO,
+"""The compiler: load a model (JSON, ONNX or convc IR), run the pass pipeline, emit StableHLO,
 convc IR or portable bytecode. `Compiler` is what both command lines (`convc.cli`) and
 `convc.run` (`convc.runner`) drive, and what tests drive without a subprocess."""
 
@@ -74,6 +74,7 @@ class Compiler:
     log: Callable[[str], None] = field(default=lambda text: print(text, file=sys.stderr))
     timings: list[tuple[str, float]] = field(default_factory=list)  # the last run_passes's, per pass
     phases: list[tuple[str, float, int]] = field(default_factory=list)  # (phase, seconds, depth), for --timing
+    onnx_source: tuple[bytes, str] | None = field(default=None, init=False)  # the ONNX model read (bytes, file): --check's ONNX Runtime run
 
     def __post_init__(self) -> None:
         if self.mesh is not None:  # a malformed --mesh is a usage error before anything is read
@@ -116,6 +117,12 @@ class Compiler:
         return graph
 
     def _read(self, data: bytes, file: str, base_dir: Path | None) -> Graph:
+        if file.lower().endswith(".onnx") or data[:1] == b"\x08":  # an ONNX ModelProto starts with its ir_version field
+            from .frontend.onnx import load_onnx
+
+            self.onnx_source = (data, file)
+            return load_onnx(data, file=file, base_dir=base_dir, allow_external_data=self.allow_external_data,
+                             max_bytes=self.max_bytes, log=self.log)
         if file.lower().endswith(".json") or data.lstrip()[:1] in (b"{", b"["):
             return load_model_text(data, file, base_dir=base_dir, allow_external_data=self.allow_external_data,
                                    max_constant_bytes=self.max_bytes)

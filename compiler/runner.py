@@ -97,7 +97,13 @@ def run(model: Graph | str | os.PathLike[str], inputs: Inputs = None, *, seed: i
     if source is None:
         return result
     with compiler.timed("check (jax.lax reference)"):
-        return replace(result, check=check_outputs(result, source))
+        report = check_outputs(result, source)
+    from .frontend.onnx.check import onnxruntime_report  # an ONNX model: ONNX Runtime's outputs too
+
+    onnxruntime = onnxruntime_report(compiler, result)
+    if onnxruntime is not None:
+        report = CheckReport(report.lines + onnxruntime.lines, report.passed and onnxruntime.passed)
+    return replace(result, check=report)
 
 
 def prepare_run(graph: Graph, platform: str | None) -> None:

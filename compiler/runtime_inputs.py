@@ -124,8 +124,8 @@ def save_outputs(path: str, graph: Graph, outputs: list[np.ndarray]) -> None:
     write_atomic(path, buffer.getvalue())
 
 
-def compare(name: str, precision: str, got: np.ndarray, want: np.ndarray) -> tuple[str, bool]:
-    """One --check line and whether `got` is within TOLERANCE[precision] of `want`."""
+def compare(name: str, precision: str, got: np.ndarray, want: np.ndarray, against: str = "jax.lax") -> tuple[str, bool]:
+    """One --check line and whether `got` is within TOLERANCE[precision] of `want` (computed by `against`)."""
     got64, want64 = np.asarray(got, np.float64), np.asarray(want, np.float64)
     if got64.shape != want64.shape:
         return f"{name}: shape {list(got64.shape)} != reference {list(want64.shape)}", False
@@ -134,4 +134,4 @@ def compare(name: str, precision: str, got: np.ndarray, want: np.ndarray) -> tup
     finite = np.abs(want64[np.isfinite(want64)])
     scale = 1.0 + (float(finite.max()) if finite.size else 0.0)
     passed = error <= TOLERANCE[precision] * scale
-    return f"{name}: max abs error vs jax.lax {error:.3g} ({'ok' if passed else 'MISMATCH'})", passed
+    return f"{name}: max abs error vs {against} {error:.3g} ({'ok' if passed else 'MISMATCH'})", passed

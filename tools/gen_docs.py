@@ -23,6 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from convc.builder import builder_reference
+from convc.frontend.onnx import op_table as onnx_op_table
 from convc.ops import gradient_rules_table
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
@@ -32,6 +33,7 @@ DOCS = Path(__file__).resolve().parents[1] / "docs"
 SECTIONS: dict[str, tuple[str, Callable[[], str]]] = {
     "builder-reference": ("builder.md", builder_reference),
     "gradient-rules": ("autodiff.md", gradient_rules_table),
+    "onnx-ops": ("onnx.md", onnx_op_table),
 }
 
 

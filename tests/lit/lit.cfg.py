@@ -70,6 +70,10 @@ def _convc_python() -> str:
     return first[2:].strip() if first.startswith("#!") and os.path.isfile(first[2:].strip()) else sys.executable
 
 
+# `onnx`: the Python running `convc` imports the onnx package (the ONNX frontend's tests need it).
+if subprocess.run([_convc_python(), "-c", "import onnx"], capture_output=True).returncode == 0:
+    config.available_features.add("onnx")
+
 _PROBE = "from convc.xla_probes import xla_cpu_misreads_crop_low_pad_high as m; print(int(m()))"
 _probe = subprocess.run([_convc_python(), "-c", _PROBE], capture_output=True, text=True, env={**os.environ, "JAX_PLATFORMS": "cpu"})
 if _probe.returncode != 0:

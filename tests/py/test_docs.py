@@ -69,8 +69,8 @@ def test_every_namespaced_id_and_shared_rule_has_a_negative_lit_test() -> None:
 
 
 # An id of a family outside the op declarations (files, JSON, convc text, builder, graph,
-# emitter, run, sharding, gradients), written as a string anywhere in the compiler.
-_STAGE_ID = re.compile(r'"([IJXUVERG][0-9]+|S[0-9]+)"')
+# emitter, run, sharding, gradients, ONNX models), written as a string anywhere in the compiler.
+_STAGE_ID = re.compile(r'"([IJXUVERGO][0-9]+|S[0-9]+)"')
 
 
 def _stage_ids() -> set[str]:
@@ -81,7 +81,7 @@ def _stage_ids() -> set[str]:
 def test_diagnostics_doc_lists_every_stage_id() -> None:
     text = "".join((DOCS / doc).read_text(encoding="utf-8") for doc in ("diagnostics.md", "autodiff.md"))  # G ids: autodiff.md
     ids = _stage_ids()
-    assert {"I1", "J1", "X1", "U1", "V1", "E1", "R1", "S10", "G1"} <= ids
+    assert {"I1", "J1", "X1", "U1", "V1", "E1", "R1", "S10", "G1", "O1"} <= ids
     assert {i for i in ids if f"| {i} |" not in text} == set()
 
 

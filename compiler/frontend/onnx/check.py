@@ -1,0 +1,70 @@
+"""`--check` on an ONNX model, second half: ONNX Runtime runs the `.onnx` itself on the run's
+inputs, and its outputs are compared with convc's. The jax.lax oracle evaluates the imported
+graph, so it checks the lowering; this checks the translation from ONNX too. Skipped (None)
+where onnxruntime is not installed."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ...diagnostics import ConvcError, Location
+
+if TYPE_CHECKING:
+    from ...compile import Compiler
+    from ...runner import CheckReport, RunResult
+
+ONNXRUNTIME_MISMATCH = "O11"  # --check: the outputs agree with ONNX Runtime's within tolerance
+
+
+def onnxruntime_outputs(source: bytes | str, feeds: dict[str, np.ndarray], names: Sequence[str]) -> list[np.ndarray] | None:
+    """ONNX Runtime's outputs `names` of the model `source` (its bytes, or its path, which lets
+    it find external data), on the CPU; None without onnxruntime."""
+    try:
+        import onnxruntime
+    except ImportError:
+        return None
+    options = onnxruntime.SessionOptions()
+    options.log_severity_level = 3  # errors only: its warnings are not convc's to print
+    session = onnxruntime.InferenceSession(source, options, providers=["CPUExecutionProvider"])
+    return [np.asarray(out) for out in session.run(list(names), feeds)]
+
+
+def onnxruntime_check(data: bytes, file: str, input_names: Sequence[str], inputs: Sequence[np.ndarray], output_names: Sequence[str],
+                      outputs: Sequence[np.ndarray], precision: str) -> tuple[list[str], bool] | None:
+    """One `--check` line per output, compared with ONNX Runtime within TOLERANCE[precision],
+    and whether all agree; None without onnxruntime."""
+    from ...runtime_inputs import compare
+
+    source = file if Path(file).is_file() else data
+    try:
+        expected = onnxruntime_outputs(source, dict(zip(input_names, inputs)), output_names)
+    except Exception as err:  # noqa: BLE001 - onnxruntime's own failures (an op it lacks) are no verdict on convc
+        reason = next((line.strip() for line in str(err).splitlines() if line.strip()), type(err).__name__)
+        return [f"(not compared with onnxruntime, which could not run the model: {reason})"], True
+    if expected is None:
+        return None
+    compared = [compare(name, precision, got, want, against="onnxruntime") for name, got, want in zip(output_names, outputs, expected)]
+    return [line for line, _ in compared], all(passed for _, passed in compared)
+
+
+def onnxruntime_report(compiler: Compiler, result: RunResult) -> CheckReport | None:
+    """The comparison of `result` with ONNX Runtime when the compiler's model was ONNX; else, or
+    without onnxruntime, None. The tolerance is --check's for what the module computes in."""
+    from ...runner import CheckReport
+    from ...runtime_inputs import tolerance_for
+
+    if compiler.onnx_source is None:
+        return None
+    data, file = compiler.onnx_source
+    with compiler.timed("check (ONNX Runtime)"):
+        found = onnxruntime_check(data, file, [v.name for v in result.graph.inputs], result.inputs,
+                                  [v.name for v in result.graph.outputs], result.outputs, tolerance_for([result.graph], result.platform))
+    return None if found is None else CheckReport(*found)
+
+
+def onnxruntime_mismatch(file: str) -> ConvcError:
+    return ConvcError("--check: outputs differ from ONNX Runtime beyond tolerance", Location(file=file), ONNXRUNTIME_MISMATCH)

@@ -1,0 +1,196 @@
+"""An ONNX model -> a verified Graph, built through the `Builder` by the registry's converters.
+
+The steps, each failing with one located line (docs/diagnostics.md, O1-O10): parse (O1);
+refuse nodes outside the default domain (O4); check the initializers' size (O9) and read
+their external data (O10); bring an opset below 13 up with `onnx.version_converter` (O3);
+list every node that has no converter and cannot be evaluated at import (O5), before
+anything is built; `onnx.checker` (O2); give symbolic input dims their sizes (O7), then
+strict `onnx.shape_inference` (O2); convert node by node. The steps that use the `onnx`
+package are `model.py`'s.
+A node whose inputs are all known at import (initializers, Constants, shapes, and what is
+computed from them) is evaluated then, with `onnx.reference`, rather than built: shape
+arithmetic becomes numbers.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ...builder import Builder
+from ...diagnostics import ConvcError, Location
+from ...dtypes import from_numpy
+from ...ir import Graph, Value
+from .model import (
+    InputType,
+    Log,
+    ModelSource,
+    at_supported_opset,
+    check_domains,
+    check_model,
+    check_names,
+    decode_node,
+    first_line,
+    infer_shapes,
+    initializer_arrays,
+    input_types,
+    listed,
+    node_location,
+    onnx_package,
+    read,
+    read_external_data,
+)
+from .registry import INPUT_SPEC, UNSUPPORTED_ATTR, UNSUPPORTED_OP, Context, Node, Operand, lookup
+
+# Ops never evaluated at import even with known inputs: random ones, and those with subgraphs.
+NOT_FOLDED = frozenset({"RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike", "Multinomial", "Bernoulli",
+                        "If", "Loop", "Scan", "SequenceMap"})
+DEFAULT_MAX_BYTES = 1 << 31
+
+
+def load_onnx(model: ModelSource, *, input_shapes: Mapping[str, Sequence[int]] | None = None, keep_as_inputs: Sequence[str] = (),
+              file: str | None = None, base_dir: str | os.PathLike[str] | None = None, allow_external_data: bool = False,
+              max_bytes: int = DEFAULT_MAX_BYTES, log: Log | None = None) -> Graph:
+    """Read an ONNX model (a path, its bytes, or an `onnx.ModelProto`) into a verified Graph
+    whose inputs and outputs carry the ONNX graph's names.
+
+    Initializers become constants, except those named in `keep_as_inputs`, which become
+    inputs after the graph's own (so `convc.grad` / `--grad` can name them as weights).
+    `input_shapes` gives symbolic input dims their sizes (`{"x": (8, 3, 224, 224)}`); a
+    symbolic dim it does not cover is 1, said in one line to `log` (default: stderr).
+    External data is read from `base_dir` (default: the model's directory; for bytes or a
+    ModelProto, the working directory), and a location
+    outside it is refused unless `allow_external_data`; initializers together may take at
+    most `max_bytes`. `file` names the model in diagnostics. User errors raise `ConvcError`."""
+    onnx = onnx_package(file or (os.fspath(model) if isinstance(model, str | os.PathLike) else "<model>"))
+    proto, file, directory = read(onnx, model, file)
+    check_domains(proto, file)
+    read_external_data(onnx, proto, Path(base_dir) if base_dir is not None else directory, allow_external_data, max_bytes, file)
+    proto, opset = at_supported_opset(onnx, proto, file)
+    nodes = [decode_node(onnx, proto_node, index, opset, file) for index, proto_node in enumerate(proto.graph.node)]
+    initializers = {t.name: t for t in proto.graph.initializer}
+    check_names(input_shapes or {}, keep_as_inputs, proto, initializers, file)
+    _check_supported(nodes, set(initializers) - set(keep_as_inputs), opset, file)
+    check_model(onnx, proto, file)
+    inputs = input_types(proto, initializers, input_shapes or {}, file, log or _stderr)
+    infer_shapes(onnx, proto, inputs, file)
+    arrays = initializer_arrays(onnx, proto, file)
+    return _Build(proto, nodes, opset, file).run(inputs, arrays, keep_as_inputs)
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr)
+
+
+def foldable(node: Node, known: Mapping[str, Any] | set[str]) -> bool:
+    """Whether the node is evaluated at import: it has inputs, all known, and is deterministic."""
+    present = [name for name in node.inputs if name]
+    return bool(present) and node.op_type not in NOT_FOLDED and all(name in known for name in present)
+
+
+def _check_supported(nodes: Sequence[Node], known: set[str], opset: int, file: str) -> None:
+    """One error listing every node that has no converter at this opset and is not evaluated at import."""
+    known = set(known)
+    unsupported = []
+    for node in nodes:
+        found = lookup(node.op_type, opset)
+        if foldable(node, known) or (found is not None and found.known_output):
+            known.update(node.outputs)
+        elif found is None:
+            unsupported.append(node)
+    if unsupported:
+        raise ConvcError(f"{len(unsupported)} node(s) with unsupported ops at opset {opset}: "
+                         f"{listed(unsupported, lambda node: node.op_type)} (docs/onnx.md lists the supported ones)",
+                         node_location(file, unsupported[0]), UNSUPPORTED_OP)
+
+
+# --- building -------------------------------------------------------------------------------
+
+
+class _Build:
+    """The node-by-node conversion into a Builder."""
+
+    def __init__(self, proto: Any, nodes: Sequence[Node], opset: int, file: str):
+        self.proto = proto
+        self.nodes = nodes
+        self.opset = opset
+        self.file = file
+        graph = proto.graph
+        self.onnx_names = {v.name for v in graph.input} | {t.name for t in graph.initializer} | {
+            name for node in graph.node for name in node.output if name}
+        used = {name for node in graph.node for name in node.input} | {v.name for v in graph.output}
+        self.builder = Builder(graph.name or "main")
+        self.ctx = Context(self.builder, file, self.onnx_names, used)
+
+    def run(self, inputs: Sequence[InputType], arrays: dict[str, np.ndarray],
+            keep_as_inputs: Sequence[str]) -> Graph:
+        ctx, graph = self.ctx, self.builder.graph
+        for name, shape, dtype in inputs:
+            ctx.values[name] = self.builder.input(name, shape, dtype)
+        for name in keep_as_inputs:
+            ctx.values[name] = self._kept_input(name, arrays.pop(name))
+        ctx.known.update(arrays)
+        for node, proto_node in zip(self.nodes, self.proto.graph.node):
+            self._convert(node, proto_node)
+        self.builder.output(*(self._output(index, value.name) for index, value in enumerate(self.proto.graph.output)))
+        input_index = {v.name: i for i, v in enumerate(self.proto.graph.input)}
+        graph.input_locs = {v.name: Location(file=self.file, pointer=f"/graph/input/{input_index[v.name]}" if v.name in input_index
+                                             else None, node=v.name) for v in graph.inputs}
+        return self.builder.build()
+
+    def _kept_input(self, name: str, array: np.ndarray) -> Value:
+        dtype = from_numpy(array.dtype)
+        if dtype is None:
+            raise ConvcError(f"cannot keep initializer '{name}' as an input: its element type {array.dtype} is not one convc has",
+                             Location(file=self.file, node=name), INPUT_SPEC)
+        return self.builder.input(name, array.shape, dtype)
+
+    def _convert(self, node: Node, proto_node: Any) -> None:
+        ctx, ops = self.ctx, self.builder.graph.ops
+        ctx.node, start = node, len(ops)
+        loc = ctx.location(node)
+        try:
+            results = self._evaluate(node, proto_node) if foldable(node, ctx.known) else self._converter(node)(node, ctx)
+        except ConvcError as err:
+            raise ConvcError(err.message, loc, err.constraint) from None
+        made = {id(op.result) for op in ops[start:]}
+        for name, result in zip(node.outputs, results):
+            if not name:
+                continue
+            if isinstance(result, np.ndarray):
+                ctx.known[name] = result
+                continue
+            if id(result) in made and result.name not in self.onnx_names:
+                result.name = name  # the node's result carries its ONNX name
+            ctx.values[name] = result
+        for op in ops[start:]:
+            op.loc = loc
+
+    def _converter(self, node: Node) -> Callable[[Node, Context], Sequence[Operand]]:
+        found = lookup(node.op_type, self.opset)
+        assert found is not None, "_check_supported let an unsupported node through"
+        return found.convert
+
+    def _evaluate(self, node: Node, proto_node: Any) -> list[np.ndarray]:
+        """The node's outputs from known inputs, by the ONNX reference implementation (numpy)."""
+        from onnx.reference import ReferenceEvaluator
+
+        feeds = {name: self.ctx.known[name] for name in node.inputs if name}
+        try:
+            return [np.asarray(out) for out in ReferenceEvaluator(proto_node, opsets={"": self.opset}).run(None, feeds)]
+        except Exception as err:  # noqa: BLE001 - onnx.reference raises whatever numpy raises
+            raise self.ctx.error(f"cannot evaluate at import (onnx.reference): {first_line(err)}", UNSUPPORTED_ATTR) from None
+
+    def _output(self, index: int, name: str) -> Value:
+        """The value of graph output `name`, named `name` (a copy when it already has another name)."""
+        value = self.ctx.value(name)
+        if value.name == name:
+            return value
+        copy = self.builder.op("reshape", value, name=name, new_sizes=value.type.shape)
+        copy.producer.loc = Location(file=self.file, pointer=f"/graph/output/{index}", node=name)  # type: ignore[union-attr]
+        return copy

@@ -1,0 +1,61 @@
+"""Write a small ONNX model for the importer's lit tests: `make_onnx.py NAME OUT.onnx`.
+
+The models are built with onnx.helper (deterministic weights), so the tests' CHECK lines can
+name the convc ops each ONNX node becomes.
+"""
+
+import sys
+
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper, save_model
+
+
+def _weights(*shape: int) -> np.ndarray:
+    return (np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape) % 7 - 3) / 8
+
+
+def classifier() -> tuple[list, dict, dict]:
+    """Conv (SAME_UPPER, stride 2) + BatchNormalization + Relu + MaxPool (ceil_mode) + GlobalAveragePool + Flatten + Gemm."""
+    nodes = [
+        helper.make_node("Conv", ["x", "w", "b"], ["conv"], auto_pad="SAME_UPPER", strides=[2, 2], name="conv"),
+        helper.make_node("BatchNormalization", ["conv", "scale", "shift", "mean", "var"], ["bn"], name="bn"),
+        helper.make_node("Relu", ["bn"], ["relu"], name="relu"),
+        helper.make_node("MaxPool", ["relu"], ["pool"], kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1, name="pool"),
+        helper.make_node("GlobalAveragePool", ["pool"], ["gap"], name="gap"),
+        helper.make_node("Flatten", ["gap"], ["flat"], name="flat"),
+        helper.make_node("Gemm", ["flat", "fc_w", "fc_b"], ["y"], transB=1, name="fc"),
+    ]
+    weights = {"w": _weights(4, 3, 3, 3), "b": _weights(4), "scale": _weights(4) + 1, "shift": _weights(4), "mean": _weights(4),
+               "var": _weights(4) + 1, "fc_w": _weights(5, 4), "fc_b": _weights(5)}
+    return nodes, {"x": [1, 3, 8, 8]}, weights
+
+
+def flatten_view() -> tuple[list, dict, dict]:
+    """PyTorch's x.view(x.size(0), -1): Shape, Gather, Unsqueeze, Concat on a dynamic batch."""
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shape"]),
+        helper.make_node("Gather", ["shape", "zero"], ["batch"], axis=0),
+        helper.make_node("Unsqueeze", ["batch", "axes"], ["batch1"]),
+        helper.make_node("Concat", ["batch1", "minus_one"], ["sizes"], axis=0),
+        helper.make_node("Reshape", ["x", "sizes"], ["y"], name="view"),
+    ]
+    consts = {"zero": np.array(0, np.int64), "axes": np.array([0], np.int64), "minus_one": np.array([-1], np.int64)}
+    return nodes, {"x": ["batch", 2, 3, 3]}, consts
+
+
+MODELS = {"classifier": classifier, "flatten_view": flatten_view}
+
+
+def main(name: str, out: str) -> None:
+    nodes, inputs, initializers = MODELS[name]()
+    graph = helper.make_graph(nodes, name, [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs.items()],
+                              [helper.make_tensor_value_info(nodes[-1].output[0], TensorProto.FLOAT, None)],
+                              [numpy_helper.from_array(a, n) for n, a in initializers.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    from onnx import shape_inference
+
+    save_model(shape_inference.infer_shapes(model), out)
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:])
