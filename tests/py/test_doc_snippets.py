@@ -43,6 +43,9 @@ PLACEHOLDERS = {
     "model.json": "examples/resnet_block.json",
     # sharding.md's model: a mesh (data, space) of 8 devices, which `--mesh data=2,space=1` resizes
     "seg.json": "examples/sharded/seg3d_block.json",
+    # onnx.md's models: an exported classifier with a dynamic batch, an input named `input`
+    # and the initializer `fc.weight` (its `--grad` and `keep_as_inputs` name)
+    "model.onnx": "examples/onnx/classifier.onnx",
 }
 
 # Commands not run, by pattern, each with its reason (the census prints them).
