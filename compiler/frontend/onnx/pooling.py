@@ -54,8 +54,7 @@ class PoolWindow:
         """How many elements each output window averages: those of x, and with `include_pad`
         those of the model's pads too (never ceil_mode's extra padding), as ONNX Runtime counts."""
         per_dim = []
-        for size, out, k, s, d, (lo, hi), (_, ceil_hi) in zip(spatial, out_spatial, self.kernel, self.strides, self.dilations,
-                                                               self.pads, self.ceil_pads):
+        for size, out, k, s, d, (lo, hi) in zip(spatial, out_spatial, self.kernel, self.strides, self.dilations, self.pads):
             taps = np.arange(out)[:, None] * s - lo + np.arange(k)[None, :] * d  # each window's positions in x
             low, high = (-lo, size + hi) if include_pad else (0, size)
             per_dim.append(((taps >= low) & (taps < high)).sum(axis=1))
