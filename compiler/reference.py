@@ -23,6 +23,7 @@ import numpy as np
 from .ir import Graph, Op, TensorType
 from .ops import view
 from .ops.base import ConvDimensionNumbers
+from .ops.pool import pool_padding
 
 LaxRule = Callable[[Op, Sequence[Any]], Any]
 LAX_RULES: dict[str, LaxRule] = {}
@@ -460,6 +461,24 @@ def _stacked_reduce_sum(op: Op, args: Sequence[Any]) -> Any:
     return as_result(op, args, jnp.stack([lax.reduce_sum(_widened(op, args, x), op.attrs["axes"]) for x in args]))
 
 
+@lax_rule("reduce_max")
+def _reduce_max(op: Op, args: Sequence[Any]) -> Any:
+    from jax import lax
+
+    return lax.reduce_max(args[0], op.attrs["axes"])
+
+
+@lax_rule("reduce_max_grad")
+def _reduce_max_grad(op: Op, args: Sequence[Any]) -> Any:
+    """jax.vjp of lax.reduce_max at x, pulled back from out_grad (ties share it equally)."""
+    import jax
+    from jax import lax
+
+    x, out_grad = (_widened(op, args, a) for a in args)
+    _, pullback = jax.vjp(lambda x: lax.reduce_max(x, op.attrs["axes"]), x)
+    return as_result(op, args, pullback(out_grad)[0])
+
+
 def _lax_max_pool(x: Any, window: Sequence[int], strides: Sequence[int], padding: Any,
                   base_dilation: Sequence[int] | None = None, window_dilation: Sequence[int] | None = None) -> Any:
     """lax.reduce_window(x, lowest, lax.max, ...), its initial value a concrete (numpy) scalar so
@@ -490,6 +509,24 @@ def _max_pool(op: Op, args: Sequence[Any]) -> Any:
     v = view(op)
     return _lax_max_pool(args[0], v.window_dimensions, v.window_strides, _lax_padding(v.padding), v.base_dilation,
                          v.window_dilation)
+
+
+@lax_rule("sum_pool")
+def _sum_pool(op: Op, args: Sequence[Any]) -> Any:
+    """lax.reduce_window(x, 0, lax.add, ...), summed in the oracle's wide type; its initial
+    value a concrete (numpy) 0, so that JAX takes it for the sum it differentiates. Pads that
+    crop are applied first by lax.pad, as for the max pool."""
+    from jax import lax
+
+    v, x = view(op), _widened(op, args, args[0])
+    padding, base = _lax_padding(v.padding), v.base_dilation
+    zero = np.array(0, x.dtype)
+    if _crops(padding):
+        padding = tuple(tuple(row) for row in pool_padding(v))
+        x = lax.pad(x, zero, [(min(lo, 0), min(hi, 0), d - 1) for (lo, hi), d in zip(padding, base)])
+        padding, base = tuple((max(lo, 0), max(hi, 0)) for lo, hi in padding), None
+    return as_result(op, args, lax.reduce_window(x, zero, lax.add, v.window_dimensions, v.window_strides, padding, base,
+                                                 v.window_dilation))
 
 
 @lax_rule("max_pool_grad")

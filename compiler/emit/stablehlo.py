@@ -228,6 +228,40 @@ def _reduce_sum(op: Op, ctx: EmitContext, result: str) -> None:
     ctx.emit(result, f"stablehlo.reduce({ctx.use(x)} init: {zero}) applies stablehlo.add across dimensions = "
                      f"{int_list(op.attrs['axes'])} : ({x.type}, {TensorType((), x.type.dtype)}) -> {op.result.type}")
 
+
+@rule("reduce_max")
+def _reduce_max(op: Op, ctx: EmitContext, result: str) -> None:
+    x = op.operands[0]
+    _reduce(ctx, result, "maximum", ctx.use(x), x.type, op.attrs["axes"], op.result.type)
+
+
+def _reduce(ctx: EmitContext, result: str, kind: str, x: str, x_type: TensorType, axes: Sequence[int], out: TensorType) -> str:
+    """A `stablehlo.reduce` of `x` over `axes` by `stablehlo.<kind>` (add from 0, maximum from the lowest value)."""
+    start = 0 if kind == "add" else _lowest(x_type.dtype)
+    init = _scalar_constant(ctx, start, x_type.dtype, f"{result[1:]}_init")
+    return ctx.emit(result, f"stablehlo.reduce({x} init: {init}) applies stablehlo.{kind} across dimensions = "
+                            f"{int_list(axes)} : ({x_type}, {TensorType((), x_type.dtype)}) -> {out}")
+
+
+@rule("reduce_max_grad")
+def _reduce_max_grad(op: Op, ctx: EmitContext, result: str) -> None:
+    """JAX's rule for a max reduction: the maxima of x (`compare EQ` with the spread max) as
+    1s and 0s, out_grad divided by their count per reduced element, spread back and kept
+    at the maxima (`multiply` by the 1s and 0s)."""
+    (x, out_grad), axes = op.operands, op.attrs["axes"]
+    t, reduced, base = x.type, out_grad.type, result[1:]
+    kept = [d for d in range(t.rank) if d not in axes]
+    top = _reduce(ctx, ctx.fresh(f"{base}_max"), "maximum", ctx.use(x), t, axes, reduced)
+    top_wide = _broadcast(ctx, top, reduced, kept, t, f"{base}_max_wide")
+    mask_type = TensorType(t.shape, "i1")
+    mask = ctx.emit(ctx.fresh(f"{base}_at_max"), f"stablehlo.compare EQ, {ctx.use(x)}, {top_wide}, FLOAT : ({t}, {t}) -> {mask_type}")
+    ones = ctx.emit(ctx.fresh(f"{base}_indicator"), f"stablehlo.convert {mask} : ({mask_type}) -> {t}")
+    count = _reduce(ctx, ctx.fresh(f"{base}_count"), "add", ones, t, axes, reduced)
+    share = ctx.emit(ctx.fresh(f"{base}_share"), f"stablehlo.divide {ctx.use(out_grad)}, {count} : {reduced}")
+    share_wide = _broadcast(ctx, share, reduced, kept, t, f"{base}_share_wide")
+    ctx.emit(result, f"stablehlo.multiply {share_wide}, {ones} : {t}")
+
+
 @rule("stacked_reduce_sum")
 def _stacked_reduce_sum(op: Op, ctx: EmitContext, result: str) -> None:
     """One variadic `stablehlo.reduce` (generic syntax: the pretty form has no room for a
@@ -259,23 +293,30 @@ def _stacked_reduce_sum(op: Op, ctx: EmitContext, result: str) -> None:
     ctx.emit(result, f"stablehlo.concatenate {', '.join(rows)}, dim = 0 : ({', '.join([str(row)] * count)}) -> {op.result.type}")
 
 
-@rule("max_pool")
-def _max_pool(op: Op, ctx: EmitContext, result: str) -> None:
-    """A `stablehlo.reduce_window` whose body is a max, from the lowest value of the type
-    (generic syntax: the pretty form has no room for the window attributes)."""
+@rule("max_pool", "sum_pool")
+def _pool(op: Op, ctx: EmitContext, result: str) -> None:
+    """A `stablehlo.reduce_window`: a max body from the lowest value of the type (max_pool), or
+    an add body from 0 (sum_pool) (generic syntax: the pretty form has no room for the window
+    attributes)."""
     x, v = op.operands[0], view(op)
     scalar = TensorType((), x.type.dtype)
-    lowest = _scalar_constant(ctx, _lowest(x.type.dtype), scalar.dtype, f"{result[1:]}_lowest")
-    acc, val, top = ctx.fresh("acc"), ctx.fresh("val"), ctx.fresh("max")  # the region shares the function's names
+    body, start, base = ("maximum", _lowest(x.type.dtype), "lowest") if op.kind == "max_pool" else ("add", 0, "zero")
+    init = _scalar_constant(ctx, start, scalar.dtype, f"{result[1:]}_{base}")
     pads = pool_padding(v)
     attrs = (f"window_dimensions = {_i64_array(v.window_dimensions)}, window_strides = {_i64_array(v.window_strides)}, "
              f"base_dilations = {_i64_array(v.base_dilation)}, window_dilations = {_i64_array(v.window_dilation)}, "
              f"padding = {_i64_rows(pads)}")
-    ctx.lines += [f'    {result} = "stablehlo.reduce_window"({ctx.use(x)}, {lowest}) ({{',
-                  f"      ^bb0({acc}: {scalar}, {val}: {scalar}):",
-                  f"        {top} = stablehlo.maximum {acc}, {val} : {scalar}",
-                  f"        stablehlo.return {top} : {scalar}",
+    ctx.lines += [f'    {result} = "stablehlo.reduce_window"({ctx.use(x)}, {init}) ({{',
+                  *_binary_body(ctx, body, scalar),
                   f"    }}) {{{attrs}}} : ({x.type}, {scalar}) -> {op.result.type}{ctx.loc}"]
+
+
+def _binary_body(ctx: EmitContext, kind: str, scalar: TensorType) -> list[str]:
+    """A reducer region's block: `stablehlo.<kind>` of its two scalar arguments (the region shares the function's names)."""
+    acc, val, out = ctx.fresh("acc"), ctx.fresh("val"), ctx.fresh("max" if kind == "maximum" else "sum")
+    return [f"      ^bb0({acc}: {scalar}, {val}: {scalar}):",
+            f"        {out} = stablehlo.{kind} {acc}, {val} : {scalar}",
+            f"        stablehlo.return {out} : {scalar}"]
 
 
 @rule("max_pool_grad")

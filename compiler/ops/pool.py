@@ -1,5 +1,6 @@
 """`max_pool`: `jax.lax.reduce_window(x, -inf, lax.max, ...)`, emitted as a
-`stablehlo.reduce_window` with a max body.
+`stablehlo.reduce_window` with a max body; `sum_pool`: the same window with `lax.add` from 0
+(average pooling is a sum_pool times a divisor).
 
 As lax's, the window runs over every dimension (a 2-D NHWC pool has window
 `[1, kh, kw, 1]`); strides and dilations default to 1, `padding` is SAME, SAME_LOWER,
@@ -9,7 +10,9 @@ floats and the smallest integer for integers. Constraint ids are the StableHLO
 `reduce_window` spec's (C4..C12, C15), namespaced by the op: `max_pool.C5`; `max_pool.L1` is
 lax's rule that padding may crop but not below size 0.
 
-Its gradient rule is `max_pool_grad` (`pool_grad.py`), StableHLO's `select_and_scatter`.
+max_pool's gradient rule is `max_pool_grad` (`pool_grad.py`), StableHLO's `select_and_scatter`;
+sum_pool's is a sum_pool of the padded cotangent. sum_pool shares max_pool's attributes,
+shape rule and ids (`sum_pool.C5`, ...).
 """
 
 from __future__ import annotations
@@ -47,9 +50,10 @@ def resolve_padding(x: TensorType, padding: str | Sequence[Sequence[int]], windo
 
 
 def pool_padding(v: OpView) -> tuple[tuple[int, int], ...]:
-    """max_pool's explicit [lo, hi] pads per dimension (a mode resolved as lax.reduce_window does)."""
+    """A pool's (max_pool's, sum_pool's) explicit [lo, hi] pads per dimension (a mode resolved as
+    lax.reduce_window does)."""
     windows = [dilate_dim(w, d) for w, d in zip(v.window_dimensions, v.window_dilation)]
-    return resolve_padding(v.operand(0), v.padding, windows, v.window_strides, "max_pool.C12")
+    return resolve_padding(v.operand(0), v.padding, windows, v.window_strides, f"{v.opdef.name}.C12")
 
 
 def window_count(padded: int, span: int, stride: int) -> int:
@@ -57,18 +61,19 @@ def window_count(padded: int, span: int, stride: int) -> int:
     return 0 if padded == 0 or span > padded else (padded - span) // stride + 1
 
 
-def infer_max_pool(v: OpView) -> TensorType:
-    x = v.operand(0)
-    window = per_dim(v, "window_dimensions", "max_pool.C4", "max_pool.C5")
-    strides = per_dim(v, "window_strides", "max_pool.C6", "max_pool.C7")
-    base = per_dim(v, "base_dilation", "max_pool.C8", "max_pool.C9")
-    dilation = per_dim(v, "window_dilation", "max_pool.C10", "max_pool.C11")
+def infer_pool(v: OpView) -> TensorType:
+    """The result type of a reduce_window (max_pool, sum_pool); ids namespaced by the op (`max_pool.C5`)."""
+    x, op = v.operand(0), v.opdef.name
+    window = per_dim(v, "window_dimensions", f"{op}.C4", f"{op}.C5")
+    strides = per_dim(v, "window_strides", f"{op}.C6", f"{op}.C7")
+    base = per_dim(v, "base_dilation", f"{op}.C8", f"{op}.C9")
+    dilation = per_dim(v, "window_dilation", f"{op}.C10", f"{op}.C11")
     shape = []
     for dim, (size, (lo, hi)) in enumerate(zip(x.shape, pool_padding(v))):
         padded = lo + dilate_dim(size, base[dim]) + hi
         if padded < 0:
             raise VerifyError(f"padding ({lo}, {hi}) makes dimension {dim} negative: dilated input size "
-                              f"{dilate_dim(size, base[dim])}, padded size {padded}", "max_pool.L1", attr="padding")
+                              f"{dilate_dim(size, base[dim])}, padded size {padded}", f"{op}.L1", attr="padding")
         shape.append(window_count(padded, dilate_dim(window[dim], dilation[dim]), strides[dim]))
     return TensorType(tuple(shape), x.dtype)
 
@@ -85,6 +90,18 @@ POOL_FOREIGN = {
     "dilations": ForeignAttr("window_dilation", source="ONNX"),
     "pads": ForeignAttr("padding", source="ONNX", note="as [[lo, hi], ...] rows, not all begins then all ends"),
 }
+def pool_attrs(op: str) -> dict[str, Attr]:
+    """The window attributes max_pool and sum_pool share (lax.reduce_window's)."""
+    return {
+        "window_dimensions": Attr(INTS, required=True, doc="the window's size in every dimension (1 for batch and features)"),
+        "window_strides": Attr(INTS, ones_per_dim, doc="the step between windows per dimension; default all 1"),
+        "padding": Attr(PADDING, "VALID", doc='"SAME", "SAME_LOWER", "VALID" or [[lo, hi], ...] per dimension',
+                        constraint=f"{op}.C12"),
+        "base_dilation": Attr(INTS, ones_per_dim, doc="input dilation per dimension; default all 1"),
+        "window_dilation": Attr(INTS, ones_per_dim, doc="window dilation per dimension; default all 1"),
+    }
+
+
 def max_pool_vjp(b: OpFactory, v: OpView, operands: Sequence[Value], g: Value) -> Sequence[Value | None]:
     """x: `max_pool_grad(x, g)`, each window's cotangent added at its first maximum (select_and_scatter, as JAX).
 
@@ -111,16 +128,38 @@ def max_pool_vjp(b: OpFactory, v: OpView, operands: Sequence[Value], g: Value) -
 MAX_POOL = OpDef(
     "max_pool",
     ("x",),
-    infer_max_pool,
-    {
-        "window_dimensions": Attr(INTS, required=True, doc="the window's size in every dimension (1 for batch and features)"),
-        "window_strides": Attr(INTS, ones_per_dim, doc="the step between windows per dimension; default all 1"),
-        "padding": Attr(PADDING, "VALID", doc='"SAME", "SAME_LOWER", "VALID" or [[lo, hi], ...] per dimension',
-                        constraint="max_pool.C12"),
-        "base_dilation": Attr(INTS, ones_per_dim, doc="input dilation per dimension; default all 1"),
-        "window_dilation": Attr(INTS, ones_per_dim, doc="window dilation per dimension; default all 1"),
-    },
+    infer_pool,
+    pool_attrs("max_pool"),
     doc="lax.reduce_window with lax.max (-inf initial value); emitted as stablehlo.reduce_window",
     foreign=POOL_FOREIGN,
     vjp=max_pool_vjp,
+)
+
+
+def sum_pool_vjp(b: OpFactory, v: OpView, operands: Sequence[Value], g: Value) -> Sequence[Value | None]:
+    """x: `sum_pool` of g `pad`ded with stride - 1 interior zeros: each element of x gets the cotangent of every window it is in.
+
+    As JAX's transpose of reduce_window_sum: g spread by `window_strides - 1` zeros and padded
+    as a conv's input gradient is (edge pads that may crop), then summed over the (dilated)
+    window with the base dilation as stride; the window is all ones, so it needs no reversal."""
+    x = operands[0].type
+    config = []
+    for size, out, w, s, (lo, _), base, dil in zip(x.shape, g.type.shape, v.window_dimensions, v.window_strides, pool_padding(v),
+                                                   v.base_dilation, v.window_dilation):
+        span, dilated_in = dilate_dim(w, dil), dilate_dim(size, base)
+        before = span - lo - 1
+        config.append((before, dilated_in + span - 1 - dilate_dim(out, s) - before, s - 1))
+    spread = b.create("pad", g, suffix="d_spread", padding_config=tuple(config))
+    return (b.create("sum_pool", spread, suffix="d_x", window_dimensions=v.window_dimensions, window_strides=v.base_dilation,
+                     window_dilation=v.window_dilation),)
+
+
+SUM_POOL = OpDef(
+    "sum_pool",
+    ("x",),
+    infer_pool,
+    pool_attrs("sum_pool"),
+    doc="lax.reduce_window with lax.add (0 initial value); emitted as stablehlo.reduce_window",
+    foreign=POOL_FOREIGN,
+    vjp=sum_pool_vjp,
 )

@@ -1,6 +1,8 @@
 """`reduce_sum`: `jax.lax.reduce_sum` (a `stablehlo.reduce` with an add body), with the
 StableHLO `reduce` constraints C4/C5 on `axes` (`reduce_sum.C4`, `reduce_sum.C5`); and `stacked_reduce_sum`, the same over
-several same-typed inputs at once (one variadic `stablehlo.reduce`).
+several same-typed inputs at once (one variadic `stablehlo.reduce`). `reduce_max` is
+`jax.lax.reduce_max` (a max body from the type's lowest value; ids `reduce_max.C4`, `.C5`), and
+`reduce_max_grad` its cotangent as JAX's rule has it: ties share the cotangent equally.
 
 The CPU lowering of depthwise weight gradients sums tap products with them: XLA runs a
 variadic reduce as one loop over all its inputs, where separate reduces each re-read
@@ -12,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..diagnostics import VerifyError
+from ..dtypes import is_float
 from ..ir import TensorType, Value
 from .base import INTS, Attr, OpDef, OpFactory, OpView, check_axes
 
@@ -36,6 +39,43 @@ REDUCE_SUM = OpDef(
     {"axes": Attr(INTS, required=True, doc="the dims summed away")},
     doc="lax.reduce_sum",
     vjp=reduce_sum_vjp,
+)
+
+
+def reduce_max_vjp(b: OpFactory, v: OpView, operands: Sequence[Value], g: Value) -> Sequence[Value | None]:
+    """x: `reduce_max_grad(x, g)`, each cotangent shared equally among the elements equal to their maximum (as JAX)."""
+    return (b.create("reduce_max_grad", operands[0], g, suffix="d_x", axes=v.axes),)
+
+
+REDUCE_MAX = OpDef(
+    "reduce_max",
+    ("x",),
+    infer_reduce_sum,
+    {"axes": Attr(INTS, required=True, doc="the dims maximized away")},
+    doc="lax.reduce_max",
+    vjp=reduce_max_vjp,
+)
+
+
+def infer_reduce_max_grad(v: OpView) -> TensorType:
+    x, out_grad = v.operand(0), v.operand(1)
+    if out_grad.dtype != x.dtype:
+        raise VerifyError(f"element types differ: x is {x.dtype}, out_grad {out_grad.dtype}", "reduce_max_grad.C1", operand=1)
+    if not is_float(x.dtype):
+        raise VerifyError(f"reduce_max_grad needs floating operands, got {x.dtype}", "reduce_max_grad.L2", operand=0)
+    reduced = infer_reduce_sum(v)
+    if out_grad.shape != reduced.shape:
+        raise VerifyError(f"out_grad has shape {list(out_grad.shape)}, expected {list(reduced.shape)} (x reduced over axes)",
+                          "reduce_max_grad.C2", operand=1)
+    return x
+
+
+REDUCE_MAX_GRAD = OpDef(
+    "reduce_max_grad",
+    ("x", "out_grad"),
+    infer_reduce_max_grad,
+    {"axes": Attr(INTS, required=True, doc="the forward reduce_max's axes")},
+    doc="the cotangent of x through reduce_max: out_grad divided by the count of maxima, at each maximum of x (0 elsewhere)",
 )
 
 

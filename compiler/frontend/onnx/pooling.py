@@ -1,10 +1,15 @@
-"""MaxPool, GlobalMaxPool and GlobalAveragePool: `max_pool` windows and spatial sums."""
+"""MaxPool, AveragePool and the global pools: `max_pool` and `sum_pool` windows (an average
+is a sum times each window's reciprocal count, known at import), and spatial sums."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
 
+import numpy as np
+
+from ...dtypes import numpy_dtype
+from ...ir import Value
 from ...ops.conv import dilate_dim
 from .registry import Context, Node, Operand, converter
 from .shared import scaled, spatial_attr, unless_ones, window_pads
@@ -27,6 +32,40 @@ def max_pool(node: Node, ctx: Context) -> Sequence[Operand]:
     (as extra high padding). Not the Indices output."""
     ctx.refuse_outputs(node, 1, "the Indices output")
     x = ctx.operand(node, 0)
+    window = pool_window(node, ctx, x)
+    return [ctx.op("max_pool", x, **window.attrs())]
+
+
+class PoolWindow:
+    """An ONNX pool's window over the spatial dims: kernel, strides, dilations, the pads the
+    model asks for (`pads` or `auto_pad`) and those with ceil_mode's extra high padding."""
+
+    def __init__(self, kernel: Sequence[int], strides: Sequence[int], dilations: Sequence[int],
+                 pads: Sequence[tuple[int, int]], ceil_pads: Sequence[tuple[int, int]]):
+        self.kernel, self.strides, self.dilations = tuple(kernel), tuple(strides), tuple(dilations)
+        self.pads, self.ceil_pads = list(pads), list(ceil_pads)
+
+    def attrs(self) -> dict[str, object]:
+        """The convc pool's attributes (batch and channel dims get windows of 1)."""
+        return {"window_dimensions": (1, 1, *self.kernel), "window_strides": unless_ones((1, 1, *self.strides)),
+                "window_dilation": unless_ones((1, 1, *self.dilations)), "padding": ((0, 0), (0, 0), *self.ceil_pads)}
+
+    def counts(self, spatial: Sequence[int], out_spatial: Sequence[int], include_pad: bool) -> np.ndarray:
+        """How many elements each output window averages: those of x, and with `include_pad`
+        those of the model's pads too (never ceil_mode's extra padding), as ONNX Runtime counts."""
+        per_dim = []
+        for size, out, k, s, d, (lo, hi) in zip(spatial, out_spatial, self.kernel, self.strides, self.dilations, self.pads):
+            taps = np.arange(out)[:, None] * s - lo + np.arange(k)[None, :] * d  # each window's positions in x
+            low, high = (-lo, size + hi) if include_pad else (0, size)
+            per_dim.append(((taps >= low) & (taps < high)).sum(axis=1))
+        counts = np.ones((), np.int64)
+        for dim in per_dim:
+            counts = np.multiply.outer(counts, dim)
+        return counts
+
+
+def pool_window(node: Node, ctx: Context, x: Value) -> PoolWindow:
+    """The window a MaxPool or AveragePool node describes, checked against x's spatial rank."""
     rank = x.type.rank - 2
     if "kernel_shape" not in node.attrs:
         raise ctx.error("kernel_shape is required")
@@ -35,10 +74,34 @@ def max_pool(node: Node, ctx: Context) -> Sequence[Operand]:
     if len(kernel) != rank:
         raise ctx.error(f"kernel_shape has {len(kernel)} entries, expected {rank} (one per spatial dimension)")
     pads = window_pads(ctx, node, x.type.shape[2:], kernel, strides, dilations)
+    ceil_pads = pads
     if node.attrs["ceil_mode"]:
-        pads = [ceil_mode_pads(size, p, dilate_dim(k, d), s) for size, p, k, d, s in zip(x.type.shape[2:], pads, kernel, dilations, strides)]
-    return [ctx.op("max_pool", x, window_dimensions=(1, 1, *kernel), window_strides=unless_ones((1, 1, *strides)),
-                   window_dilation=unless_ones((1, 1, *dilations)), padding=((0, 0), (0, 0), *pads))]
+        ceil_pads = [ceil_mode_pads(size, p, dilate_dim(k, d), s)
+                     for size, p, k, d, s in zip(x.type.shape[2:], pads, kernel, dilations, strides)]
+    return PoolWindow(kernel, strides, dilations, pads, ceil_pads)
+
+
+@converter("AveragePool", since=11)
+def average_pool(node: Node, ctx: Context) -> Sequence[Operand]:
+    """`sum_pool` over the spatial dims (padding adds 0), `multiply` by 1/count per window (computed at import:
+    count_include_pad counts the pads, never ceil_mode's extra ones); kernel_shape, strides, pads, auto_pad,
+    ceil_mode, dilations (opset 19)."""
+    x = ctx.operand(node, 0)  # floating: onnx.checker holds AveragePool to its type constraint
+    window = pool_window(node, ctx, x)
+    summed = ctx.op("sum_pool", x, **window.attrs())
+    counts = window.counts(x.type.shape[2:], summed.type.shape[2:], bool(node.attrs["count_include_pad"]))
+    return [divided(ctx, summed, counts, axes_from=2)]
+
+
+def divided(ctx: Context, value: Value, counts: np.ndarray, axes_from: int) -> Value:
+    """`value` divided by `counts` (known at import, shaped as value's dims from `axes_from`
+    on): one scalar multiply when all counts agree, else a multiply by their reciprocals."""
+    if counts.size and np.all(counts == counts.flat[0]):
+        return scaled(ctx, value, 1 / float(counts.flat[0]))
+    reciprocal = ctx.constant((1 / np.maximum(counts, 1)).astype(numpy_dtype(value.type.dtype)), "reciprocal_count")
+    spread = ctx.op("broadcast_in_dim", reciprocal, shape=value.type.shape,
+                    broadcast_dimensions=tuple(range(axes_from, value.type.rank)))
+    return ctx.op("multiply", value, spread)
 
 
 @converter("GlobalMaxPool", since=1)

@@ -1,0 +1,128 @@
+"""The ONNX importer's average pooling and reductions (AveragePool, GlobalAveragePool,
+GlobalMaxPool, ReduceSum, ReduceMean, ReduceMax), each built with onnx.helper with its
+attributes at the opsets where they change, run through convc (default pipeline, PJRT on
+the CPU) and compared with ONNX Runtime on the same inputs; the ops they become; `--grad`
+through them against jax.vjp of the oracle; and their refusals (O6)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import convc
+import numpy as np
+import pytest
+from convc.cli import main as convc_main
+from convc.diagnostics import ConvcError
+
+pytest.importorskip("onnx")
+pytest.importorskip("onnxruntime")
+from onnx import TensorProto, helper  # noqa: E402
+from test_onnx_import import _agree, _kinds, _model, _random  # noqa: E402
+
+# name: (attributes, x shape, opset)
+AVERAGE_POOL_CASES = {
+    "valid": ({"kernel_shape": [2, 2], "strides": [2, 2]}, (1, 2, 6, 7), 17),
+    "pads_excluded": ({"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}, (1, 2, 9, 9), 17),
+    "pads_included": ({"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 2, 1, 0], "count_include_pad": 1}, (2, 2, 8, 9), 17),
+    "ceil_mode_excluded": ({"kernel_shape": [3, 3], "strides": [2, 2], "ceil_mode": 1}, (1, 2, 10, 10), 17),
+    "ceil_mode_pads_included": ({"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1], "ceil_mode": 1,
+                                 "count_include_pad": 1}, (1, 2, 8, 8), 17),
+    "ceil_mode_pads_excluded": ({"kernel_shape": [3, 2], "strides": [2, 2], "pads": [1, 0, 1, 0], "ceil_mode": 1},
+                                (1, 1, 8, 7), 17),
+    "same_upper_excluded": ({"kernel_shape": [3, 3], "strides": [2, 2], "auto_pad": "SAME_UPPER"}, (1, 2, 8, 8), 17),
+    "same_lower_included": ({"kernel_shape": [2, 2], "auto_pad": "SAME_LOWER", "count_include_pad": 1}, (1, 2, 7, 7), 17),
+    "valid_auto_pad": ({"kernel_shape": [3, 3], "auto_pad": "VALID", "strides": [2, 1]}, (1, 2, 9, 8), 17),
+    "1d": ({"kernel_shape": [3], "strides": [2], "pads": [1, 1]}, (2, 3, 10), 17),
+    "3d": ({"kernel_shape": [2, 2, 2], "strides": [2, 2, 2], "pads": [1, 0, 1, 0, 1, 0]}, (1, 2, 5, 6, 5), 17),
+    "dilations_opset19": ({"kernel_shape": [2, 2], "dilations": [2, 2], "pads": [1, 1, 1, 1]}, (1, 2, 7, 7), 19),
+    "dilations_included_opset19": ({"kernel_shape": [2, 3], "dilations": [2, 1], "pads": [1, 1, 1, 1], "strides": [2, 1],
+                                    "count_include_pad": 1}, (1, 2, 7, 7), 19),
+}
+
+
+@pytest.mark.parametrize("case", AVERAGE_POOL_CASES, ids=str)
+def test_average_pool_attributes_agree_with_onnxruntime(case: str) -> None:
+    """AveragePool with pads counted or not (count_include_pad), ceil_mode (its extra padding never counted),
+    auto_pad, 1-D to 3-D, dilations (opset 19): one sum_pool and a multiply by each window's 1/count."""
+    attrs, x_shape, opset = AVERAGE_POOL_CASES[case]
+    graph = _agree(_model([helper.make_node("AveragePool", ["x"], ["y"], **attrs)], {"x": x_shape}, ["y"], opset=opset))
+    assert _kinds(graph).count("sum_pool") == 1 and _kinds(graph).count("multiply") == 1
+
+
+@pytest.mark.parametrize("op", ["GlobalAveragePool", "GlobalMaxPool"])
+@pytest.mark.parametrize("x_shape", [(2, 3, 5, 4), (1, 2, 7), (1, 2, 3, 4, 2)], ids=str)
+def test_global_pools_of_every_spatial_rank_agree_with_onnxruntime(op: str, x_shape: tuple[int, ...]) -> None:
+    _agree(_model([helper.make_node(op, ["x"], ["y"])], {"x": x_shape}, ["y"]))
+
+
+# name: (op type, opset, axes (None: not given), attributes, x shape)
+REDUCE_CASES = {
+    "sum_axes_input_keepdims": ("ReduceSum", 13, [1, -1], {}, (2, 3, 4, 5)),
+    "sum_no_keepdims": ("ReduceSum", 17, [0, 2], {"keepdims": 0}, (2, 3, 4)),
+    "sum_no_axes_all": ("ReduceSum", 17, None, {"keepdims": 0}, (2, 3, 4)),
+    "sum_empty_axes_noop": ("ReduceSum", 17, [], {"noop_with_empty_axes": 1}, (2, 3)),
+    "mean_axes_attribute": ("ReduceMean", 17, [2, 3], {}, (2, 3, 4, 5)),
+    "mean_attribute_no_keepdims": ("ReduceMean", 13, [-1], {"keepdims": 0}, (3, 6)),
+    "mean_no_axes_attribute": ("ReduceMean", 17, None, {}, (2, 3, 4)),
+    "mean_axes_input_opset18": ("ReduceMean", 18, [1], {"keepdims": 0}, (2, 3, 4)),
+    "mean_empty_axes_noop_opset18": ("ReduceMean", 18, [], {"noop_with_empty_axes": 1}, (2, 3)),
+    "max_axes_attribute": ("ReduceMax", 17, [1], {}, (2, 5, 3)),
+    "max_no_axes_no_keepdims": ("ReduceMax", 17, None, {"keepdims": 0}, (2, 5, 3)),
+    "max_axes_input_opset18": ("ReduceMax", 18, [0, 2], {"keepdims": 0}, (2, 5, 3)),
+    "max_no_axes_input_opset18": ("ReduceMax", 18, None, {}, (2, 5, 3)),
+}
+
+
+def _reduce_model(op: str, opset: int, axes: list[int] | None, attrs: dict[str, int], x_shape: tuple[int, ...]) -> bytes:
+    """A one-node reduction: axes as the attribute before opset 18 (ReduceSum: 13), else as an initializer input."""
+    as_input = op == "ReduceSum" or opset >= 18
+    inputs, initializers, extra = ["x"], {}, dict(attrs)
+    if axes is not None and as_input:
+        inputs.append("axes")
+        initializers["axes"] = np.array(axes, np.int64)
+    elif axes is not None:
+        extra["axes"] = axes
+    return _model([helper.make_node(op, inputs, ["y"], **extra)], {"x": x_shape}, ["y"], initializers, opset=opset)
+
+
+@pytest.mark.parametrize("case", REDUCE_CASES, ids=str)
+def test_reductions_agree_with_onnxruntime(case: str) -> None:
+    """ReduceSum/ReduceMean/ReduceMax: axes as attribute or input, negative axes, keepdims, no axes (all), and
+    noop_with_empty_axes (the input itself)."""
+    op, opset, axes, attrs, x_shape = REDUCE_CASES[case]
+    graph = _agree(_reduce_model(op, opset, axes, attrs, x_shape))
+    noop = attrs.get("noop_with_empty_axes") == 1
+    assert ("reduce_max" in _kinds(graph)) == (op == "ReduceMax" and not noop)
+    assert ("reduce_sum" in _kinds(graph)) == (op != "ReduceMax" and not noop)
+
+
+def test_reduce_max_of_ties_and_average_pool_differentiate_as_jax_vjp(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`convc model.onnx --grad x --check`: AveragePool (a sum_pool times counts), ReduceMax over ties (shared
+    equally) and ReduceMean, against jax.vjp of the imported graph's oracle."""
+    nodes = [helper.make_node("AveragePool", ["x"], ["p"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
+             helper.make_node("ReduceMax", ["p"], ["m"], axes=[2, 3], keepdims=0),
+             helper.make_node("ReduceMean", ["p"], ["a"], axes=[1])]
+    path = tmp_path / "model.onnx"
+    path.write_bytes(_model(nodes, {"x": (1, 2, 6, 6)}, ["m", "a"]))
+    x = np.zeros((1, 2, 6, 6), np.float32)
+    x[0, 0, 2:4, 2:4] = 9  # channel 0 has one pooled maximum; channel 1 is zeros: its nine pooled values tie
+    np.savez(tmp_path / "inputs.npz", x=x, **{"m.grad": _random((1, 2), 1), "a.grad": _random((1, 1, 3, 3), 2)})
+    assert convc_main([str(path), "--grad", "x", "--inputs", str(tmp_path / "inputs.npz"), "--check", "--platform", "cpu"]) == 0
+    out = capsys.readouterr().out
+    assert "x.grad: max abs error vs jax.lax" in out and "(ok)" in out.rsplit("x.grad: max abs error", 1)[1]
+
+
+def test_O6_reduction_axes_that_repeat_a_dimension() -> None:
+    """[1, -1] names dimension 1 twice (onnx's shape inference lets it through; an out-of-range axis is O2)."""
+    node = helper.make_node("ReduceMax", ["x"], ["y"], axes=[1, -1], name="r")
+    with pytest.raises(ConvcError) as error:
+        convc.load_onnx(_model([node], {"x": (2, 3)}, ["y"]))
+    assert error.value.constraint == "O6" and "'r' (ReduceMax): axes [1, -1] repeat a dimension" in str(error.value)
+
+
+def test_O6_reduce_mean_of_integers() -> None:
+    """ONNX allows an integer ReduceMean (rounding as the runtime does); convc's mean is a float scale, so it refuses."""
+    model = _model([helper.make_node("ReduceMean", ["x"], ["y"], axes=[1], name="m")], {"x": (2, 4)}, ["y"], dtype=TensorProto.INT32)
+    with pytest.raises(ConvcError) as error:
+        convc.load_onnx(model)
+    assert error.value.constraint == "O6" and "'m' (ReduceMean): data has element type i32" in str(error.value)
