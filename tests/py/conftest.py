@@ -28,7 +28,6 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     the censuses other suites recorded (suite_census)."""
     from convc.passes import TARGETS
     from oracle_tally import summary
-
     from suite_census import CENSUS
 
     lines = summary(tuple(TARGETS))
