@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import functools
 import re
+import textwrap
 import warnings
 from collections import Counter
 from collections.abc import Sequence
@@ -293,8 +294,11 @@ def _record_census() -> None:
     lines.append(f"{'all':>20}: {sum(total.values()):>4} ran, "
                  f"{sum(n for row, n in total.items() if row.startswith('passed')):>4} passed")
     lines += [f"  {n:>4}  {row}" for row, n in sorted(total.items(), key=lambda item: (-item[1], item[0]))]
-    if ADAPTED:
-        lines.append("  inputs given as initializers: " + ", ".join(f"{name} ({', '.join(moved)})" for name, moved in sorted(ADAPTED.items())))
+    by_inputs: dict[str, list[str]] = {}
+    for name, moved in sorted(ADAPTED.items()):
+        by_inputs.setdefault(", ".join(moved), []).append(name)
+    for moved, names in by_inputs.items():
+        lines += textwrap.wrap(", ".join(names), 130, initial_indent=f"  given as initializers ({moved}): ", subsequent_indent="      ")
     record("ONNX backend node cases (tests/py/test_onnx_backend_nodes.py)", lines)
 
 
