@@ -24,14 +24,20 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
-    """After the run: what the differential suite's oracles checked and skipped (oracle_tally)."""
+    """After the run: what the differential suite's oracles checked and skipped (oracle_tally), and
+    the censuses other suites recorded (suite_census)."""
     from convc.passes import TARGETS
     from oracle_tally import summary
+    from suite_census import CENSUS
 
     lines = summary(tuple(TARGETS))
     if lines:
         terminalreporter.write_sep("=", "differential oracles: modules checked and skipped")
         for line in lines:
+            terminalreporter.write_line(line)
+    for title, census in CENSUS.items():
+        terminalreporter.write_sep("=", title)
+        for line in census:
             terminalreporter.write_line(line)
 
 
