@@ -17,6 +17,7 @@ from ..literals import dense_literal, int_list, is_ssa_id, is_symbol_id, quote
 from ..memo import memoized
 from ..ops import ConvDimensionNumbers, view
 from ..ops.attr_kinds import format_dimension_numbers
+from ..ops.elementwise import ELEMENTWISE
 from ..ops.pool import pool_padding
 from ..ops.pool_grad import grad_padding
 from . import sdy
@@ -114,6 +115,69 @@ def _relu_grad(op: Op, ctx: EmitContext, result: str) -> None:
     mask_type = TensorType(t.shape, "i1")
     mask = ctx.emit(ctx.fresh(f"{result[1:]}_positive"), f"stablehlo.compare GT, {ctx.use(x)}, {wide}, FLOAT : ({t}, {t}) -> {mask_type}")
     ctx.emit(result, f"stablehlo.select {mask}, {ctx.use(out_grad)}, {wide} : ({mask_type}, {t}, {t}) -> {t}")
+
+
+# --- elementwise ops (compiler/ops/elementwise.py names each one's StableHLO op) ------------
+
+
+def _elementwise(op: Op, ctx: EmitContext, result: str) -> None:
+    names = ", ".join(ctx.use(v) for v in op.operands)
+    ctx.emit(result, f"stablehlo.{ELEMENTWISE_HLO[op.kind]} {names} : {op.result.type}")
+
+
+ELEMENTWISE_HLO = {e.opdef.name: e.hlo for e in ELEMENTWISE}
+rule(*(name for name in ELEMENTWISE_HLO if name not in ("erf", "clamp")))(_elementwise)
+
+
+def _splat(ctx: EmitContext, value: float, t: TensorType, base: str) -> str:
+    """A scalar constant broadcast to `t`."""
+    return _broadcast(ctx, _scalar_constant(ctx, value, t.dtype, base), TensorType((), t.dtype), [], t, f"{base}s")
+
+
+@rule("clamp")
+def _clamp(op: Op, ctx: EmitContext, result: str) -> None:
+    v, t = view(op), op.result.type
+    low, high = _splat(ctx, v.min, t, f"{result[1:]}_min"), _splat(ctx, v.max, t, f"{result[1:]}_max")
+    ctx.emit(result, f"stablehlo.clamp {low}, {ctx.use(op.operands[0])}, {high} : {t}")
+
+
+# XLA's f32 erf (the chlo.erf decomposition jax.lax.erf gets on XLA): x clamped to [-4, 4],
+# x * P(x^2) / Q(x^2), clamped to [-1, 1]. Coefficients from the highest degree down.
+_ERF_P = (-2.72614225801306e-10, 2.77068142495902e-08, -2.10102402082508e-06, -5.69250639462346e-05,
+          -7.34990630326855e-04, -2.95459980854025e-03, -1.60960333262415e-02)
+_ERF_Q = (-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03, -7.37332916720468e-03,
+          -1.42647390514189e-02)
+
+
+@rule("erf")
+def _erf(op: Op, ctx: EmitContext, result: str) -> None:
+    """f16 and bf16 go through f32 (as XLA does), then back."""
+    x, base = op.operands[0], result[1:]
+    t = TensorType(x.type.shape, "f32")
+    arg = ctx.use(x)
+    if x.type.dtype != "f32":
+        arg = ctx.emit(ctx.fresh(f"{base}_f32"), f"stablehlo.convert {arg} : ({x.type}) -> {t}")
+    clipped = ctx.emit(ctx.fresh(f"{base}_x"), f"stablehlo.clamp {_splat(ctx, -4.0, t, f'{base}_lo')}, {arg}, "
+                                                f"{_splat(ctx, 4.0, t, f'{base}_hi')} : {t}")
+    square = ctx.emit(ctx.fresh(f"{base}_x2"), f"stablehlo.multiply {clipped}, {clipped} : {t}")
+    p, q = (_horner(ctx, square, coefficients, t, f"{base}_{name}") for name, coefficients in (("p", _ERF_P), ("q", _ERF_Q)))
+    odd = ctx.emit(ctx.fresh(f"{base}_xp"), f"stablehlo.multiply {clipped}, {p} : {t}")
+    ratio = ctx.emit(ctx.fresh(f"{base}_ratio"), f"stablehlo.divide {odd}, {q} : {t}")
+    bounded = f"stablehlo.clamp {_splat(ctx, -1.0, t, f'{base}_m1')}, {ratio}, {_splat(ctx, 1.0, t, f'{base}_p1')} : {t}"
+    if x.type.dtype == "f32":
+        ctx.emit(result, bounded)
+        return
+    wide = ctx.emit(ctx.fresh(f"{base}_wide"), bounded)
+    ctx.emit(result, f"stablehlo.convert {wide} : ({t}) -> {x.type}")
+
+
+def _horner(ctx: EmitContext, x: str, coefficients: Sequence[float], t: TensorType, base: str) -> str:
+    """sum(c_i * x^(n-i)) as ((c_0 * x + c_1) * x + ...), each step a multiply and an add."""
+    acc = _splat(ctx, coefficients[0], t, f"{base}0")
+    for index, c in enumerate(coefficients[1:], start=1):
+        scaled = ctx.emit(ctx.fresh(f"{base}_mul{index}"), f"stablehlo.multiply {acc}, {x} : {t}")
+        acc = ctx.emit(ctx.fresh(f"{base}_add{index}"), f"stablehlo.add {scaled}, {_splat(ctx, c, t, f'{base}{index}')} : {t}")
+    return acc
 
 
 @rule("reshape")
