@@ -141,12 +141,13 @@ def _clamp(op: Op, ctx: EmitContext, result: str) -> None:
     ctx.emit(result, f"stablehlo.clamp {low}, {ctx.use(op.operands[0])}, {high} : {t}")
 
 
-# XLA's f32 erf (the chlo.erf decomposition jax.lax.erf gets on XLA): x clamped to [-4, 4],
-# x * P(x^2) / Q(x^2), clamped to [-1, 1]. Coefficients from the highest degree down.
-_ERF_P = (-2.72614225801306e-10, 2.77068142495902e-08, -2.10102402082508e-06, -5.69250639462346e-05,
-          -7.34990630326855e-04, -2.95459980854025e-03, -1.60960333262415e-02)
-_ERF_Q = (-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03, -7.37332916720468e-03,
-          -1.42647390514189e-02)
+# XLA's f32 erf on the CPU (Eigen's generic_fast_erf, what jax.lax.erf computes there):
+# x * P(x^2) / Q(x^2), and sign(x) where |x| >= erfinv(1 - ulp/2). Coefficients from the
+# highest degree down. XLA fuses each Horner step into an FMA, so results may differ by an ulp.
+_ERF_P = (0.00022905065861350646, 0.0034082910107109506, 0.050955695062380861, 0.18520832239976145, 1.128379143519084)
+_ERF_Q = (-1.1791602954361697e-7, 0.000023547966471313185, 0.0010179625278914885, 0.014070470171167667,
+          0.11098505178285362, 0.49746925110067538, 1.0)
+_ERF_SATURATES = 3.832506856900711
 
 
 @rule("erf")
@@ -157,17 +158,20 @@ def _erf(op: Op, ctx: EmitContext, result: str) -> None:
     arg = ctx.use(x)
     if x.type.dtype != "f32":
         arg = ctx.emit(ctx.fresh(f"{base}_f32"), f"stablehlo.convert {arg} : ({x.type}) -> {t}")
-    clipped = ctx.emit(ctx.fresh(f"{base}_x"), f"stablehlo.clamp {_splat(ctx, -4.0, t, f'{base}_lo')}, {arg}, "
-                                                f"{_splat(ctx, 4.0, t, f'{base}_hi')} : {t}")
-    square = ctx.emit(ctx.fresh(f"{base}_x2"), f"stablehlo.multiply {clipped}, {clipped} : {t}")
+    square = ctx.emit(ctx.fresh(f"{base}_x2"), f"stablehlo.multiply {arg}, {arg} : {t}")
     p, q = (_horner(ctx, square, coefficients, t, f"{base}_{name}") for name, coefficients in (("p", _ERF_P), ("q", _ERF_Q)))
-    odd = ctx.emit(ctx.fresh(f"{base}_xp"), f"stablehlo.multiply {clipped}, {p} : {t}")
+    odd = ctx.emit(ctx.fresh(f"{base}_xp"), f"stablehlo.multiply {arg}, {p} : {t}")
     ratio = ctx.emit(ctx.fresh(f"{base}_ratio"), f"stablehlo.divide {odd}, {q} : {t}")
-    bounded = f"stablehlo.clamp {_splat(ctx, -1.0, t, f'{base}_m1')}, {ratio}, {_splat(ctx, 1.0, t, f'{base}_p1')} : {t}"
+    size = ctx.emit(ctx.fresh(f"{base}_abs"), f"stablehlo.abs {arg} : {t}")
+    mask_type = TensorType(t.shape, "i1")
+    limit = _splat(ctx, _ERF_SATURATES, t, f"{base}_limit")
+    saturated = ctx.emit(ctx.fresh(f"{base}_saturated"), f"stablehlo.compare GE, {size}, {limit}, FLOAT : ({t}, {t}) -> {mask_type}")
+    sign = ctx.emit(ctx.fresh(f"{base}_sign"), f"stablehlo.sign {arg} : {t}")
+    chosen = f"stablehlo.select {saturated}, {sign}, {ratio} : ({mask_type}, {t}, {t}) -> {t}"
     if x.type.dtype == "f32":
-        ctx.emit(result, bounded)
+        ctx.emit(result, chosen)
         return
-    wide = ctx.emit(ctx.fresh(f"{base}_wide"), bounded)
+    wide = ctx.emit(ctx.fresh(f"{base}_wide"), chosen)
     ctx.emit(result, f"stablehlo.convert {wide} : ({t}) -> {x.type}")
 
 
