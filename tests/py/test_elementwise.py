@@ -6,6 +6,7 @@ equal operands, abs at 0, clamp at its bounds)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import convc
 import jax
@@ -146,3 +147,19 @@ def test_integer_maximum_and_divide_have_no_gradient_but_run() -> None:
     q, m = compile_stablehlo(convc.compile_graph(b.build()), "cpu")(a, d)
     np.testing.assert_array_equal(np.asarray(q), np.array([3, -3, -2, 0], np.int32))
     np.testing.assert_array_equal(np.asarray(m), np.maximum(a, d))
+
+
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+LIT = Path(__file__).resolve().parents[1] / "lit"
+# Each op's constraint ids (written as f-strings in compiler/ops/elementwise.py, which
+# test_docs.py's scan of literal ids cannot see).
+IDS = {f"{op}.C1" for op in ("subtract", "divide", "maximum", "minimum", "power", "exp", "log", "tanh", "logistic", "sqrt",
+                             "rsqrt", "erf", "clamp")} | {"power.C2"}
+
+
+def test_every_elementwise_id_is_documented_and_has_a_negative_lit_test() -> None:
+    """docs/diagnostics.md names each id, and a lit case expects its error."""
+    docs = (DOCS / "diagnostics.md").read_text(encoding="utf-8")
+    lit = (LIT / "verify-elementwise.mlir").read_text(encoding="utf-8")
+    assert {i for i in IDS if f"`{i}`" not in docs} == set()
+    assert {i for i in IDS if f"[{i}]" not in lit} == set()
