@@ -125,8 +125,8 @@ def _elementwise(op: Op, ctx: EmitContext, result: str) -> None:
     ctx.emit(result, f"stablehlo.{ELEMENTWISE_HLO[op.kind]} {names} : {op.result.type}")
 
 
-ELEMENTWISE_HLO = {e.opdef.name: e.hlo for e in ELEMENTWISE}
-rule(*(name for name in ELEMENTWISE_HLO if name not in ("erf", "clamp")))(_elementwise)
+ELEMENTWISE_HLO = {e.opdef.name: e.hlo for e in ELEMENTWISE if e.hlo}
+rule(*ELEMENTWISE_HLO)(_elementwise)
 
 
 def _splat(ctx: EmitContext, value: float, t: TensorType, base: str) -> str:

@@ -78,8 +78,8 @@ def _fill(b: OpFactory, like: Value, value: float, suffix: str) -> Value:
     return b.create("constant", suffix=suffix, value=np.broadcast_to(np.array(value, numpy_dtype(t.dtype)), t.shape))
 
 
-def _floating(*values: Value) -> bool:
-    return is_float(values[0].type.dtype)
+def _floating(value: Value) -> bool:
+    return is_float(value.type.dtype)
 
 
 def _subtract_vjp(b: OpFactory, v: OpView, operands: Sequence[Value], g: Value) -> Cotangents:
@@ -196,8 +196,9 @@ def _clamp_vjp(b: OpFactory, v: OpView, operands: Sequence[Value], g: Value) -> 
 
 @dataclass(frozen=True)
 class Elementwise:
-    """One elementwise op: its declaration, the StableHLO op it emits (`stablehlo.<hlo>`;
-    erf and clamp have emitter rules of their own) and its `jax.lax` oracle function."""
+    """One elementwise op: its declaration, the StableHLO op it emits (`stablehlo.<hlo>`
+    with the operands as they are; '' for erf, which has no StableHLO op, and clamp, whose
+    bounds are attributes: each has an emitter rule of its own) and its `jax.lax` oracle function."""
 
     opdef: OpDef
     hlo: str
@@ -225,12 +226,12 @@ ELEMENTWISE: tuple[Elementwise, ...] = (
     _op("rsqrt", _UNARY, _float_unary, "rsqrt", "rsqrt", "1 / sqrt(x) (floating)", _rsqrt_vjp),
     _op("negate", _UNARY, _any_type, "negate", "neg", "-x", _negate_vjp),
     _op("abs", _UNARY, _any_type, "abs", "abs", "|x|", _abs_vjp),
-    _op("erf", _UNARY, _erf, "erf", "erf", "the error function (f16, bf16, f32): XLA's rational approximation, "
+    _op("erf", _UNARY, _erf, "", "erf", "the error function (f16, bf16, f32): XLA's rational approximation, "
         "which jax.lax.erf computes on XLA too", _erf_vjp),
     Elementwise(OpDef("clamp", _UNARY, _float_unary, {
         "min": Attr(FLOAT, float("-inf"), doc="the lower bound"),
         "max": Attr(FLOAT, float("inf"), doc="the upper bound (below min, every element becomes max)"),
-    }, doc="min(max(x, min), max), floating", vjp=_clamp_vjp), "clamp", "clamp"),
+    }, doc="min(max(x, min), max), floating", vjp=_clamp_vjp), "", "clamp"),
 )
 
 ELEMENTWISE_OPS: tuple[OpDef, ...] = tuple(e.opdef for e in ELEMENTWISE)

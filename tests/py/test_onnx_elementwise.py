@@ -108,6 +108,14 @@ def test_clip_with_a_bound_from_the_graph_is_maximum_and_minimum() -> None:
     assert {"maximum", "minimum"} <= _kinds(graph)
 
 
+def test_clip_of_integers_is_maximum_and_minimum() -> None:
+    """An int32 Clip with known bounds (no integer `clamp`): `maximum` and `minimum` with the bounds."""
+    model = _model([helper.make_node("Clip", ["x", "lo", "hi"], ["y"])], {"x": (2, 5)}, ["y"], dtype=onnx.TensorProto.INT32,
+                   initializers={"lo": np.array(-2, np.int32), "hi": np.array(3, np.int32)})
+    graph = _agree_on(model, {"x": np.arange(-5, 5, dtype=np.int32).reshape(2, 5)})
+    assert {"maximum", "minimum"} <= _kinds(graph) and "clamp" not in _kinds(graph)
+
+
 # --- activations ------------------------------------------------------------------------------
 
 
