@@ -24,7 +24,7 @@ import numpy as np
 from ..diagnostics import VerifyError
 from ..dtypes import is_float, numpy_dtype
 from ..ir import TensorType, Value
-from .base import FLOAT, Attr, OpDef, OpFactory, OpView, VjpRule
+from .base import FLOAT, Attr, ForeignAttr, OpDef, OpFactory, OpView, VjpRule
 
 Cotangents = Sequence[Value | None]
 
@@ -231,7 +231,10 @@ ELEMENTWISE: tuple[Elementwise, ...] = (
     Elementwise(OpDef("clamp", _UNARY, _float_unary, {
         "min": Attr(FLOAT, float("-inf"), doc="the lower bound"),
         "max": Attr(FLOAT, float("inf"), doc="the upper bound (below min, every element becomes max)"),
-    }, doc="min(max(x, min), max), floating", vjp=_clamp_vjp), "", "clamp"),
+    }, doc="min(max(x, min), max), floating", vjp=_clamp_vjp, foreign={
+        "a_min": ForeignAttr("min", source="numpy.clip"), "a_max": ForeignAttr("max", source="numpy.clip"),
+        "min_val": ForeignAttr("min", source="PyTorch's hardtanh"), "max_val": ForeignAttr("max", source="PyTorch's hardtanh"),
+    }), "", "clamp"),
 )
 
 ELEMENTWISE_OPS: tuple[OpDef, ...] = tuple(e.opdef for e in ELEMENTWISE)

@@ -163,3 +163,10 @@ def test_every_elementwise_id_is_documented_and_has_a_negative_lit_test() -> Non
     lit = (LIT / "verify-elementwise.mlir").read_text(encoding="utf-8")
     assert {i for i in IDS if f"`{i}`" not in docs} == set()
     assert {i for i in IDS if f"[{i}]" not in lit} == set()
+
+
+def test_clamp_names_min_for_numpys_a_min() -> None:
+    """numpy.clip's `a_min` on clamp is refused (A3) with a hint naming `min`."""
+    b = Builder("clip")
+    with pytest.raises(convc.ConvcError, match=r"did you mean 'min'\? 'a_min' is its name in numpy.clip\) \[A3\]"):
+        b.op("clamp", b.input("x", (2,)), a_min=0.0)
