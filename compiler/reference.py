@@ -23,6 +23,7 @@ import numpy as np
 from .ir import Graph, Op, TensorType
 from .ops import view
 from .ops.base import ConvDimensionNumbers
+from .ops.elementwise import ELEMENTWISE
 from .ops.pool import pool_padding
 
 LaxRule = Callable[[Op, Sequence[Any]], Any]
@@ -366,6 +367,28 @@ def _relu_grad(op: Op, args: Sequence[Any]) -> Any:
     out_grad, x = args
     zeros = lax.full_like(out_grad, 0)
     return lax.select(x > lax.full_like(x, 0), out_grad, zeros)
+
+
+def _elementwise(lax_name: str) -> LaxRule:
+    """The rule of an op of compiler/ops/elementwise.py: its jax.lax function, applied as is."""
+    def rule(op: Op, args: Sequence[Any]) -> Any:
+        from jax import lax
+
+        return getattr(lax, lax_name)(*args)
+    return rule
+
+
+for _entry in ELEMENTWISE:
+    if _entry.opdef.name != "clamp":
+        lax_rule(_entry.opdef.name)(_elementwise(_entry.lax))
+
+
+@lax_rule("clamp")
+def _clamp(op: Op, args: Sequence[Any]) -> Any:
+    from jax import lax
+
+    v, x = view(op), args[0]
+    return lax.clamp(np.array(v.min, x.dtype), x, np.array(v.max, x.dtype))
 
 
 @lax_rule("reshape")

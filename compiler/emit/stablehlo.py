@@ -17,6 +17,7 @@ from ..literals import dense_literal, int_list, is_ssa_id, is_symbol_id, quote
 from ..memo import memoized
 from ..ops import ConvDimensionNumbers, view
 from ..ops.attr_kinds import format_dimension_numbers
+from ..ops.elementwise import ELEMENTWISE
 from ..ops.pool import pool_padding
 from ..ops.pool_grad import grad_padding
 from . import sdy
@@ -114,6 +115,73 @@ def _relu_grad(op: Op, ctx: EmitContext, result: str) -> None:
     mask_type = TensorType(t.shape, "i1")
     mask = ctx.emit(ctx.fresh(f"{result[1:]}_positive"), f"stablehlo.compare GT, {ctx.use(x)}, {wide}, FLOAT : ({t}, {t}) -> {mask_type}")
     ctx.emit(result, f"stablehlo.select {mask}, {ctx.use(out_grad)}, {wide} : ({mask_type}, {t}, {t}) -> {t}")
+
+
+# --- elementwise ops (compiler/ops/elementwise.py names each one's StableHLO op) ------------
+
+
+def _elementwise(op: Op, ctx: EmitContext, result: str) -> None:
+    names = ", ".join(ctx.use(v) for v in op.operands)
+    ctx.emit(result, f"stablehlo.{ELEMENTWISE_HLO[op.kind]} {names} : {op.result.type}")
+
+
+ELEMENTWISE_HLO = {e.opdef.name: e.hlo for e in ELEMENTWISE if e.hlo}
+rule(*ELEMENTWISE_HLO)(_elementwise)
+
+
+def _splat(ctx: EmitContext, value: float, t: TensorType, base: str) -> str:
+    """A scalar constant broadcast to `t`."""
+    return _broadcast(ctx, _scalar_constant(ctx, value, t.dtype, base), TensorType((), t.dtype), [], t, f"{base}s")
+
+
+@rule("clamp")
+def _clamp(op: Op, ctx: EmitContext, result: str) -> None:
+    v, t = view(op), op.result.type
+    low, high = _splat(ctx, v.min, t, f"{result[1:]}_min"), _splat(ctx, v.max, t, f"{result[1:]}_max")
+    ctx.emit(result, f"stablehlo.clamp {low}, {ctx.use(op.operands[0])}, {high} : {t}")
+
+
+# XLA's f32 erf on the CPU (Eigen's generic_fast_erf, what jax.lax.erf computes there):
+# x * P(x^2) / Q(x^2), and sign(x) where |x| >= erfinv(1 - ulp/2). Coefficients from the
+# highest degree down. XLA fuses each Horner step into an FMA, so results may differ by an ulp.
+_ERF_P = (0.00022905065861350646, 0.0034082910107109506, 0.050955695062380861, 0.18520832239976145, 1.128379143519084)
+_ERF_Q = (-1.1791602954361697e-7, 0.000023547966471313185, 0.0010179625278914885, 0.014070470171167667,
+          0.11098505178285362, 0.49746925110067538, 1.0)
+_ERF_SATURATES = 3.832506856900711
+
+
+@rule("erf")
+def _erf(op: Op, ctx: EmitContext, result: str) -> None:
+    """f16 and bf16 go through f32 (as XLA does), then back."""
+    x, base = op.operands[0], result[1:]
+    t = TensorType(x.type.shape, "f32")
+    arg = ctx.use(x)
+    if x.type.dtype != "f32":
+        arg = ctx.emit(ctx.fresh(f"{base}_f32"), f"stablehlo.convert {arg} : ({x.type}) -> {t}")
+    square = ctx.emit(ctx.fresh(f"{base}_x2"), f"stablehlo.multiply {arg}, {arg} : {t}")
+    p, q = (_horner(ctx, square, coefficients, t, f"{base}_{name}") for name, coefficients in (("p", _ERF_P), ("q", _ERF_Q)))
+    odd = ctx.emit(ctx.fresh(f"{base}_xp"), f"stablehlo.multiply {arg}, {p} : {t}")
+    ratio = ctx.emit(ctx.fresh(f"{base}_ratio"), f"stablehlo.divide {odd}, {q} : {t}")
+    size = ctx.emit(ctx.fresh(f"{base}_abs"), f"stablehlo.abs {arg} : {t}")
+    mask_type = TensorType(t.shape, "i1")
+    limit = _splat(ctx, _ERF_SATURATES, t, f"{base}_limit")
+    saturated = ctx.emit(ctx.fresh(f"{base}_saturated"), f"stablehlo.compare GE, {size}, {limit}, FLOAT : ({t}, {t}) -> {mask_type}")
+    sign = ctx.emit(ctx.fresh(f"{base}_sign"), f"stablehlo.sign {arg} : {t}")
+    chosen = f"stablehlo.select {saturated}, {sign}, {ratio} : ({mask_type}, {t}, {t}) -> {t}"
+    if x.type.dtype == "f32":
+        ctx.emit(result, chosen)
+        return
+    wide = ctx.emit(ctx.fresh(f"{base}_wide"), chosen)
+    ctx.emit(result, f"stablehlo.convert {wide} : ({t}) -> {x.type}")
+
+
+def _horner(ctx: EmitContext, x: str, coefficients: Sequence[float], t: TensorType, base: str) -> str:
+    """sum(c_i * x^(n-i)) as ((c_0 * x + c_1) * x + ...), each step a multiply and an add."""
+    acc = _splat(ctx, coefficients[0], t, f"{base}0")
+    for index, c in enumerate(coefficients[1:], start=1):
+        scaled = ctx.emit(ctx.fresh(f"{base}_mul{index}"), f"stablehlo.multiply {acc}, {x} : {t}")
+        acc = ctx.emit(ctx.fresh(f"{base}_add{index}"), f"stablehlo.add {scaled}, {_splat(ctx, c, t, f'{base}{index}')} : {t}")
+    return acc
 
 
 @rule("reshape")

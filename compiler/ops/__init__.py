@@ -3,7 +3,7 @@
 Each module declares a family of ops (`OpDef`: operands, attributes with their kinds and
 defaults, the shape rule that verifies and infers, the gradient rule): `conv.py`,
 `conv_grad.py` (the transposed conv and the conv gradients), `tensor.py` (the plain tensor
-ops), `dot.py`, `broadcast.py`, `reduce.py`, `pool.py` (max_pool, sum_pool), `pool_grad.py` (max_pool's
+ops), `elementwise.py` (arithmetic and activations), `dot.py`, `broadcast.py`, `reduce.py`, `pool.py` (max_pool, sum_pool), `pool_grad.py` (max_pool's
 gradient). `base.py` holds `OpDef`, `Attr` and the typed view, `attr_kinds.py` the
 attribute kinds. `OPS` maps each kind to its declaration; `view(op)` reads an op's
 attributes with their declared defaults; `gradient_rules_table()` writes docs/autodiff.md's
@@ -21,6 +21,7 @@ from .broadcast import BROADCAST_IN_DIM
 from .conv import CONV
 from .conv_grad import CONV_GRAD_OPS
 from .dot import DOT_GENERAL
+from .elementwise import ELEMENTWISE_OPS
 from .pool import MAX_POOL, SUM_POOL
 from .pool_grad import MAX_POOL_GRAD
 from .reduce import REDUCE_MAX, REDUCE_MAX_GRAD, REDUCE_SUM, STACKED_REDUCE_SUM
@@ -29,7 +30,7 @@ from .tensor import TENSOR_OPS
 
 OPS: dict[str, OpDef] = {op.name: op for op in (CONV, *CONV_GRAD_OPS, *TENSOR_OPS, DOT_GENERAL, BROADCAST_IN_DIM, REDUCE_SUM,
                                                   STACKED_REDUCE_SUM, REDUCE_MAX, REDUCE_MAX_GRAD, MAX_POOL, MAX_POOL_GRAD,
-                                                  SUM_POOL, RELU_GRAD)}
+                                                  SUM_POOL, RELU_GRAD, *ELEMENTWISE_OPS)}
 
 
 def register(opdef: OpDef) -> OpDef:
