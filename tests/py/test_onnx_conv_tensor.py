@@ -77,3 +77,110 @@ def test_conv_transpose_bad_auto_pad_is_a_located_error(tmp_path: Path, capsys: 
     node = helper.make_node("ConvTranspose", ["x", "w"], ["y"], auto_pad="SAME_MIDDLE", name="up")
     err = _cli_error(tmp_path, capsys, _model([node], {"x": (1, 2, 4, 4)}, ["y"], {"w": _random((2, 2, 3, 3))}), "O6")
     assert "'up' (ConvTranspose): auto_pad 'SAME_MIDDLE' is not one of" in err
+
+
+# --- Pad --------------------------------------------------------------------------------------
+
+
+def _ints(values: list[int]) -> np.ndarray:
+    return np.array(values, np.int64)
+
+
+PAD_CASES: dict[str, tuple[list[int], list[int] | None]] = {  # pads, axes (opset 18)
+    "both_sides": ([0, 1, 2, 0, 0, 2, 1, 0], None),
+    "crop": ([0, 0, -1, 2, 0, 0, 1, -2], None),
+    "crop_one_side_pad_other": ([0, 0, 0, -3, 0, 0, 0, 2], None),
+    "large": ([0, 0, 3, 4, 0, 0, 3, 4], None),
+    "axes": ([2, -1, 1, 3], [-1, 2]),
+}
+
+
+# reflect pads must stay below the axis' size (ONNX Runtime refuses larger ones too: test_pad_reflect_too_far).
+@pytest.mark.parametrize(("case", "mode"), [(case, mode) for case in PAD_CASES for mode in ("constant", "reflect", "edge", "wrap")
+                                            if (case, mode) != ("large", "reflect")], ids=str)
+def test_pad_modes_agree_with_onnxruntime(case: str, mode: str) -> None:
+    """Pad in every mode, negative pads cropping first, pads larger than the axis (edge, wrap, constant) and the
+    opset-18 axes input (negative axes too)."""
+    pads, axes = PAD_CASES[case]
+    inputs = {"pads": _ints(pads), **({"axes": _ints(axes)} if axes else {})}
+    node = helper.make_node("Pad", ["x", "pads", "", *(["axes"] if axes else [])], ["y"], mode=mode)
+    graph = _agree(_model([node], {"x": (1, 3, 5, 6)}, ["y"], inputs, opset=19))
+    assert mode != "constant" or _kinds(graph) == ["pad"]
+
+
+def test_pad_constant_value_input_and_opset_13() -> None:
+    """Pad at opset 13 with a constant_value initializer: one `pad` with that value."""
+    node = helper.make_node("Pad", ["x", "pads", "value"], ["y"])
+    graph = _agree(_model([node], {"x": (2, 3, 4)}, ["y"], {"pads": _ints([0, 1, -1, 0, 2, 3]), "value": np.array(1.5, np.float32)},
+                          opset=13))
+    assert _kinds(graph) == ["pad"] and graph.ops[0].attrs["padding_value"] == 1.5
+
+
+def test_pad_reflect_too_far(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """reflect pads as large as the axis (after the crop) are a located error [O6], as ONNX Runtime refuses them."""
+    node = helper.make_node("Pad", ["x", "pads"], ["y"], mode="reflect", name="mirror")
+    model = _model([node], {"x": (2, 5)}, ["y"], {"pads": _ints([0, -2, 0, 3])})
+    err = _cli_error(tmp_path, capsys, model, "O6")
+    assert "'mirror' (Pad): reflect pads (0, 3) must be below the size 3 of axis 1" in err
+
+
+# --- Slice ------------------------------------------------------------------------------------
+
+SLICE_CASES: dict[str, tuple[list[int], list[int], list[int] | None, list[int] | None]] = {  # starts, ends, axes, steps
+    "plain": ([1, 0], [3, 4], None, None),
+    "negative_indices": ([-3, 1], [-1, -1], [1, 2], None),
+    "clamped": ([-100, 2], [100, 2**62], [0, 3], None),
+    "steps": ([0, 1], [5, 6], [2, 3], [2, 3]),
+    "negative_step": ([-1], [-100], [3], [-1]),
+    "negative_steps_clamped": ([100, 4], [0, -100], [2, 3], [-2, -3]),
+    "mixed_steps": ([3, 0, 4], [0, 2, 1], [1, 2, 3], [-1, 1, -2]),
+    "empty": ([2], [2], [3], None),
+    "negative_axes": ([1], [-1], [-3], None),
+}
+
+
+@pytest.mark.parametrize("case", SLICE_CASES, ids=str)
+def test_slice_agrees_with_onnxruntime(case: str) -> None:
+    """Slice with starts, ends, axes and steps as initializers: negative indices and axes, clamping to the bounds,
+    positive and negative steps (a reverse, then a strided slice)."""
+    starts, ends, axes, steps = SLICE_CASES[case]
+    inputs = {"starts": _ints(starts), "ends": _ints(ends), **({"axes": _ints(axes)} if axes else {}),
+              **({"steps": _ints(steps)} if steps else {})}
+    names = ["x", "starts", "ends", "axes" if axes else "", *(["steps"] if steps else [])]
+    graph = _agree(_model([helper.make_node("Slice", names, ["y"])], {"x": (2, 4, 5, 6)}, ["y"], inputs))
+    assert ("reverse" in _kinds(graph)) == any(s < 0 for s in steps or [])
+
+
+# --- Split, Expand, Tile ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("opset", "outputs", "attrs", "split"), [
+    (13, 3, {"axis": 1}, None),
+    (13, 3, {"axis": -1}, [1, 5, 1]),
+    (13, 2, {"axis": 0}, [0, 2]),
+    (18, 3, {"axis": 1, "num_outputs": 3}, None),
+    (18, 4, {"axis": 3, "num_outputs": 4}, None),
+    (18, 2, {"axis": 2}, [3, 2]),
+], ids=str)
+def test_split_agrees_with_onnxruntime(opset: int, outputs: int, attrs: dict[str, Any], split: list[int] | None) -> None:
+    """Split into equal parts, by a split input (uneven, an empty part) and by num_outputs (opset 18, the last part
+    smaller when uneven): one slice per output."""
+    names = [f"y{i}" for i in range(outputs)]
+    node = helper.make_node("Split", ["x", *(["split"] if split else [])], names, **attrs)
+    _agree(_model([node], {"x": (2, 6, 5, 7)}, names, {"split": _ints(split)} if split else {}, opset=opset))
+
+
+@pytest.mark.parametrize(("x_shape", "shape"), [((3, 1), (2, 3, 4)), ((1, 4, 1), (2, 1, 3)), ((2, 3), (1, 1)), ((5,), (2, 1, 1))],
+                         ids=str)
+def test_expand_broadcasts_both_ways(x_shape: tuple[int, ...], shape: tuple[int, ...]) -> None:
+    """Expand to the numpy broadcast of the input's shape and the shape input: one broadcast_in_dim, none where the
+    shape changes nothing."""
+    graph = _agree(_model([helper.make_node("Expand", ["x", "shape"], ["y"])], {"x": x_shape}, ["y"], {"shape": _ints(list(shape))}))
+    same = np.broadcast_shapes(x_shape, shape) == x_shape
+    assert _kinds(graph) == (["reshape"] if same else ["broadcast_in_dim"])  # reshape: the output's copy of the input
+
+
+@pytest.mark.parametrize("repeats", [[2, 1, 3], [1, 1, 1], [1, 4, 1], [3, 2, 2]], ids=str)
+def test_tile_agrees_with_onnxruntime(repeats: list[int]) -> None:
+    """Tile by repeats known at import: a broadcast_in_dim and a reshape."""
+    _agree(_model([helper.make_node("Tile", ["x", "repeats"], ["y"])], {"x": (2, 3, 4)}, ["y"], {"repeats": _ints(repeats)}))

@@ -153,6 +153,11 @@ class Context:
         """Append a convc op, named after the node."""
         return self.builder.op(kind, *operands, name=self.fresh(kind), **attrs)
 
+    def create(self, kind: str, *operands: Value, suffix: str, **attrs: Any) -> Value:
+        """Append a convc op named `<node>.<suffix>`: the `OpFactory` the value-building steps of
+        `convc.builders` take (`slice_along`, `pad`, `reshape`), so converters reuse them."""
+        return self.builder.op(kind, *operands, name=self.fresh(suffix), **attrs)
+
     def constant(self, array: np.ndarray, hint: str = "constant") -> Value:
         """An anonymous constant (a folded BatchNormalization scale), named after the node."""
         return self.builder.constant(self.fresh(hint), array)
