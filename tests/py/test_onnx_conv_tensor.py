@@ -184,3 +184,89 @@ def test_expand_broadcasts_both_ways(x_shape: tuple[int, ...], shape: tuple[int,
 def test_tile_agrees_with_onnxruntime(repeats: list[int]) -> None:
     """Tile by repeats known at import: a broadcast_in_dim and a reshape."""
     _agree(_model([helper.make_node("Tile", ["x", "repeats"], ["y"])], {"x": (2, 3, 4)}, ["y"], {"repeats": _ints(repeats)}))
+
+
+# --- --input-shape and --inputs on the command line ---------------------------------------------
+
+
+def _dynamic_model(tmp_path: Path) -> Path:
+    """A Conv over an input with symbolic batch and height, saved as m.onnx."""
+    node = helper.make_node("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1])
+    path = tmp_path / "m.onnx"
+    path.write_bytes(_model([node], {"x": ("batch", 2, "height", 5)}, ["y"], {"w": _random((3, 2, 3, 3), 1)}))
+    return path
+
+
+def _main(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    try:
+        code = convc_main(args)
+    except SystemExit as stop:  # argparse's usage errors
+        code = int(stop.code or 0)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_input_shape_flag_sizes_symbolic_dims(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`--input-shape x=3,2,6,5` makes the emitted module static at that shape, with no note on stderr; without it
+    each symbolic dim is 1 and one note says so."""
+    path = _dynamic_model(tmp_path)
+    code, out, err = _main([str(path), "--emit", "convc", "--input-shape", "x=3,2,6,5"], capsys)
+    assert code == 0 and err == ""
+    assert "tensor<3x2x6x5xf32>" in out and "tensor<3x3x6x5xf32>" in out
+    code, out, err = _main([str(path), "--emit", "convc"], capsys)
+    assert code == 0 and "tensor<1x2x1x5xf32>" in out
+    assert err.strip() == (f"{path}: note: input 'x' has symbolic dimensions (batch, height), taken as 1 "
+                           "(--input-shape or input_shapes= sets them)")
+
+
+@pytest.mark.parametrize("value", ["x", "x=", "=1,2", "x=1,,2", "x=1,-2,3", "x=a,b"])
+def test_input_shape_malformed_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str], value: str) -> None:
+    """A malformed --input-shape value is a usage error (exit 2) naming the expected form; nothing is written."""
+    path = _dynamic_model(tmp_path)
+    code, out, err = _main([str(path), "--input-shape", value, "-o", str(tmp_path / "out.mlir")], capsys)
+    assert code == 2 and "expected NAME=D0,D1,..." in err and not (tmp_path / "out.mlir").exists()
+
+
+def test_input_shape_repeated_or_not_onnx_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The same name twice, or --input-shape on a JSON model, is a usage error (exit 2) in one line."""
+    path = _dynamic_model(tmp_path)
+    code, _, err = _main([str(path), "--input-shape", "x=1,2,5,5", "--input-shape", "x=2,2,5,5"], capsys)
+    assert code == 2 and err.strip() == "convc: error: --input-shape gives 'x' twice"
+    json_model = tmp_path / "m.json"
+    json_model.write_text('{"inputs": {"x": [1, 2]}, "ops": [{"name": "y", "op": "relu", "inputs": ["x"]}], "outputs": ["y"]}')
+    code, _, err = _main([str(json_model), "--input-shape", "x=1,2"], capsys)
+    assert code == 2 and "--input-shape applies to ONNX models only" in err
+
+
+def test_input_shape_naming_no_input_or_misfitting_is_located(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--input-shape naming no graph input, or giving a shape that contradicts a static dim, is one located line [O7]."""
+    path = _dynamic_model(tmp_path)
+    err = _cli_error(tmp_path, capsys, path.read_bytes(), "O7", "--input-shape", "z=1,2,5,5")
+    assert err.strip() == f"{path}: error: a shape is given for 'z', which is no graph input (inputs: x) [O7]"
+    err = _cli_error(tmp_path, capsys, path.read_bytes(), "O7", "--input-shape", "x=1,4,5,5")
+    assert "the shape [1, 4, 5, 5] given for 'x' does not fit its declared shape ['?', 2, '?', 5]" in err
+
+
+def test_inputs_npz_sizes_symbolic_dims(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """With `--run --inputs FILE.npz` the symbolic dims take the arrays' sizes (no note), and the outputs written by
+    --outputs agree with ONNX Runtime on those arrays; --input-shape still wins where both are given."""
+    path = _dynamic_model(tmp_path)
+    x = _random((4, 2, 7, 5), 3)
+    np.savez(tmp_path / "in.npz", x=x)
+    code, out, err = _main([str(path), "--run", "--inputs", str(tmp_path / "in.npz"), "--outputs", str(tmp_path / "out.npz")], capsys)
+    assert code == 0 and err == "" and out.startswith("y: [4, 3, 7, 5] f32")
+    import onnxruntime as ort
+
+    want = ort.InferenceSession(path.read_bytes(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    np.testing.assert_allclose(np.load(tmp_path / "out.npz")["y"], want, rtol=1e-4, atol=1e-4)
+    code, _, err = _main([str(path), "--run", "--inputs", str(tmp_path / "in.npz"), "--input-shape", "x=1,2,7,5"], capsys)
+    assert code == 1 and err.strip().endswith("array 'x' has shape [4, 2, 7, 5], expected [1, 2, 7, 5] [R2]")
+
+
+def test_convc_opt_takes_input_shape(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`convc-opt m.onnx --input-shape ...` imports at that shape too."""
+    from convc.cli import opt_main
+
+    path = _dynamic_model(tmp_path)
+    assert opt_main([str(path), "--input-shape", "x=2,2,4,5", "-p", "infer-shapes"]) == 0
+    assert "tensor<2x3x4x5xf32>" in capsys.readouterr().out
