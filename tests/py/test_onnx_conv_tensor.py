@@ -9,14 +9,13 @@ import itertools
 from pathlib import Path
 from typing import Any
 
-import convc
 import numpy as np
 import pytest
 from convc.cli import main as convc_main
 from test_onnx_import import _agree, _cli_error, _kinds, _model, _random
 
 onnx = pytest.importorskip("onnx")
-from onnx import TensorProto, helper  # noqa: E402
+from onnx import helper  # noqa: E402
 
 # --- ConvTranspose ----------------------------------------------------------------------------
 
