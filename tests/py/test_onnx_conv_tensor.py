@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 from convc.cli import main as convc_main
-from test_onnx_import import _agree, _cli_error, _kinds, _model, _random
+from test_onnx_import import _agree, _cli_error, _export, _kinds, _model, _random
 
 onnx = pytest.importorskip("onnx")
 from onnx import helper  # noqa: E402
@@ -69,6 +69,24 @@ def test_conv_transpose_grid_agrees_with_onnxruntime(stride: int, kernel: int, d
         attrs["pads"] = [pad, 0]
     node = helper.make_node("ConvTranspose", ["x", "w"], ["y"], **attrs)
     _agree(_model([node], {"x": (1, 2, 5)}, ["y"], {"w": _random((2, 3, kernel), 1)}))
+
+
+def _generator() -> Any:
+    torch = pytest.importorskip("torch")
+    nn = torch.nn
+    torch.manual_seed(2)
+    return nn.Sequential(  # a DCGAN-style generator at small widths, plus a grouped, dilated, output-padded layer and reflection padding
+        nn.ConvTranspose2d(8, 16, 4, 1, 0, bias=False), nn.ReLU(),
+        nn.ConvTranspose2d(16, 8, 4, 2, 1), nn.ReLU(),
+        nn.ConvTranspose2d(8, 8, 3, 2, 1, output_padding=1, groups=2, dilation=2), nn.ReflectionPad2d((1, 2, 0, 1)),
+        nn.ConvTranspose2d(8, 3, 3, 1, 1))
+
+
+def test_pytorch_generator_with_conv_transposes_agrees_with_onnxruntime() -> None:
+    """ConvTranspose2d layers (stride, pads, output_padding, groups, dilation, bias) and ReflectionPad2d exported by
+    PyTorch's TorchScript exporter (opset 17) agree with ONNX Runtime."""
+    graph = _agree(_export(_generator(), (2, 8, 1, 1)))
+    assert _kinds(graph).count("conv_backprop_input") == 4
 
 
 def test_conv_transpose_bad_auto_pad_is_a_located_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -269,3 +287,32 @@ def test_convc_opt_takes_input_shape(tmp_path: Path, capsys: pytest.CaptureFixtu
     path = _dynamic_model(tmp_path)
     assert opt_main([str(path), "--input-shape", "x=2,2,4,5", "-p", "infer-shapes"]) == 0
     assert "tensor<2x3x4x5xf32>" in capsys.readouterr().out
+
+
+def test_grad_through_conv_transpose_pad_and_slice_agrees_with_jax_vjp(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`--grad w --check` on an imported ConvTranspose (grouped, output_padding, bias), reflect Pad, reversed Slice and
+    Split: the gradient step agrees with jax.vjp of the imported graph's oracle, and the forward run with ONNX Runtime."""
+    nodes = [helper.make_node("ConvTranspose", ["x", "w", "b"], ["t"], strides=[2, 2], pads=[1, 0, 0, 1], output_padding=[1, 1],
+                              group=2),
+             helper.make_node("Pad", ["t", "pads"], ["p"], mode="reflect"),
+             helper.make_node("Slice", ["p", "starts", "ends", "axes", "steps"], ["s"]),
+             helper.make_node("Split", ["s"], ["y0", "y1"], axis=1)]
+    inits = {"w": _random((4, 2, 3, 3), 1), "b": _random((4,), 2), "pads": _ints([0, 0, 1, 2, 0, 0, 2, 1]),
+             "starts": _ints([-1, 1]), "ends": _ints([-100, 9]), "axes": _ints([2, 3]), "steps": _ints([-2, 3])}
+    model = _model(nodes, {"x": (1, 4, 3, 4)}, ["y0", "y1"], inits)
+    _agree(model)
+    path = tmp_path / "m.onnx"
+    path.write_bytes(model)
+    code, out, err = _main([str(path), "--check", "--grad", "w,b"], capsys)
+    assert code == 0, err
+    assert "w.grad: max abs error vs jax.lax" in out and "b.grad: max abs error vs jax.lax" in out
+
+
+def test_a_constant_node_feeds_ops_evaluated_at_import() -> None:
+    """A Constant's output is known at import before anything is built, so an op without a converter reading it
+    (ConstantOfShape, as PyTorch's ReflectionPad2d export has) is evaluated there rather than refused [O5]."""
+    nodes = [helper.make_node("Constant", [], ["dims"], value_ints=[2, 3]),
+             helper.make_node("ConstantOfShape", ["dims"], ["ones"], value=onnx.numpy_helper.from_array(np.array([1.5], np.float32))),
+             helper.make_node("Add", ["x", "ones"], ["y"])]
+    graph = _agree(_model(nodes, {"x": (2, 3)}, ["y"]))
+    assert _kinds(graph) == ["constant", "add"]

@@ -69,7 +69,7 @@ class Converter:
     op_type: str
     since: int  # the opset from which this converter applies
     convert: ConvertFn
-    known_output: bool  # its outputs are known at import whatever its inputs (Shape)
+    known_output: bool  # its outputs are known at import whatever its inputs (Shape, Constant)
 
     @property
     def summary(self) -> str:
