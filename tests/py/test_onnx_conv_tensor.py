@@ -125,11 +125,13 @@ def test_pad_modes_agree_with_onnxruntime(case: str, mode: str) -> None:
     assert mode != "constant" or _kinds(graph) == ["pad"]
 
 
-def test_pad_constant_value_input_and_opset_13() -> None:
-    """Pad at opset 13 with a constant_value initializer: one `pad` with that value."""
+@pytest.mark.parametrize("opset", [11, 13])
+def test_pad_constant_value_input_at_opsets_11_and_13(opset: int) -> None:
+    """Pad with pads and constant_value initializers at opset 13, and at opset 11 (brought up to 13 by the version
+    converter): one `pad` with that value."""
     node = helper.make_node("Pad", ["x", "pads", "value"], ["y"])
     graph = _agree(_model([node], {"x": (2, 3, 4)}, ["y"], {"pads": _ints([0, 1, -1, 0, 2, 3]), "value": np.array(1.5, np.float32)},
-                          opset=13))
+                          opset=opset))
     assert _kinds(graph) == ["pad"] and graph.ops[0].attrs["padding_value"] == 1.5
 
 
