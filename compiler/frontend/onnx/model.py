@@ -202,8 +202,9 @@ def input_types(proto: Any, initializers: Mapping[str, Any], input_shapes: Mappi
         else:
             symbolic = [dim.dim_param or "?" for dim in tensor.shape.dim if not dim.HasField("dim_value")]
             array = array_shapes.get(value.name)
-            fill = list(array) if array is not None and len(array) == len(dims) else [1] * len(dims)
-            if symbolic and array is None:
+            fitting = array is not None and len(array) == len(dims)
+            fill = list(array) if array is not None and fitting else [1] * len(dims)
+            if symbolic and not fitting:
                 log(f"{file}: note: input '{value.name}' has symbolic dimensions ({', '.join(symbolic)}), taken as 1 "
                     "(--input-shape or input_shapes= sets them)")
             shape = tuple(int(f) if d is None else d for d, f in zip(dims, fill))
