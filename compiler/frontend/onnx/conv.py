@@ -77,7 +77,7 @@ def conv_transpose(node: Node, ctx: Context) -> Sequence[Operand]:
     if tuple(node.attrs.get("kernel_shape") or kernel) != kernel:
         raise ctx.error(f"kernel_shape {list(node.attrs['kernel_shape'])} differs from W's spatial dimensions {list(kernel)}")
     strides, dilations = spatial_attr(ctx, node, "strides", rank), spatial_attr(ctx, node, "dilations", rank)
-    extra = tuple(node.attrs.get("output_padding") or (0,) * rank)
+    extra = tuple(node.attrs.get("output_padding") or [0] * rank)  # ONNX's schema states no default: its text says 0
     if len(extra) != rank:
         raise ctx.error(f"output_padding has {len(extra)} entries, expected {rank} (one per spatial dimension)")
     windows = [dilate_dim(k, d) for k, d in zip(kernel, dilations)]
