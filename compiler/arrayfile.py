@@ -72,6 +72,16 @@ class ArrayFile:
         except _READ_ERRORS as err:
             raise ArrayFileError(_reason(err)) from None
 
+    def shape(self, name: str | None) -> tuple[int, ...]:
+        """The shape the array's header declares; nothing else is read."""
+        try:
+            with self._open(name) as stream:
+                return _read_header(stream)[0]
+        except ArrayFileError:
+            raise
+        except _READ_ERRORS as err:
+            raise ArrayFileError(_reason(err)) from None
+
     @contextmanager
     def _open(self, name: str | None) -> Iterator[IO[bytes]]:
         if self._archive is None:
@@ -82,7 +92,7 @@ class ArrayFile:
                 yield member
 
 
-def _check_header(stream: IO[bytes], max_bytes: int) -> None:
+def _read_header(stream: IO[bytes]) -> tuple[tuple[int, ...], np.dtype]:
     version = npy.read_magic(stream)
     if version == (1, 0):
         shape, _, dtype = npy.read_array_header_1_0(stream)
@@ -90,6 +100,11 @@ def _check_header(stream: IO[bytes], max_bytes: int) -> None:
         shape, _, dtype = npy.read_array_header_2_0(stream)
     else:
         raise ArrayFileError(f"unsupported .npy format version {version[0]}.{version[1]}")
+    return tuple(shape), dtype
+
+
+def _check_header(stream: IO[bytes], max_bytes: int) -> None:
+    shape, dtype = _read_header(stream)
     if dtype.hasobject:
         raise ArrayFileError("it holds Python objects, and convc never unpickles")
     nbytes = int(np.prod(shape, dtype=object)) * dtype.itemsize

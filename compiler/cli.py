@@ -37,6 +37,9 @@ def _common_arguments(parser: argparse.ArgumentParser, run_flags: bool) -> None:
     parser.add_argument("--max-bytes", type=byte_count, default=DEFAULT_MAX_BYTES, metavar="N[K|M|G]",
                         help=f"refuse, before allocating, models whose constants{also} need more than this many "
                              "bytes (default 2G)")
+    parser.add_argument("--input-shape", action="append", type=input_shape, metavar="NAME=D0,D1,...",
+                        help="an ONNX model: the shape of input NAME, sizing its symbolic dims (repeatable; default: "
+                             + ("the --inputs arrays' sizes, else " if run_flags else "") + "1, with a note)")
     parser.add_argument("--mesh", metavar="AXIS=SIZE,...", help="device mesh, e.g. data=4,space=2: sets the mesh of a model "
                         "without one, or resizes the model's (same axes, same order); see docs/sharding.md")
     parser.add_argument("--debug", action="store_true", help="show tracebacks for internal errors")
@@ -107,6 +110,27 @@ def _names(text: str) -> list[str]:
     if not names:
         raise argparse.ArgumentTypeError("expected one or more input or constant names, such as x,w")
     return names
+
+
+def input_shape(text: str) -> tuple[str, tuple[int, ...]]:
+    """`--input-shape` values: NAME=D0,D1,... (split at the last '='), one or more non-negative sizes."""
+    name, equals, dims = text.rpartition("=")
+    sizes = dims.split(",")
+    if not equals or not name or not all(size.strip().isdigit() for size in sizes):
+        raise argparse.ArgumentTypeError(f"expected NAME=D0,D1,... such as x=8,3,224,224, got '{text}'")
+    return name, tuple(int(size) for size in sizes)
+
+
+def input_shapes(pairs: Sequence[tuple[str, tuple[int, ...]]] | None) -> dict[str, tuple[int, ...]] | None:
+    """The `--input-shape` flags by input name; a name given twice is a usage error."""
+    if not pairs:
+        return None
+    shapes: dict[str, tuple[int, ...]] = {}
+    for name, shape in pairs:
+        if name in shapes:
+            raise UsageError(f"--input-shape gives '{name}' twice")
+        shapes[name] = shape
+    return shapes
 
 
 def _element_count(text: str) -> int:
@@ -230,7 +254,8 @@ def _convc_main(args: argparse.Namespace) -> int:
     compiler = Compiler(pipeline=args.pipeline, target=args.target, verify=not args.no_verify,
                         print_ir_after_all=args.print_ir_after_all, allow_external_data=args.allow_external_data,
                         max_bytes=args.max_bytes, autotune=args.autotune, autotune_cache=args.autotune_cache,
-                        autotune_platform=args.platform, elide_constants_larger=elide, mesh=args.mesh, grad=args.grad)
+                        autotune_platform=args.platform, elide_constants_larger=elide, mesh=args.mesh, grad=args.grad,
+                        input_shapes=input_shapes(args.input_shape), inputs=args.inputs)
     model = compiler.load(args.model)
     graph = compiler.differentiate(model, args.model)
     if args.run or args.check:
@@ -336,7 +361,7 @@ def _opt_main(args: argparse.Namespace) -> int:
     pipeline = None if args.default_pipeline else args.pipeline or ""
     compiler = Compiler(pipeline=pipeline, target=args.default_pipeline or "generic", print_ir_after_all=args.print_ir_after_all,
                         allow_external_data=args.allow_external_data, max_bytes=args.max_bytes,
-                        elide_constants_larger=args.elide_constants_larger, mesh=args.mesh)
+                        elide_constants_larger=args.elide_constants_larger, mesh=args.mesh, input_shapes=input_shapes(args.input_shape))
     compiler.passes()  # a bad pipeline is a usage error before anything is read
     if args.input == "-":
         data, base_dir = sys.stdin.buffer.read(), None

@@ -8,11 +8,11 @@ import contextlib
 import gc
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from .diagnostics import ConvcError, Location
+from .diagnostics import ConvcError, Location, UsageError
 from .emit import emit_stablehlo, emits
 from .frontend import load_model_text
 from .ir import Graph
@@ -74,6 +74,8 @@ class Compiler:
     log: Callable[[str], None] = field(default=lambda text: print(text, file=sys.stderr))
     timings: list[tuple[str, float]] = field(default_factory=list)  # the last run_passes's, per pass
     phases: list[tuple[str, float, int]] = field(default_factory=list)  # (phase, seconds, depth), for --timing
+    input_shapes: Mapping[str, Sequence[int]] | None = None  # --input-shape: an ONNX model's input shapes (symbolic dims)
+    inputs: str | None = None  # --inputs .npz: its arrays' shapes fill an ONNX model's other symbolic dims
     onnx_source: tuple[bytes, str] | None = field(default=None, init=False)  # the ONNX model read (bytes, file): --check's ONNX Runtime run
 
     def __post_init__(self) -> None:
@@ -119,10 +121,14 @@ class Compiler:
     def _read(self, data: bytes, file: str, base_dir: Path | None) -> Graph:
         if file.lower().endswith(".onnx") or data[:1] == b"\x08":  # an ONNX ModelProto starts with its ir_version field
             from .frontend.onnx import load_onnx
+            from .runtime_inputs import input_array_shapes
 
             self.onnx_source = (data, file)
             return load_onnx(data, file=file, base_dir=base_dir, allow_external_data=self.allow_external_data,
-                             max_bytes=self.max_bytes, log=self.log)
+                             max_bytes=self.max_bytes, log=self.log, input_shapes=self.input_shapes,
+                             array_shapes=input_array_shapes(self.inputs) if self.inputs else None)
+        if self.input_shapes:
+            raise UsageError("--input-shape applies to ONNX models only (the others have no symbolic dimensions)")
         if file.lower().endswith(".json") or data.lstrip()[:1] in (b"{", b"["):
             return load_model_text(data, file, base_dir=base_dir, allow_external_data=self.allow_external_data,
                                    max_constant_bytes=self.max_bytes)

@@ -117,6 +117,19 @@ def load_inputs(graph: Graph, path: str, max_bytes: int = DEFAULT_MAX_INPUT_BYTE
     return arrays
 
 
+def input_array_shapes(path: str) -> dict[str, tuple[int, ...]]:
+    """The shape of each array of an `--inputs` .npz, read from the headers alone: what an ONNX
+    model's symbolic dims take. A file that is no readable .npz is R4, as for `load_inputs`."""
+    loc = Location(file=path)
+    try:
+        with open_array_file(path) as archive:
+            if not archive.is_archive:
+                raise ConvcError("--inputs must be an .npz holding one array per input name", loc, "R4")
+            return {name: archive.shape(name) for name in archive.names}
+    except ArrayFileError as err:
+        raise ConvcError(f"cannot load inputs: {err}", loc, "R4") from None
+
+
 def save_outputs(path: str, graph: Graph, outputs: list[np.ndarray]) -> None:
     buffer = io.BytesIO()
     arrays: dict[str, Any] = {v.name: out for v, out in zip(graph.outputs, outputs)}

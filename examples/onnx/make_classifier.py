@@ -1,4 +1,5 @@
-"""Write `classifier.onnx`, the small ONNX model the docs' ONNX commands run on.
+"""Write `classifier.onnx`, the small ONNX model the docs' ONNX commands run on, and
+`classifier_batch.npz`, a batch of 4 inputs for it (`--inputs` sizes the dynamic batch).
 
 A PyTorch-style image classifier as its TorchScript exporter writes one: a dynamic batch
 (`N`), Conv + BatchNormalization + Relu, MaxPool, GlobalAveragePool, Flatten and a Gemm
@@ -52,4 +53,6 @@ def classifier() -> bytes:
 if __name__ == "__main__":
     path = HERE / "classifier.onnx"
     path.write_bytes(classifier())
-    print(f"wrote {path}")
+    batch = np.random.default_rng(1).standard_normal((4, 3, 16, 16)).astype(np.float32)
+    np.savez(HERE / "classifier_batch.npz", input=batch)
+    print(f"wrote {path} and classifier_batch.npz")

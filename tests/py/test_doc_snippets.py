@@ -46,6 +46,7 @@ PLACEHOLDERS = {
     # onnx.md's models: an exported classifier with a dynamic batch, an input named `input`
     # and the initializer `fc.weight` (its `--grad` and `keep_as_inputs` name)
     "model.onnx": "examples/onnx/classifier.onnx",
+    "batch.npz": "examples/onnx/classifier_batch.npz",  # a batch of 4 of model.onnx's `input`
 }
 
 # Commands not run, by pattern, each with its reason (the census prints them).

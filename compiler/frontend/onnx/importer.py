@@ -55,14 +55,17 @@ DEFAULT_MAX_BYTES = 1 << 31
 
 def load_onnx(model: ModelSource, *, input_shapes: Mapping[str, Sequence[int]] | None = None, keep_as_inputs: Sequence[str] = (),
               file: str | None = None, base_dir: str | os.PathLike[str] | None = None, allow_external_data: bool = False,
-              max_bytes: int = DEFAULT_MAX_BYTES, log: Log | None = None) -> Graph:
+              max_bytes: int = DEFAULT_MAX_BYTES, log: Log | None = None,
+              array_shapes: Mapping[str, Sequence[int]] | None = None) -> Graph:
     """Read an ONNX model (a path, its bytes, or an `onnx.ModelProto`) into a verified Graph
     whose inputs and outputs carry the ONNX graph's names.
 
     Initializers become constants, except those named in `keep_as_inputs`, which become
     inputs after the graph's own (so `convc.grad` / `--grad` can name them as weights).
     `input_shapes` gives symbolic input dims their sizes (`{"x": (8, 3, 224, 224)}`); a
-    symbolic dim it does not cover is 1, said in one line to `log` (default: stderr).
+    symbolic dim it does not cover takes its size from `array_shapes` (the shapes of the arrays
+    the model will run on, by input name: `--inputs`) where the ranks match, else is 1, said in
+    one line to `log` (default: stderr).
     External data is read from `base_dir` (default: the model's directory; for bytes or a
     ModelProto, the working directory), and a location
     outside it is refused unless `allow_external_data`; initializers together may take at
@@ -77,7 +80,7 @@ def load_onnx(model: ModelSource, *, input_shapes: Mapping[str, Sequence[int]] |
     check_names(input_shapes or {}, keep_as_inputs, proto, initializers, file)
     _check_supported(nodes, set(initializers) - set(keep_as_inputs), opset, file)
     check_model(onnx, proto, file)
-    inputs = input_types(proto, initializers, input_shapes or {}, file, log or _stderr)
+    inputs = input_types(proto, initializers, input_shapes or {}, array_shapes or {}, file, log or _stderr)
     infer_shapes(onnx, proto, inputs, file)
     arrays = initializer_arrays(onnx, proto, file)
     return _Build(proto, nodes, opset, file).run(inputs, arrays, keep_as_inputs)

@@ -163,7 +163,7 @@ def check_names(input_shapes: Mapping[str, Sequence[int]], keep_as_inputs: Seque
     graph_inputs = {value.name for value in proto.graph.input} - set(initializers)
     for name in input_shapes:
         if name not in graph_inputs:
-            raise ConvcError(f"input_shapes names '{name}', which is no graph input (inputs: {', '.join(sorted(graph_inputs))})",
+            raise ConvcError(f"a shape is given for '{name}', which is no graph input (inputs: {', '.join(sorted(graph_inputs))})",
                              Location(file=file), INPUT_SPEC)
     for name in keep_as_inputs:
         if name not in initializers:
@@ -177,9 +177,11 @@ def check_model(onnx: Any, proto: Any, file: str) -> None:
         raise ConvcError(f"invalid ONNX model (onnx.checker): {first_line(err)}", Location(file=file), INVALID_MODEL) from None
 
 
-def input_types(proto: Any, initializers: Mapping[str, Any], input_shapes: Mapping[str, Sequence[int]], file: str,
-                 log: Log) -> list[InputType]:
-    """(name, static shape, convc dtype) of each graph input that is no initializer."""
+def input_types(proto: Any, initializers: Mapping[str, Any], input_shapes: Mapping[str, Sequence[int]],
+                array_shapes: Mapping[str, Sequence[int]], file: str, log: Log) -> list[InputType]:
+    """(name, static shape, convc dtype) of each graph input that is no initializer. Symbolic
+    dims take `input_shapes`'s sizes, else those of the array of the input's name in
+    `array_shapes` (when the ranks match; its static dims are the run's to check), else 1."""
     found = []
     for index, value in enumerate(proto.graph.input):
         if value.name in initializers:
@@ -193,14 +195,19 @@ def input_types(proto: Any, initializers: Mapping[str, Any], input_shapes: Mappi
         given = input_shapes.get(value.name)
         if given is not None:
             shape = _given_shape(value.name, dims if tensor.HasField("shape") else None, given, loc)
+        elif not tensor.HasField("shape") and value.name in array_shapes:
+            shape = tuple(int(d) for d in array_shapes[value.name])
         elif not tensor.HasField("shape"):
-            raise ConvcError(f"input '{value.name}' has no shape: give it with input_shapes", loc, INPUT_SPEC)
+            raise ConvcError(f"input '{value.name}' has no shape: give it with --input-shape or input_shapes", loc, INPUT_SPEC)
         else:
             symbolic = [dim.dim_param or "?" for dim in tensor.shape.dim if not dim.HasField("dim_value")]
-            if symbolic:
+            array = array_shapes.get(value.name)
+            fitting = array is not None and len(array) == len(dims)
+            fill = list(array) if array is not None and fitting else [1] * len(dims)
+            if symbolic and not fitting:
                 log(f"{file}: note: input '{value.name}' has symbolic dimensions ({', '.join(symbolic)}), taken as 1 "
-                    "(input_shapes= sets them)")
-            shape = tuple(1 if d is None else d for d in dims)
+                    "(--input-shape or input_shapes= sets them)")
+            shape = tuple(int(f) if d is None else d for d, f in zip(dims, fill))
         found.append((value.name, shape, ONNX_DTYPES[tensor.elem_type]))
     return found
 
@@ -210,7 +217,7 @@ def _given_shape(name: str, dims: list[int | None] | None, given: Sequence[int],
     if any(d < 0 for d in shape) or (dims is not None and (len(dims) != len(shape) or
                                                            any(d is not None and d != s for d, s in zip(dims, shape)))):
         declared = "?" if dims is None else [d if d is not None else "?" for d in dims]
-        raise ConvcError(f"input_shapes gives '{name}' the shape {list(shape)}, which does not fit its declared shape {declared}",
+        raise ConvcError(f"the shape {list(shape)} given for '{name}' does not fit its declared shape {declared}",
                          loc, INPUT_SPEC)
     return shape
 

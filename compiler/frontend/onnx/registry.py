@@ -69,7 +69,7 @@ class Converter:
     op_type: str
     since: int  # the opset from which this converter applies
     convert: ConvertFn
-    known_output: bool  # its outputs are known at import whatever its inputs (Shape)
+    known_output: bool  # its outputs are known at import whatever its inputs (Shape, Constant)
 
     @property
     def summary(self) -> str:
@@ -152,6 +152,11 @@ class Context:
     def op(self, kind: str, *operands: Value, **attrs: Any) -> Value:
         """Append a convc op, named after the node."""
         return self.builder.op(kind, *operands, name=self.fresh(kind), **attrs)
+
+    def create(self, kind: str, *operands: Value, suffix: str, **attrs: Any) -> Value:
+        """Append a convc op named `<node>.<suffix>`: the `OpFactory` the value-building steps of
+        `convc.builders` take (`slice_along`, `pad`, `reshape`), so converters reuse them."""
+        return self.builder.op(kind, *operands, name=self.fresh(suffix), **attrs)
 
     def constant(self, array: np.ndarray, hint: str = "constant") -> Value:
         """An anonymous constant (a folded BatchNormalization scale), named after the node."""

@@ -126,7 +126,7 @@ _CONSTANT_ATTRS = {"value": None, "value_float": np.float32, "value_floats": np.
                    "value_ints": np.int64}
 
 
-@converter("Constant", since=13)
+@converter("Constant", since=13, known_output=True)
 def constant(node: Node, ctx: Context) -> Sequence[Operand]:
     """A value known at import (value, value_float(s), value_int(s)); a `constant` where an op reads it."""
     for name, dtype in _CONSTANT_ATTRS.items():
