@@ -64,16 +64,21 @@ def spread_back(ctx: Context, reduced: Value, shape: Sequence[int], axes: Sequen
     return ctx.op("broadcast_in_dim", reduced, shape=tuple(shape), broadcast_dimensions=kept)
 
 
-def standardized(ctx: Context, x: Value, axes: Sequence[int], epsilon: float) -> Value:
-    """`(x - mean) * rsqrt(var + epsilon)` over `axes`: the mean and the (biased) variance are
-    `reduce_sum`s times 1/N, spread back by `broadcast_in_dim`."""
+def statistics(ctx: Context, x: Value, axes: Sequence[int], epsilon: float) -> tuple[Value, Value, Value]:
+    """Over `axes`: `x - mean`, the mean, and `rsqrt(var + epsilon)` (the biased variance); the
+    mean and variance are `reduce_sum`s times 1/N, the statistics reduced (without `axes`)."""
     axes = tuple(axes)
     count = math.prod(x.type.shape[a] for a in axes)
     mean = scaled(ctx, ctx.op("reduce_sum", x, axes=axes), 1 / count)
     centered = ctx.op("subtract", x, spread_back(ctx, mean, x.type.shape, axes))
     variance = scaled(ctx, ctx.op("reduce_sum", ctx.op("multiply", centered, centered), axes=axes), 1 / count)
-    inverse = ctx.op("rsqrt", plus(ctx, variance, epsilon))
-    return ctx.op("multiply", centered, spread_back(ctx, inverse, x.type.shape, axes))
+    return centered, mean, ctx.op("rsqrt", plus(ctx, variance, epsilon))
+
+
+def standardized(ctx: Context, x: Value, axes: Sequence[int], epsilon: float) -> Value:
+    """`(x - mean) * rsqrt(var + epsilon)` over `axes`, the statistics spread back by `broadcast_in_dim`."""
+    centered, _, inverse = statistics(ctx, x, axes, epsilon)
+    return ctx.op("multiply", centered, spread_back(ctx, inverse, x.type.shape, tuple(axes)))
 
 
 def _affine(ctx: Context, y: Value, scale: Value, bias: Value | None, dims: tuple[int, ...], what: str) -> Value:
@@ -117,13 +122,14 @@ def instance_normalization(node: Node, ctx: Context) -> Sequence[Operand]:
 def layer_normalization(node: Node, ctx: Context) -> Sequence[Operand]:
     """Over the dims from axis on: mean and variance as `reduce_sum` times 1/N, `subtract`, `multiply` by
     `rsqrt(var + epsilon)`, then Scale and optional B spread over X (numpy broadcasting). stash_type 1 (f16 and
-    bf16 computed in f32). Not the Mean and InvStdDev outputs."""
+    bf16 computed in f32). The Mean and InvStdDev outputs are those statistics, `reshape`d to keep the axes as 1s."""
     _stash_type(ctx, node)
-    ctx.refuse_outputs(node, 1, "the Mean and InvStdDev outputs")
     x = ctx.operand(node, 0)
     axis = normalized_axis(ctx, node.attrs["axis"], x.type.rank)
     wide = _floating(ctx, x)
-    y = standardized(ctx, wide, range(axis, x.type.rank), node.attrs["epsilon"])
+    axes = tuple(range(axis, x.type.rank))
+    centered, mean, inverse = statistics(ctx, wide, axes, node.attrs["epsilon"])
+    y = ctx.op("multiply", centered, spread_back(ctx, inverse, x.type.shape, axes))
     for index in (1, 2):
         parameter = _optional(ctx, node, index)
         if parameter is None:
@@ -134,7 +140,8 @@ def layer_normalization(node: Node, ctx: Context) -> Sequence[Operand]:
         if y.type.shape != x.type.shape:
             raise ctx.error(f"{'Scale' if index == 1 else 'B'} {parameter.type} does not broadcast to X's shape {list(x.type.shape)}")
         y = ctx.op("multiply" if index == 1 else "add", y, spread)
-    return [_narrowed(ctx, y, x)]
+    kept = x.type.shape[:axis] + (1,) * len(axes)
+    return [_narrowed(ctx, y, x)] + [ctx.op("reshape", s, new_sizes=kept) for s, name in zip((mean, inverse), node.outputs[1:]) if name]
 
 
 def _group_normalization(node: Node, ctx: Context) -> Value:
