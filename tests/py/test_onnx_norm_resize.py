@@ -125,3 +125,129 @@ def test_O6_normalization_forms_refused(node: Any, inputs: dict[str, tuple[int, 
     outputs = list(node.output)
     model = _typed_like_x(_model([node], inputs, outputs, initializers, opset=opset))
     assert fragment in _raises("O6", convc.load_onnx, model)
+
+
+# --- Resize --------------------------------------------------------------------------------------
+
+
+def _resize_model(shape: Sequence[int], scales: Sequence[float] | None = None, sizes: Sequence[int] | None = None,
+                  opset: int = 19, **attrs: Any) -> bytes:
+    """One Resize of a graph input `x`, its scales or sizes as initializers (roi absent)."""
+    initializers: dict[str, np.ndarray] = {}
+    if scales is not None:
+        initializers["scales"] = np.asarray(scales, np.float32)
+    if sizes is not None:
+        initializers["sizes"] = np.asarray(sizes, np.int64)
+    node = helper.make_node("Resize", ["x", "", "scales" if scales is not None else "", "sizes" if sizes is not None else ""],
+                            ["y"], **attrs)
+    return _model([node], {"x": shape}, ["y"], initializers, opset=opset)
+
+
+COORDINATE_MODES = ["half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric"]
+SCALES = {"up2": [1, 1, 2, 2], "up-odd": [1, 1, 1.5, 2.5], "down": [1, 1, 0.5, 0.6], "mixed": [1, 1, 3, 0.75]}
+
+
+@pytest.mark.parametrize("scales", sorted(SCALES))
+@pytest.mark.parametrize("coordinate_mode", COORDINATE_MODES)
+def test_resize_linear_scales_agrees_with_onnxruntime(coordinate_mode: str, scales: str) -> None:
+    """Bilinear Resize of an NCHW input by scales, up and down, in each coordinate transformation mode."""
+    model = _resize_model((2, 3, 5, 4), SCALES[scales], mode="linear", coordinate_transformation_mode=coordinate_mode)
+    graph = _agree_on(model, {"x": _random((2, 3, 5, 4))})
+    assert "dot_general" in _kinds(graph)
+
+
+@pytest.mark.parametrize("nearest_mode", ["round_prefer_floor", "round_prefer_ceil", "floor", "ceil"])
+@pytest.mark.parametrize("coordinate_mode", COORDINATE_MODES)
+@pytest.mark.parametrize("scales", ["up-odd", "down", "mixed"])
+def test_resize_nearest_modes_agree_with_onnxruntime(coordinate_mode: str, nearest_mode: str, scales: str) -> None:
+    """Nearest Resize by scales, in each nearest_mode and coordinate transformation mode."""
+    model = _resize_model((1, 2, 5, 4), SCALES[scales], mode="nearest", coordinate_transformation_mode=coordinate_mode,
+                          nearest_mode=nearest_mode)
+    _agree_on(model, {"x": _random((1, 2, 5, 4))}, rtol=1e-6)
+
+
+@pytest.mark.parametrize("mode", ["nearest", "linear"])
+@pytest.mark.parametrize("coordinate_mode", COORDINATE_MODES)
+@pytest.mark.parametrize("sizes", [[2, 3, 9, 7], [2, 3, 3, 2], [2, 3, 1, 6]], ids=str)
+def test_resize_by_sizes_agrees_with_onnxruntime(mode: str, coordinate_mode: str, sizes: list[int]) -> None:
+    """Resize to given sizes (up, down, and a size of 1), nearest and linear, in each coordinate mode."""
+    model = _resize_model((2, 3, 5, 4), sizes=sizes, mode=mode, coordinate_transformation_mode=coordinate_mode)
+    graph = _agree_on(model, {"x": _random((2, 3, 5, 4))})
+    assert graph.outputs[0].type.shape == tuple(sizes)
+
+
+@pytest.mark.parametrize("mode", ["nearest", "linear"])
+def test_resize_5d_trilinear_and_nearest(mode: str) -> None:
+    """A 5-D NCDHW Resize (trilinear, or nearest) by scales: three resized axes."""
+    model = _resize_model((1, 2, 3, 4, 5), [1, 1, 2, 1.5, 0.8], mode=mode, coordinate_transformation_mode="half_pixel")
+    _agree_on(model, {"x": _random((1, 2, 3, 4, 5))})
+
+
+@pytest.mark.parametrize("policy", ["stretch", "not_larger", "not_smaller"])
+def test_resize_18_axes_and_keep_aspect_ratio_policy(policy: str) -> None:
+    """Opset 18's axes (the spatial ones only) with sizes and each keep_aspect_ratio_policy."""
+    model = _resize_model((1, 2, 4, 6), sizes=[7, 8], opset=18, axes=[2, 3], mode="linear", keep_aspect_ratio_policy=policy)
+    _agree_on(model, {"x": _random((1, 2, 4, 6))})
+
+
+def test_resize_13_default_attributes() -> None:
+    """Opset 13's Resize with every attribute left out (nearest, half_pixel, round_prefer_floor)."""
+    _agree_on(_resize_model((1, 1, 3, 3), [1, 1, 2, 2], opset=13), {"x": _random((1, 1, 3, 3))})
+
+
+def test_upsample_9_is_brought_up_to_resize() -> None:
+    """An opset-9 Upsample (nearest, scales as an initializer) goes through onnx's version converter to a Resize."""
+    node = helper.make_node("Upsample", ["x", "scales"], ["y"], mode="nearest")
+    model = _model([node], {"x": (1, 2, 3, 3)}, ["y"], {"scales": np.array([1, 1, 2, 2], np.float32)}, opset=9)
+    graph = convc.load_onnx(model)
+    x = _random((1, 2, 3, 3))
+    np.testing.assert_array_equal(convc.run(graph, {"x": x}, platform="cpu").outputs[0], x.repeat(2, 2).repeat(2, 3))
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_segmentation_head_conv_then_bilinear_resize_matches_torch() -> None:
+    """A PyTorch-style segmentation head (conv, then bilinear interpolate align_corners=False to the input size),
+    exported by torch.onnx, agrees with ONNX Runtime and with the torch module."""
+    torch = pytest.importorskip("torch")
+
+    class Head(torch.nn.Module):  # type: ignore[misc]
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv = torch.nn.Conv2d(3, 4, 3, stride=4, padding=1)
+
+        def forward(self, x: Any) -> Any:
+            return torch.nn.functional.interpolate(self.conv(x), size=x.shape[-2:], mode="bilinear", align_corners=False)
+
+    torch.manual_seed(0)
+    module = Head().eval()
+    x = _random((1, 3, 16, 12))
+    import io
+    buffer = io.BytesIO()
+    torch.onnx.export(module, (torch.from_numpy(x),), buffer, opset_version=17, dynamo=False)
+    graph = _agree_on(buffer.getvalue(), {_input_name(buffer.getvalue()): x})
+    with torch.no_grad():
+        want = module(torch.from_numpy(x)).numpy()
+    np.testing.assert_allclose(convc.run(graph, {graph.inputs[0].name: x}, platform="cpu").outputs[0], want, rtol=1e-4, atol=1e-5)
+
+
+def _input_name(model: bytes) -> str:
+    return str(onnx.load_from_string(model).graph.input[0].name)
+
+
+@pytest.mark.parametrize(("attrs", "scales", "fragment"), [
+    ({"mode": "cubic"}, [1, 1, 2, 2], "mode 'cubic'"),
+    ({"coordinate_transformation_mode": "tf_crop_and_resize"}, [1, 1, 2, 2], "tf_crop_and_resize"),
+    ({"antialias": 1, "mode": "linear"}, [1, 1, 0.5, 0.5], "antialias"),
+    ({}, [1, 2, 2, 2], "axis 1"),
+    ({}, [2, 1, 1, 1], "axis 0"),
+], ids=["cubic", "tf_crop_and_resize", "antialias", "channels", "batch"])
+def test_O6_resize_forms_refused(attrs: dict[str, Any], scales: list[float], fragment: str) -> None:
+    """Cubic mode, tf_crop_and_resize, antialias, and resizing the batch or channel axis: O6 naming what."""
+    assert fragment in _raises("O6", convc.load_onnx, _resize_model((1, 2, 4, 4), scales, **attrs))
+
+
+def test_O6_resize_scales_not_known_at_import() -> None:
+    """Scales that are a graph input (not known at import): O6."""
+    node = helper.make_node("Resize", ["x", "", "scales"], ["y"])
+    model = _model([node], {"x": (1, 1, 2, 2), "scales": (4,)}, ["y"])
+    assert "scales" in _raises("O6", convc.load_onnx, model)
