@@ -143,7 +143,7 @@ def _resize_model(shape: Sequence[int], scales: Sequence[float] | None = None, s
     return _model([node], {"x": shape}, ["y"], initializers, opset=opset)
 
 
-COORDINATE_MODES = ["half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric"]
+COORDINATE_MODES = ["half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "half_pixel_symmetric"]
 SCALES = {"up2": [1, 1, 2, 2], "up-odd": [1, 1, 1.5, 2.5], "down": [1, 1, 0.5, 0.6], "mixed": [1, 1, 3, 0.75]}
 
 
@@ -195,11 +195,16 @@ def test_resize_13_default_attributes() -> None:
     _agree_on(_resize_model((1, 1, 3, 3), [1, 1, 2, 2], opset=13), {"x": _random((1, 1, 3, 3))})
 
 
-def test_upsample_9_is_brought_up_to_resize() -> None:
-    """An opset-9 Upsample (nearest, scales as an initializer) goes through onnx's version converter to a Resize."""
-    node = helper.make_node("Upsample", ["x", "scales"], ["y"], mode="nearest")
-    model = _model([node], {"x": (1, 2, 3, 3)}, ["y"], {"scales": np.array([1, 1, 2, 2], np.float32)}, opset=9)
-    graph = convc.load_onnx(model)
+@pytest.mark.parametrize("opset", [7, 9])
+def test_upsample_is_brought_up_to_resize(opset: int) -> None:
+    """An Upsample (opset 7: scales an attribute; 9: an initializer), nearest, goes through onnx's version
+    converter to a Resize and repeats each pixel."""
+    if opset == 7:
+        node, initializers = helper.make_node("Upsample", ["x"], ["y"], mode="nearest", scales=[1.0, 1.0, 2.0, 2.0]), {}
+    else:
+        node = helper.make_node("Upsample", ["x", "scales"], ["y"], mode="nearest")
+        initializers = {"scales": np.array([1, 1, 2, 2], np.float32)}
+    graph = convc.load_onnx(_model([node], {"x": (1, 2, 3, 3)}, ["y"], initializers, opset=opset))
     x = _random((1, 2, 3, 3))
     np.testing.assert_array_equal(convc.run(graph, {"x": x}, platform="cpu").outputs[0], x.repeat(2, 2).repeat(2, 3))
 

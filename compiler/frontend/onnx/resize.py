@@ -16,7 +16,7 @@ from ...ir import Value
 from .registry import Context, Node, Operand, converter
 from .shared import normalized_axis
 
-COORDINATE_MODES = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric")
+COORDINATE_MODES = ("half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric")
 NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
 ASPECT_POLICIES = ("stretch", "not_larger", "not_smaller")
 
@@ -35,6 +35,10 @@ def source_coordinates(mode: str, out_size: int, in_size: int, scale: float) -> 
         return y / factor
     if mode == "pytorch_half_pixel" and out_size == 1:
         return np.zeros(out_size, np.float32)
+    if mode == "half_pixel_symmetric":  # half_pixel, centred when the scale's width is fractional
+        adjustment = np.float32(out_size / (scale * in_size))
+        offset = np.float32(in_size / 2) * (np.float32(1) - adjustment)
+        return offset + (y + half) / factor - half
     return (y + half) / factor - half  # half_pixel, pytorch_half_pixel
 
 
@@ -146,7 +150,7 @@ def resize_axis(ctx: Context, x: Value, axis: int, matrix: np.ndarray) -> Value:
 def resize(node: Node, ctx: Context) -> Sequence[Operand]:
     """Per resized spatial axis, a `dot_general` with an (out x in) interpolation matrix computed at import, then a
     `transpose` back: mode nearest (nearest_mode round_prefer_floor, round_prefer_ceil, floor, ceil) or linear;
-    coordinate_transformation_mode half_pixel, pytorch_half_pixel, align_corners, asymmetric; scales or sizes known
+    coordinate_transformation_mode half_pixel, pytorch_half_pixel, align_corners, asymmetric, half_pixel_symmetric (opset 19); scales or sizes known
     at import; axes and keep_aspect_ratio_policy (opset 18). N and C keep their size."""
     mode, coordinate_mode, nearest_mode = _check_modes(ctx, node)
     x = ctx.operand(node, 0)
