@@ -1,8 +1,10 @@
 """The ONNX normalization converters (InstanceNormalization, LayerNormalization,
-GroupNormalization in compiler/frontend/onnx/normalization.py): each op built with
-onnx.helper over several axes and epsilons, run through convc (default pipeline, PJRT on the
-CPU) and compared with ONNX Runtime on the same inputs; `convc.grad` through LayerNorm against
-jax.vjp; and the attribute values the converters refuse (O6)."""
+GroupNormalization in compiler/frontend/onnx/normalization.py) and Resize/Upsample
+(resize.py): each op built with onnx.helper over several axes, epsilons, modes, coordinate
+modes, scales and sizes, run through convc (default pipeline, PJRT on the CPU) and compared
+with ONNX Runtime on the same inputs; a torch-exported segmentation head; `convc.grad`
+through LayerNorm and bilinear Resize against jax.vjp; and the attribute values the
+converters refuse (O5, O6)."""
 
 from __future__ import annotations
 
@@ -106,6 +108,16 @@ def test_group_normalization_18_is_refused_as_onnx_deprecated_it() -> None:
     assert "GroupNormalization" in message
 
 
+def test_layer_normalization_float16_computes_statistics_in_float() -> None:
+    """A float16 LayerNormalization (stash_type 1) widens to float for its statistics and gives float16 back,
+    within float16's precision of ONNX Runtime."""
+    node = helper.make_node("LayerNormalization", ["x", "s", "b"], ["y"], axis=-1)
+    model = _model([node], {"x": (2, 3, 8), "s": (8,), "b": (8,)}, ["y"], dtype=onnx.TensorProto.FLOAT16)
+    feeds = {"x": _shifted((2, 3, 8)).astype(np.float16), "s": _random((8,), 1).astype(np.float16), "b": _random((8,), 2).astype(np.float16)}
+    graph = _agree_on(model, feeds, rtol=2e-3)
+    assert "convert" in _kinds(graph) and graph.outputs[0].type.dtype == "f16"
+
+
 def test_grad_through_layer_normalization_matches_jax_vjp() -> None:
     """`convc.grad` of an imported LayerNormalization, by X and by Scale and B, agrees with jax.vjp of its oracle."""
     node = helper.make_node("LayerNormalization", ["x", "s", "b"], ["y"], axis=-1, epsilon=1e-3)
@@ -181,6 +193,12 @@ def test_resize_5d_trilinear_and_nearest(mode: str) -> None:
     """A 5-D NCDHW Resize (trilinear, or nearest) by scales: three resized axes."""
     model = _resize_model((1, 2, 3, 4, 5), [1, 1, 2, 1.5, 0.8], mode=mode, coordinate_transformation_mode="half_pixel")
     _agree_on(model, {"x": _random((1, 2, 3, 4, 5))})
+
+
+def test_grad_through_bilinear_resize_matches_jax_vjp() -> None:
+    """`convc.grad` of an imported bilinear Resize (its `dot_general`s and `transpose`s) agrees with jax.vjp of its oracle."""
+    graph = convc.load_onnx(_resize_model((1, 2, 3, 4), [1, 1, 2, 1.5], mode="linear", coordinate_transformation_mode="align_corners"))
+    check_grad(graph, ["x"], "generic")
 
 
 @pytest.mark.parametrize("policy", ["stretch", "not_larger", "not_smaller"])
