@@ -136,9 +136,11 @@ def _check_modes(ctx: Context, node: Node) -> tuple[str, str, str]:
 
 def resize_axis(ctx: Context, x: Value, axis: int, matrix: np.ndarray) -> Value:
     """`x` with `axis` taken through `matrix` (out x in): a `dot_general` contracting it (the
-    new axis comes last), then a `transpose` putting it back in place."""
+    new axis comes last; precision HIGHEST), then a `transpose` putting it back in place."""
     weights = ctx.constant(matrix.astype(numpy_dtype(x.type.dtype)), "interpolation")
-    out = ctx.op("dot_general", x, weights, lhs_contracting_dimensions=(axis,), rhs_contracting_dimensions=(1,))
+    # HIGHEST: a nearest row must copy its element exactly, which a TF32 product on a GPU would not.
+    out = ctx.op("dot_general", x, weights, lhs_contracting_dimensions=(axis,), rhs_contracting_dimensions=(1,),
+                 precision="HIGHEST")
     last = x.type.rank - 1
     if axis == last:
         return out
@@ -148,7 +150,8 @@ def resize_axis(ctx: Context, x: Value, axis: int, matrix: np.ndarray) -> Value:
 
 @converter("Resize", since=13)
 def resize(node: Node, ctx: Context) -> Sequence[Operand]:
-    """Per resized spatial axis, a `dot_general` with an (out x in) interpolation matrix computed at import, then a
+    """Per resized spatial axis, a `dot_general` (precision HIGHEST) with an (out x in) interpolation matrix computed
+    at import, then a
     `transpose` back: mode nearest (nearest_mode round_prefer_floor, round_prefer_ceil, floor, ceil) or linear;
     coordinate_transformation_mode half_pixel, pytorch_half_pixel, align_corners, asymmetric, half_pixel_symmetric (opset 19); scales or sizes known
     at import; axes and keep_aspect_ratio_policy (opset 18). N and C keep their size."""
