@@ -2,13 +2,13 @@
 
 `registry.py` holds the table from (op type, since-opset) to converter and the context
 converters build with; one module per op family registers its converters (`conv.py`,
-`pooling.py`, `reduce.py`, `elementwise.py`, `activations.py`, `normalization.py`, `gemm.py`, `tensor.py`, `slicing.py`), sharing
+`pooling.py`, `reduce.py`, `elementwise.py`, `activations.py`, `normalization.py`, `resize.py`, `gemm.py`, `tensor.py`, `slicing.py`), sharing
 `shared.py`; `model.py` reads and checks the model with the `onnx` package, `importer.py`
 plans and runs the conversion, `check.py` is `--check`'s comparison with ONNX Runtime. The
 `onnx` package is imported only when a model is loaded.
 """
 
-from . import activations, conv, elementwise, gemm, normalization, pooling, reduce, slicing, tensor  # noqa: F401  (each registers its converters)
+from . import activations, conv, elementwise, gemm, normalization, pooling, reduce, resize, slicing, tensor  # noqa: F401  (each registers its converters)
 from .importer import load_onnx
 from .registry import CONVERTERS, lookup, op_table
 

@@ -1,0 +1,174 @@
+"""Resize (and Upsample, which onnx's version converter brings up to Resize): separable, so
+each resized axis is one `dot_general` with an (out x in) interpolation matrix built at import
+with numpy, from the mode's coefficients as ONNX's reference implementation
+(onnx/reference/ops/op_resize.py) computes them: one-hot rows for nearest, two weights per
+row for linear, the source indices clamped to the edge."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from ...dtypes import is_float, numpy_dtype
+from ...ir import Value
+from .registry import Context, Node, Operand, converter
+from .shared import normalized_axis
+
+COORDINATE_MODES = ("half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric")
+NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
+ASPECT_POLICIES = ("stretch", "not_larger", "not_smaller")
+
+
+def source_coordinates(mode: str, out_size: int, in_size: int, scale: float) -> np.ndarray:
+    """Where each output index falls in the input, by `coordinate_transformation_mode`, computed
+    in float32 as ONNX Runtime computes it (so a nearest pick on a rounding edge, such as
+    1.5 / 0.6, agrees with it). align_corners and pytorch_half_pixel's length_resized is the
+    integral output size, as in ONNX Runtime and PyTorch (the reference implementation takes
+    scale * in_size, which differs when that is fractional)."""
+    y = np.arange(out_size, dtype=np.float32)
+    factor, half = np.float32(scale), np.float32(0.5)
+    if mode == "align_corners":
+        return np.zeros(out_size, np.float32) if out_size == 1 else y * np.float32(in_size - 1) / np.float32(out_size - 1)
+    if mode == "asymmetric":
+        return y / factor
+    if mode == "pytorch_half_pixel" and out_size == 1:
+        return np.zeros(out_size, np.float32)
+    if mode == "half_pixel_symmetric":  # half_pixel, centred when the scale's width is fractional
+        adjustment = np.float32(out_size / (scale * in_size))
+        offset = np.float32(in_size / 2) * (np.float32(1) - adjustment)
+        return offset + (y + half) / factor - half
+    return (y + half) / factor - half  # half_pixel, pytorch_half_pixel
+
+
+def interpolation_matrix(mode: str, coordinate_mode: str, nearest_mode: str, out_size: int, in_size: int,
+                         scale: float) -> np.ndarray:
+    """The (out_size, in_size) float64 matrix taking an axis of the input to the resized one:
+    nearest picks floor or floor + 1 of each source coordinate by `nearest_mode` (an integral
+    coordinate itself); linear weighs them 1 - r and r (r the fractional part). Indices past
+    either end take the edge element, as the reference's edge padding does."""
+    x = source_coordinates(coordinate_mode, out_size, in_size, scale).astype(np.float64)
+    low = np.floor(x)
+    ratio = x - low
+    low = low.astype(np.int64)
+    matrix = np.zeros((out_size, in_size))
+    rows = np.arange(out_size)
+    if mode == "nearest":
+        up = {"round_prefer_floor": ratio > 0.5, "round_prefer_ceil": ratio >= 0.5, "floor": np.zeros_like(ratio, bool),
+              "ceil": ratio > 0}[nearest_mode]
+        matrix[rows, np.clip(low + up, 0, in_size - 1)] = 1.0
+        return matrix
+    np.add.at(matrix, (rows, np.clip(low, 0, in_size - 1)), 1 - ratio)
+    np.add.at(matrix, (rows, np.clip(low + 1, 0, in_size - 1)), ratio)
+    return matrix
+
+
+def _resized_axes(ctx: Context, node: Node, rank: int) -> list[int]:
+    """The axes scales and sizes list (opset 18's `axes`; else every axis)."""
+    given = node.attrs.get("axes")
+    if not given:
+        return list(range(rank))
+    axes = [normalized_axis(ctx, int(a), rank, "axes") for a in given]
+    if len(set(axes)) != len(axes):
+        raise ctx.error(f"axes {list(given)} repeat a dimension")
+    return axes
+
+
+def _given(ctx: Context, node: Node, index: int, what: str) -> np.ndarray | None:
+    """Input `index` (scales or sizes) as a 1-D array known at import; None when absent or empty."""
+    if not node.input(index):
+        return None
+    array = ctx.required_array(node, index, what).reshape(-1)
+    return array if array.size else None
+
+
+def _sizes_and_scales(ctx: Context, node: Node, shape: Sequence[int]) -> tuple[list[int], list[float]]:
+    """Each axis' output size and scale, from scales or from sizes (with keep_aspect_ratio_policy)."""
+    rank = len(shape)
+    axes = _resized_axes(ctx, node, rank)
+    scales, sizes = _given(ctx, node, 2, "scales"), _given(ctx, node, 3, "sizes")
+    if (scales is None) == (sizes is None):
+        raise ctx.error("exactly one of scales and sizes must be given")
+    given = scales if scales is not None else sizes
+    assert given is not None
+    if given.size != len(axes):
+        raise ctx.error(f"{'scales' if scales is not None else 'sizes'} has {given.size} entries, expected {len(axes)}")
+    out, factors = list(shape), [1.0] * rank
+    if scales is not None:
+        for axis, scale in zip(axes, scales.astype(np.float64)):
+            if not scale > 0:
+                raise ctx.error(f"scale {scale} of axis {axis} is not positive")
+            out[axis], factors[axis] = int(scale * shape[axis]), float(scale)
+        return out, factors
+    wanted = [int(s) for s in sizes]  # type: ignore[union-attr]
+    policy = node.attrs.get("keep_aspect_ratio_policy", "stretch")
+    if policy not in ASPECT_POLICIES:
+        raise ctx.error(f"keep_aspect_ratio_policy '{policy}' is not one of {', '.join(ASPECT_POLICIES)}")
+    ratios = [size / shape[axis] for axis, size in zip(axes, wanted)]
+    if policy != "stretch":
+        common = min(ratios) if policy == "not_larger" else max(ratios)
+        for axis in axes:
+            out[axis], factors[axis] = int(common * shape[axis] + 0.5), common
+        return out, factors
+    for axis, size, ratio in zip(axes, wanted, ratios):
+        out[axis], factors[axis] = size, ratio
+    return out, factors
+
+
+def _check_modes(ctx: Context, node: Node) -> tuple[str, str, str]:
+    """mode, coordinate_transformation_mode and nearest_mode, each one these converters handle."""
+    mode, coordinate_mode, nearest_mode = (node.attrs.get(name, default) for name, default in
+                                           (("mode", "nearest"), ("coordinate_transformation_mode", "half_pixel"),
+                                            ("nearest_mode", "round_prefer_floor")))
+    if mode not in ("nearest", "linear"):
+        raise ctx.error(f"mode '{mode}' is not supported (only nearest and linear)")
+    if coordinate_mode not in COORDINATE_MODES:
+        raise ctx.error(f"coordinate_transformation_mode '{coordinate_mode}' is not supported (only {', '.join(COORDINATE_MODES)})")
+    if mode == "nearest" and nearest_mode not in NEAREST_MODES:
+        raise ctx.error(f"nearest_mode '{nearest_mode}' is not one of {', '.join(NEAREST_MODES)}")
+    if node.attrs.get("antialias"):
+        raise ctx.error("antialias=1 is not supported")
+    if node.attrs.get("exclude_outside"):
+        raise ctx.error("exclude_outside=1 is not supported")
+    return mode, coordinate_mode, nearest_mode
+
+
+def resize_axis(ctx: Context, x: Value, axis: int, matrix: np.ndarray) -> Value:
+    """`x` with `axis` taken through `matrix` (out x in): a `dot_general` contracting it (the
+    new axis comes last; precision HIGHEST), then a `transpose` putting it back in place."""
+    weights = ctx.constant(matrix.astype(numpy_dtype(x.type.dtype)), "interpolation")
+    # HIGHEST: a nearest row must copy its element exactly, which a TF32 product on a GPU would not.
+    out = ctx.op("dot_general", x, weights, lhs_contracting_dimensions=(axis,), rhs_contracting_dimensions=(1,),
+                 precision="HIGHEST")
+    last = x.type.rank - 1
+    if axis == last:
+        return out
+    permutation = tuple(d if d < axis else last if d == axis else d - 1 for d in range(x.type.rank))
+    return ctx.op("transpose", out, permutation=permutation)
+
+
+@converter("Resize", since=13)
+def resize(node: Node, ctx: Context) -> Sequence[Operand]:
+    """Per resized spatial axis, a `dot_general` (precision HIGHEST) with an (out x in) interpolation matrix computed
+    at import, then a
+    `transpose` back: mode nearest (nearest_mode round_prefer_floor, round_prefer_ceil, floor, ceil) or linear;
+    coordinate_transformation_mode half_pixel, pytorch_half_pixel, align_corners, asymmetric, half_pixel_symmetric (opset 19); scales or sizes known
+    at import; axes and keep_aspect_ratio_policy (opset 18). N and C keep their size."""
+    mode, coordinate_mode, nearest_mode = _check_modes(ctx, node)
+    x = ctx.operand(node, 0)
+    if not is_float(x.type.dtype):
+        raise ctx.error(f"X has element type {x.type.dtype}; Resize interpolates floating tensors")
+    out, scales = _sizes_and_scales(ctx, node, x.type.shape)
+    for axis in range(min(2, x.type.rank)):
+        if out[axis] != x.type.shape[axis] or scales[axis] != 1:
+            raise ctx.error(f"resizing axis {axis} (batch or channels) is not supported: only spatial axes (2 on)")
+    y = x
+    for axis in range(2, x.type.rank):
+        if out[axis] == x.type.shape[axis] and math.isclose(scales[axis], 1.0):
+            continue
+        if out[axis] < 1:
+            raise ctx.error(f"axis {axis} would be resized to {out[axis]} elements")
+        matrix = interpolation_matrix(mode, coordinate_mode, nearest_mode, out[axis], x.type.shape[axis], scales[axis])
+        y = resize_axis(ctx, y, axis, matrix)
+    return [y]
