@@ -216,7 +216,7 @@ def export_onnx(module: Any, x: Any) -> bytes:
     buffer = io.BytesIO()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        torch.onnx.export(module, (x,), buffer, dynamo=False, opset_version=17, input_names=["x"], output_names=["y"])
+        torch.onnx.export(module, (x,), buffer, dynamo=False, opset_version=17, input_names=["x"], output_names=["y"])  # type: ignore[arg-type]  # a file-like object is documented
     return buffer.getvalue()
 
 
