@@ -330,7 +330,8 @@ def run_models_suite(args: Any, info: dict[str, Any], target: str, budget: float
     source = specs[0].source if specs else ("torchvision" if has_torchvision() else "fallback")
     info["onnxruntime"], info["threads"] = onnxruntime.__version__, threads
     log(f"networks: {source}" + ("" if source == "torchvision" else f" (torchvision not importable): {', '.join(FALLBACK_NETWORKS)}")
-        + f"; XLA, ONNX Runtime and PyTorch on {threads} intra-op threads")
+        + f"; XLA and ONNX Runtime on {threads} intra-op threads"
+        + (f", PyTorch on {info.get('torch_threads')}" if use_torch else ""))
     modules: dict[str, Any] = {}
     results = []
     for spec in specs:
