@@ -337,6 +337,14 @@ class Timer:
         return True
 
 
+def summarize(samples: dict[str, list[float]]) -> tuple[dict[str, float], dict[str, float], dict[str, float]]:
+    """Each implementation's median, best time and interquartile range, in ms."""
+    medians = {name: statistics.median(times) * 1e3 for name, times in samples.items()}
+    best = {name: min(times) * 1e3 for name, times in samples.items()}
+    iqr = {name: float(np.subtract(*np.percentile(times, (75, 25)))) * 1e3 for name, times in samples.items()}
+    return medians, best, iqr
+
+
 def block_until_ready(value: Any) -> None:
     """Wait for every device buffer in `value` (a buffer, or nested lists/tuples of them)."""
     if isinstance(value, list | tuple):
@@ -412,9 +420,7 @@ def run_case(spec: ConvSpec, target: str, budget_s: float, use_torch: bool, seed
         torch_error = float(np.abs(torch_out - jax_out).max(initial=0.0)) / scale if torch_out.shape == jax_out.shape else math.inf
         thunks["torch"] = torch_run
     samples = Timer(budget_s).run(thunks)
-    medians = {name: statistics.median(times) * 1e3 for name, times in samples.items()}
-    best = {name: min(times) * 1e3 for name, times in samples.items()}
-    iqr = {name: float(np.subtract(*np.percentile(times, (75, 25)))) * 1e3 for name, times in samples.items()}
+    medians, best, iqr = summarize(samples)
     gflop = spec.flops() / 1e9
     calls = {"convc": custom_call_targets(executable.hlo_text()),
              "jax": custom_call_targets(jax_fn.lower(*buffers).compile().as_text() or "")}

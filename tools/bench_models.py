@@ -23,7 +23,6 @@ from __future__ import annotations
 import io
 import math
 import os
-import statistics
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -284,12 +283,9 @@ def run_model(spec: ModelSpec, target: str, budget_s: float, use_torch: bool, th
     if use_torch:
         thunks["torch"] = torch_run
     samples = bench.Timer(budget_s).run(thunks)
-    medians = {name: statistics.median(times) * 1e3 for name, times in samples.items()}
+    medians, best, iqr = bench.summarize(samples)
     return ModelResult(
-        spec.name, spec.source, spec.batch, spec.describe(), medians,
-        {name: min(times) * 1e3 for name, times in samples.items()},
-        {name: float(np.subtract(*np.percentile(times, (75, 25)))) * 1e3 for name, times in samples.items()},
-        len(samples["convc"]), medians["convc"] / medians["ort"],
+        spec.name, spec.source, spec.batch, spec.describe(), medians, best, iqr, len(samples["convc"]), medians["convc"] / medians["ort"],
         medians["convc"] / medians["torch"] if "torch" in medians else None, error, torch_error,
         imported - start, compiled - imported, _node_count(model), ["convc", "torch"] if use_torch else ["convc"])
 
