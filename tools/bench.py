@@ -712,4 +712,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # the package's copy of this module, not __main__'s: the suites in bench_train/bench_models
+    # import it, and their BenchError must be the class main() catches
+    from convc.tools.bench import main as package_main
+
+    sys.exit(package_main())

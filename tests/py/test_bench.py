@@ -180,3 +180,13 @@ def test_quick_models_suite_checks_against_onnxruntime(tmp_path: Path) -> None:
     assert case["import_s"] > 0 and case["compile_s"] > 0 and case["onnx_nodes"] > 0
     assert case["ratio_vs_ort"] == case["ms"]["convc"] / case["ms"]["ort"]
     assert report["geomean_convc_over_ort"] == pytest.approx(case["ratio_vs_ort"])
+
+
+def test_models_suite_without_torch_is_one_line_exit_1_from_the_command_line() -> None:
+    """`python -m convc.tools.bench --suite models --no-torch`: the networks come from PyTorch,
+    so the run refuses in one line, exit 1 (through __main__, where the suites' BenchError
+    must be the class main() catches)."""
+    result = subprocess.run([sys.executable, "-m", "convc.tools.bench", "--suite", "models", "--no-torch", "--quick",
+                             "--platform", "cpu"], capture_output=True, text=True, check=False)
+    assert result.returncode == 1
+    assert result.stderr == "bench: error: --suite models exports its networks from PyTorch; --no-torch leaves nothing to export\n"
