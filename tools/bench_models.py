@@ -77,9 +77,11 @@ class ModelResult:
 
 
 def has_torchvision() -> bool:
+    """Whether torchvision imports. A build that does not match the installed torch fails
+    with RuntimeError ("operator torchvision::nms does not exist"): that falls back too."""
     try:
         import torchvision  # noqa: F401
-    except ImportError:
+    except (ImportError, RuntimeError):
         return False
     return True
 
