@@ -7,6 +7,7 @@ same computation as JAX writes it (`jax.jit` of jax.lax / jax.vjp) and PyTorch e
     python -m convc.tools.bench --cases depthwise,grouped --target generic
     python -m convc.tools.bench --platform gpu       # CUDA: PyTorch on cuDNN, batches x32
     python -m convc.tools.bench --suite train        # training steps (tools/bench_train.py)
+    python -m convc.tools.bench --suite models --target cpu   # ONNX networks vs ONNX Runtime (tools/bench_models.py)
 
 Everything runs on one PJRT platform (`--platform`, default the one PJRT picks): on `gpu`,
 PyTorch runs on CUDA with cudnn.benchmark, every timed call ends with the device
@@ -41,7 +42,7 @@ import numpy as np
 SPATIAL_LETTERS = {1: "W", 2: "HW", 3: "DHW"}
 IMPLEMENTATIONS = ("convc", "jax", "torch")
 PLATFORMS = ("cpu", "gpu")
-SUITES = ("conv", "train")
+SUITES = ("conv", "train", "models")
 TOLERANCE = 1e-4  # max |convc - jax| / (1 + max |jax|), f32
 # On the GPU, f32 convs run in TF32 (operands rounded to 2^-11 relative) and XLA autotunes
 # the cuDNN algorithm per compile, so two compiles of one conv may round differently.
@@ -336,6 +337,14 @@ class Timer:
         return True
 
 
+def summarize(samples: dict[str, list[float]]) -> tuple[dict[str, float], dict[str, float], dict[str, float]]:
+    """Each implementation's median, best time and interquartile range, in ms."""
+    medians = {name: statistics.median(times) * 1e3 for name, times in samples.items()}
+    best = {name: min(times) * 1e3 for name, times in samples.items()}
+    iqr = {name: float(np.subtract(*np.percentile(times, (75, 25)))) * 1e3 for name, times in samples.items()}
+    return medians, best, iqr
+
+
 def block_until_ready(value: Any) -> None:
     """Wait for every device buffer in `value` (a buffer, or nested lists/tuples of them)."""
     if isinstance(value, list | tuple):
@@ -411,9 +420,7 @@ def run_case(spec: ConvSpec, target: str, budget_s: float, use_torch: bool, seed
         torch_error = float(np.abs(torch_out - jax_out).max(initial=0.0)) / scale if torch_out.shape == jax_out.shape else math.inf
         thunks["torch"] = torch_run
     samples = Timer(budget_s).run(thunks)
-    medians = {name: statistics.median(times) * 1e3 for name, times in samples.items()}
-    best = {name: min(times) * 1e3 for name, times in samples.items()}
-    iqr = {name: float(np.subtract(*np.percentile(times, (75, 25)))) * 1e3 for name, times in samples.items()}
+    medians, best, iqr = summarize(samples)
     gflop = spec.flops() / 1e9
     calls = {"convc": custom_call_targets(executable.hlo_text()),
              "jax": custom_call_targets(jax_fn.lower(*buffers).compile().as_text() or "")}
@@ -520,7 +527,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help="small shapes (smoke testing), short budgets")
     parser.add_argument("--suite", choices=SUITES, default="conv",
                         help="conv: single convs and their gradients (default); train: forward + backward of five blocks "
-                             "(convc.grad against jax.vjp and PyTorch autograd)")
+                             "(convc.grad against jax.vjp and PyTorch autograd); models: whole networks imported from ONNX "
+                             "against ONNX Runtime and PyTorch eager (cpu only)")
     parser.add_argument("--cases", help="comma-separated substrings of case names to run (default: all)")
     parser.add_argument("--platform", choices=PLATFORMS,
                         help="the PJRT platform convc and JAX run on, and PyTorch's device (gpu: CUDA); default: the one PJRT picks")
@@ -529,6 +537,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--target", choices=("generic", "cpu", "gpu"), help="convc's lowering target (default: the platform's)")
     parser.add_argument("--autotune", action="store_true",
                         help="target cpu: convc chooses each conv's lowering by measurement (convc --autotune, default cache)")
+    parser.add_argument("--batch", type=_batch_list, default=(1, 8), metavar="N,...",
+                        help="--suite models: the batch sizes each network runs at (default 1,8)")
+    parser.add_argument("--size", type=_positive_int, metavar="PIXELS",
+                        help="--suite models: the input's height and width (default 224, --quick 64)")
     parser.add_argument("--json", help="write the results (and the machine) to this JSON file")
     parser.add_argument("--budget", type=float, help="seconds of timing per case (default 8, --quick 1)")
     parser.add_argument("--no-torch", action="store_true", help="skip PyTorch even when it is installed")
@@ -544,6 +556,10 @@ def _positive_int(text: str) -> int:
     if not text.isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got '{text}'")
     return int(text)
+
+
+def _batch_list(text: str) -> tuple[int, ...]:
+    return tuple(_positive_int(part.strip()) for part in text.split(","))
 
 
 class BenchError(Exception):
@@ -567,6 +583,11 @@ def resolve_platform(args: argparse.Namespace) -> None:
 def selected_cases(args: argparse.Namespace) -> list[Any]:
     """The suite's cases (ConvSpec, or bench_train.TrainSpec for --suite train) that --cases
     names, shrunk by --quick, their batches scaled by --batch-scale."""
+    if getattr(args, "suite", "conv") == "models":
+        from convc.tools import bench_models
+
+        return _wanted(bench_models.model_specs(args.size or (bench_models.QUICK_SIZE if args.quick else bench_models.FULL_SIZE),
+                                                args.batch), args)
     if getattr(args, "suite", "conv") == "train":
         from convc.tools import bench_train
 
@@ -593,6 +614,12 @@ def run_suite(args: argparse.Namespace, log: Callable[[str], None] = print) -> d
     if not args.no_malloc_tuning:
         keep_freed_memory()
     info = machine(args.platform)
+    if args.suite == "models":
+        from convc.tools import bench_models
+
+        if args.platform != "cpu":
+            raise BenchError(f"--suite models runs against ONNX Runtime's CPU provider; the platform is '{args.platform}'")
+        return bench_models.run_models_suite(args, info, target, budget, use_torch, log)
     peak_size = 512 if args.quick else 8192 if args.platform == "gpu" else 2048
     peak = None if args.no_peak else sgemm_peak_gflops(peak_size, pjrt_platform=args.platform)
     log(f"machine: {info['cpu']}, {info['cores']} cores, {info['device_kind']}, jax {info['jax']}, torch {info['torch']}; "
@@ -664,7 +691,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.list:
             resolve_platform(args)
             for spec in selected_cases(args):
-                print(f"{spec.name:<24} {spec.describe()}  {spec.flops() / 1e9:.2f} GFLOP")
+                flops = f"  {spec.flops() / 1e9:.2f} GFLOP" if hasattr(spec, "flops") else f"  batch {spec.batch}"
+                print(f"{spec.name:<24} {spec.describe()}{flops}")
             return 0
         report = run_suite(args)
     except PlatformUnavailableError as err:
@@ -676,7 +704,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(report["table"])
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=2) + "\n")
-    mismatched = [c["name"] for c in report["cases"] if not c["max_error_vs_jax"] <= report["tolerance"]]
+    mismatched = [c["name"] for c in report["cases"] if "max_error_vs_jax" in c and not c["max_error_vs_jax"] <= report["tolerance"]]
     if mismatched:
         print(f"convc's result differs from JAX's on: {', '.join(mismatched)}", file=sys.stderr)
         return 1
@@ -684,4 +712,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # the package's copy of this module, not __main__'s: the suites in bench_train/bench_models
+    # import it, and their BenchError must be the class main() catches
+    from convc.tools.bench import main as package_main
+
+    sys.exit(package_main())

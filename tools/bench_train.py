@@ -15,7 +15,6 @@ and bias, in that order; convc's are checked against JAX's before anything is ti
 from __future__ import annotations
 
 import math
-import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
@@ -407,13 +406,10 @@ def run_train_case(spec: TrainSpec, target: str, budget_s: float, use_torch: boo
         torch_error = max_relative_error(torch_results_channels_last(spec, torch_run()), jax_out)
         thunks["torch"] = torch_run
     samples = bench.Timer(budget_s).run(thunks)
-    medians = {name: statistics.median(times) * 1e3 for name, times in samples.items()}
+    medians, best, iqr = bench.summarize(samples)
     gflop = spec.flops() / 1e9
     return bench.CaseResult(
-        spec.name, spec.describe(), gflop, medians,
-        {name: min(times) * 1e3 for name, times in samples.items()},
-        {name: float(np.subtract(*np.percentile(times, (75, 25)))) * 1e3 for name, times in samples.items()},
-        len(samples["convc"]), {name: gflop / (ms / 1e3) for name, ms in medians.items()},
+        spec.name, spec.describe(), gflop, medians, best, iqr, len(samples["convc"]), {name: gflop / (ms / 1e3) for name, ms in medians.items()},
         medians["convc"] / medians["jax"], medians["convc"] / medians["torch"] if "torch" in medians else None,
         error, torch_error,
         custom_calls={"convc": bench.custom_call_targets(executable.hlo_text()),

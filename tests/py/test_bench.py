@@ -153,3 +153,40 @@ def test_every_train_step_is_the_gradient_graph_jax_computes() -> None:
         shapes = [jax.ShapeDtypeStruct(v.type.shape, "float32") for v in step.inputs]
         expected = jax.eval_shape(bench_train.jax_step(spec), *shapes)
         assert [tuple(v.type.shape) for v in step.outputs] == [tuple(e.shape) for e in expected], spec.name
+
+
+def test_quick_models_suite_checks_against_onnxruntime(tmp_path: Path) -> None:
+    """--suite models --quick on one network at batch 1: the ONNX export is imported, compiled
+    and run, convc's (and PyTorch's) output was compared with ONNX Runtime's within the
+    suite's tolerance, and the JSON carries every reported field."""
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("torch")
+    from convc.tools import bench_models
+
+    out = tmp_path / "models.json"
+    code = bench.main(["--suite", "models", "--quick", "--platform", "cpu", "--target", "cpu", "--batch", "1",
+                       "--cases", "mobilenet_v2", "--budget", "0.05", "--json", str(out)])
+    assert code == 0
+    report = json.loads(out.read_text())
+    assert (report["suite"], report["input_size"], report["batches"]) == ("models", bench_models.QUICK_SIZE, [1])
+    assert report["networks_from"] in ("torchvision", "fallback")
+    assert report["machine"]["threads"] == os.cpu_count()
+    [case] = report["cases"]
+    assert case["name"].startswith("mobilenet_v2") and (case["batch"], case["shape"]) == (1, "1x3x64x64")
+    assert case["checked"] == ["convc", "torch"]
+    assert case["max_error_vs_ort"] <= bench_models.TOLERANCE
+    assert case["torch_error_vs_ort"] <= bench_models.TOLERANCE
+    assert set(case["ms"]) == {"convc", "ort", "torch"}
+    assert case["import_s"] > 0 and case["compile_s"] > 0 and case["onnx_nodes"] > 0
+    assert case["ratio_vs_ort"] == case["ms"]["convc"] / case["ms"]["ort"]
+    assert report["geomean_convc_over_ort"] == pytest.approx(case["ratio_vs_ort"])
+
+
+def test_models_suite_without_torch_is_one_line_exit_1_from_the_command_line() -> None:
+    """`python -m convc.tools.bench --suite models --no-torch`: the networks come from PyTorch,
+    so the run refuses in one line, exit 1 (through __main__, where the suites' BenchError
+    must be the class main() catches)."""
+    result = subprocess.run([sys.executable, "-m", "convc.tools.bench", "--suite", "models", "--no-torch", "--quick",
+                             "--platform", "cpu"], capture_output=True, text=True, check=False)
+    assert result.returncode == 1
+    assert result.stderr == "bench: error: --suite models exports its networks from PyTorch; --no-torch leaves nothing to export\n"

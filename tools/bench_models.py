@@ -1,0 +1,358 @@
+"""Whole networks imported from ONNX (`python -m convc.tools.bench --suite models`): each
+network is a PyTorch module, exported with the TorchScript exporter (`torch.onnx.export(...,
+dynamo=False)`, opset 17) into memory and read by `convc.load_onnx`, then run three ways in
+one process:
+
+* convc: the imported graph through the default passes for `--target`, compiled by PJRT;
+* ONNX Runtime: the same ONNX bytes on its CPU provider;
+* PyTorch eager: the source module (NCHW, `no_grad`).
+
+Thread counts: XLA:CPU's intra-op pool has one thread per core (`os.cpu_count()`, its
+default); ONNX Runtime's session gets `intra_op_num_threads` = the same count (one
+inter-op thread, sequential execution) and PyTorch `torch.set_num_threads` of it
+(`--torch-threads` overrides PyTorch's alone).
+
+The networks come from torchvision when it imports; otherwise from the small hand-written
+architectures below (FALLBACK_NETWORKS), and the report says which. convc's and PyTorch's
+outputs are checked against ONNX Runtime's before anything is timed: a disagreement ends
+the run (exit 1).
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import os
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from . import bench
+
+TOLERANCE = 1e-4  # max |ours - onnxruntime| / max |onnxruntime|, f32
+QUICK_SIZE = 64
+FULL_SIZE = 224
+FALLBACK_NETWORKS = ("resnet18_style", "mobilenet_v2_style", "densenet_style", "conv3d_style")
+TORCHVISION_NETWORKS = ("resnet18", "resnet50", "mobilenet_v2", "densenet121", "r3d_18")
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """One network at one batch size; `input_shape` is NCHW (NCDHW for 3-D nets)."""
+
+    name: str
+    source: str  # "torchvision" or "fallback"
+    batch: int
+    input_shape: tuple[int, ...]
+
+    def describe(self) -> str:
+        return "x".join(str(d) for d in self.input_shape)
+
+
+@dataclass
+class ModelResult:
+    name: str
+    source: str
+    batch: int
+    shape: str
+    ms: dict[str, float]  # medians
+    best_ms: dict[str, float]
+    iqr_ms: dict[str, float]
+    rounds: int
+    ratio_vs_ort: float
+    ratio_vs_torch: float | None
+    max_error_vs_ort: float
+    torch_error_vs_ort: float | None
+    import_s: float
+    compile_s: float
+    onnx_nodes: int
+    checked: list[str] = field(default_factory=list)  # the implementations compared with ONNX Runtime
+
+
+# --- the networks --------------------------------------------------------------------------
+
+
+def has_torchvision() -> bool:
+    """Whether torchvision imports. A build that does not match the installed torch fails
+    with RuntimeError ("operator torchvision::nms does not exist"): that falls back too."""
+    try:
+        import torchvision  # noqa: F401
+    except (ImportError, RuntimeError):
+        return False
+    return True
+
+
+def model_specs(size: int, batches: Sequence[int]) -> list[ModelSpec]:
+    """Every network at every batch: torchvision's when it imports, else the fallbacks. 3-D
+    nets take 8 frames at half the spatial size (a video clip's proportions)."""
+    source = "torchvision" if has_torchvision() else "fallback"
+    names = TORCHVISION_NETWORKS if source == "torchvision" else FALLBACK_NETWORKS
+    specs = []
+    for name in names:
+        for batch in batches:
+            three_d = name in ("r3d_18", "conv3d_style")
+            shape = (batch, 3, 8, size // 2, size // 2) if three_d else (batch, 3, size, size)
+            specs.append(ModelSpec(name, source, batch, shape))
+    return specs
+
+
+def build_module(name: str) -> Any:
+    """The PyTorch module for `name` (eval mode, fixed seed)."""
+    import torch
+
+    torch.manual_seed(0)
+    if name in TORCHVISION_NETWORKS:
+        import torchvision
+
+        models = torchvision.models
+        module = models.video.r3d_18() if name == "r3d_18" else getattr(models, name)()
+    else:
+        module = {"resnet18_style": _resnet18_style, "mobilenet_v2_style": _mobilenet_v2_style,
+                  "densenet_style": _densenet_style, "conv3d_style": _conv3d_style}[name]()
+    return module.eval()
+
+
+def _conv_bn(nn: Any, cin: int, cout: int, k: int, stride: int = 1, groups: int = 1, dims: int = 2) -> list[Any]:
+    conv = nn.Conv2d if dims == 2 else nn.Conv3d
+    norm = nn.BatchNorm2d if dims == 2 else nn.BatchNorm3d
+    return [conv(cin, cout, k, stride, (k - 1) // 2, groups=groups, bias=False), norm(cout)]
+
+
+def _resnet18_style() -> Any:
+    """ResNet-18's layout: 7x7/2 stem, max pool, four stages of two basic blocks (64-512)."""
+    import torch
+    from torch import nn
+
+    class Basic(nn.Module):
+        def __init__(self, cin: int, cout: int, stride: int) -> None:
+            super().__init__()
+            self.body = nn.Sequential(*_conv_bn(nn, cin, cout, 3, stride), nn.ReLU(), *_conv_bn(nn, cout, cout, 3))
+            self.skip = nn.Sequential(*_conv_bn(nn, cin, cout, 1, stride)) if stride != 1 or cin != cout else nn.Identity()
+
+        def forward(self, x: Any) -> Any:
+            return torch.relu(self.body(x) + self.skip(x))
+
+    layers: list[Any] = [*_conv_bn(nn, 3, 64, 7, 2), nn.ReLU(), nn.MaxPool2d(3, 2, 1)]
+    cin = 64
+    for cout, stride in ((64, 1), (128, 2), (256, 2), (512, 2)):
+        layers += [Basic(cin, cout, stride), Basic(cout, cout, 1)]
+        cin = cout
+    return nn.Sequential(*layers, nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(512, 1000))
+
+
+def _mobilenet_v2_style() -> Any:
+    """MobileNet v2's layout: inverted residuals (1x1 expand, 3x3 depthwise, 1x1 project),
+    ReLU6 (exported as Clip), the paper's (t, c, n, s) table at width 1.0."""
+    from torch import nn
+
+    class Inverted(nn.Module):
+        def __init__(self, cin: int, cout: int, stride: int, expand: int) -> None:
+            super().__init__()
+            hidden = cin * expand
+            expand_layers = [*_conv_bn(nn, cin, hidden, 1), nn.ReLU6()] if expand != 1 else []
+            self.body = nn.Sequential(*expand_layers, *_conv_bn(nn, hidden, hidden, 3, stride, groups=hidden), nn.ReLU6(),
+                                      *_conv_bn(nn, hidden, cout, 1))
+            self.residual = stride == 1 and cin == cout
+
+        def forward(self, x: Any) -> Any:
+            return x + self.body(x) if self.residual else self.body(x)
+
+    layers: list[Any] = [*_conv_bn(nn, 3, 32, 3, 2), nn.ReLU6()]
+    cin = 32
+    for t, c, n, s in ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1), (6, 160, 3, 2), (6, 320, 1, 1)):
+        for i in range(n):
+            layers.append(Inverted(cin, c, s if i == 0 else 1, t))
+            cin = c
+    return nn.Sequential(*layers, *_conv_bn(nn, cin, 1280, 1), nn.ReLU6(), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                         nn.Linear(1280, 1000))
+
+
+def _densenet_style() -> Any:
+    """A DenseNet-121-shaped start: stem, one dense block of six BN-ReLU-1x1-BN-ReLU-3x3
+    layers (growth 32, each concatenated onto its input), a transition, a second block."""
+    import torch
+    from torch import nn
+
+    class Dense(nn.Module):
+        def __init__(self, cin: int, growth: int = 32) -> None:
+            super().__init__()
+            self.body = nn.Sequential(nn.BatchNorm2d(cin), nn.ReLU(), nn.Conv2d(cin, 4 * growth, 1, bias=False),
+                                      nn.BatchNorm2d(4 * growth), nn.ReLU(), nn.Conv2d(4 * growth, growth, 3, padding=1, bias=False))
+
+        def forward(self, x: Any) -> Any:
+            return torch.cat([x, self.body(x)], 1)
+
+    layers: list[Any] = [*_conv_bn(nn, 3, 64, 7, 2), nn.ReLU(), nn.MaxPool2d(3, 2, 1)]
+    cin = 64
+    for block in range(2):
+        for _ in range(6):
+            layers.append(Dense(cin))
+            cin += 32
+        if block == 0:
+            layers += [nn.BatchNorm2d(cin), nn.ReLU(), nn.Conv2d(cin, cin // 2, 1, bias=False), nn.AvgPool2d(2, 2)]
+            cin //= 2
+    return nn.Sequential(*layers, nn.BatchNorm2d(cin), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(cin, 1000))
+
+
+def _conv3d_style() -> Any:
+    """An R3D-18-shaped video net, narrowed: 3x7x7 stem, four stages of 3x3x3 convs."""
+    from torch import nn
+
+    layers: list[Any] = [nn.Conv3d(3, 32, (3, 7, 7), (1, 2, 2), (1, 3, 3), bias=False), nn.BatchNorm3d(32), nn.ReLU()]
+    cin = 32
+    for cout, stride in ((32, 1), (64, 2), (128, 2), (256, 2)):
+        layers += [*_conv_bn(nn, cin, cout, 3, stride, dims=3), nn.ReLU(), *_conv_bn(nn, cout, cout, 3, dims=3), nn.ReLU()]
+        cin = cout
+    return nn.Sequential(*layers, nn.AdaptiveAvgPool3d(1), nn.Flatten(), nn.Linear(cin, 400))
+
+
+def export_onnx(module: Any, x: Any) -> bytes:
+    """`module` exported by the TorchScript exporter (opset 17) with input 'x', output 'y'."""
+    import torch
+
+    buffer = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(module, (x,), buffer, dynamo=False, opset_version=17, input_names=["x"], output_names=["y"])  # type: ignore[arg-type]  # a file-like object is documented
+    return buffer.getvalue()
+
+
+# --- one network ---------------------------------------------------------------------------
+
+
+def ort_session(model: bytes, threads: int) -> Any:
+    """ONNX Runtime's CPU session with `threads` intra-op threads, one inter-op, sequential."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    return ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+
+
+def relative_error(ours: np.ndarray, reference: np.ndarray) -> float:
+    """max |ours - reference| over max |reference| (inf when the shapes differ)."""
+    if ours.shape != reference.shape:
+        return math.inf
+    scale = float(np.abs(reference).max(initial=0.0)) or 1.0  # relative to the largest output: logits can be small
+    return float(np.abs(ours - reference).max(initial=0.0)) / scale
+
+
+def run_model(spec: ModelSpec, target: str, budget_s: float, use_torch: bool, threads: int, seed: int = 0,
+              modules: dict[str, Any] | None = None) -> ModelResult:
+    """Export, import and compile (timed), check convc and PyTorch against ONNX Runtime
+    (BenchError on a disagreement), then time the three interleaved."""
+    import jax
+    import torch
+    from convc import load_onnx
+    from convc.compile import Compiler
+    from convc.runtime import compile_stablehlo
+
+    module = (modules or {}).get(spec.name) or build_module(spec.name)
+    x = np.random.default_rng(seed).standard_normal(spec.input_shape).astype(np.float32)
+    x_torch = torch.from_numpy(x)
+    model = export_onnx(module, x_torch)
+    start = time.perf_counter()
+    graph = load_onnx(model, file=f"{spec.name}.onnx")
+    imported = time.perf_counter()
+    compiler = Compiler(target=target)
+    executable = compile_stablehlo(compiler.emit(compiler.run_passes(graph), "stablehlo").decode(), "cpu")
+    compiled = time.perf_counter()
+    buffers = [jax.device_put(x, executable.device)]
+    session = ort_session(model, threads)
+
+    def convc_run() -> Any:
+        return executable.run_on_device(buffers)
+
+    def ort_run() -> Any:
+        return session.run(None, {"x": x})
+
+    def torch_run() -> Any:
+        with torch.no_grad():
+            return module(x_torch)
+
+    reference = ort_run()[0]
+    error = relative_error(np.asarray(convc_run()[0]), reference)
+    torch_error = relative_error(torch_run().numpy(), reference) if use_torch else None
+    for who, value in (("convc", error), ("PyTorch", torch_error)):
+        if value is not None and not value <= TOLERANCE:
+            raise bench.BenchError(f"{spec.name} (batch {spec.batch}): {who}'s output differs from ONNX Runtime's "
+                                   f"(max relative error {value:.2e} > {TOLERANCE:.0e})")
+    thunks: dict[str, Callable[[], Any]] = {"convc": lambda: bench.block_until_ready(convc_run()), "ort": ort_run}
+    if use_torch:
+        thunks["torch"] = torch_run
+    samples = bench.Timer(budget_s).run(thunks)
+    medians, best, iqr = bench.summarize(samples)
+    return ModelResult(
+        spec.name, spec.source, spec.batch, spec.describe(), medians, best, iqr, len(samples["convc"]), medians["convc"] / medians["ort"],
+        medians["convc"] / medians["torch"] if "torch" in medians else None, error, torch_error,
+        imported - start, compiled - imported, _node_count(model), ["convc", "torch"] if use_torch else ["convc"])
+
+
+def _node_count(model: bytes) -> int:
+    import onnx
+
+    return len(onnx.load_from_string(model).graph.node)
+
+
+# --- the suite -----------------------------------------------------------------------------
+
+
+def format_table(results: Sequence[ModelResult]) -> str:
+    head = (f"{'network':<20} {'input':<18} {'convc ms':>9} {'ORT ms':>9} {'torch ms':>9} {'c/ORT':>7} {'c/torch':>8} "
+            f"{'import s':>9} {'compile s':>10} {'err':>8}")
+    lines = [head, "-" * len(head)]
+    for r in results:
+        torch_ms = f"{r.ms['torch']:9.2f}" if "torch" in r.ms else f"{'-':>9}"
+        vs_torch = f"{r.ratio_vs_torch:8.2f}" if r.ratio_vs_torch is not None else f"{'-':>8}"
+        lines.append(f"{r.name:<20} {r.shape:<18} {r.ms['convc']:9.2f} {r.ms['ort']:9.2f} {torch_ms} {r.ratio_vs_ort:7.3f} "
+                     f"{vs_torch} {r.import_s:9.2f} {r.compile_s:10.2f} {r.max_error_vs_ort:8.1e}")
+    mean_vs_ort = bench.geomean([r.ratio_vs_ort for r in results])
+    mean_vs_torch = bench.geomean([r.ratio_vs_torch for r in results if r.ratio_vs_torch is not None])
+    lines.append("-" * len(head))
+    lines.append(f"geometric mean convc/ORT: {mean_vs_ort:.3f}" + (f"   convc/torch: {mean_vs_torch:.3f}" if mean_vs_torch else ""))
+    return "\n".join(lines)
+
+
+def run_models_suite(args: Any, info: dict[str, Any], target: str, budget: float, use_torch: bool,
+                     log: Callable[[str], None]) -> dict[str, Any]:
+    """The models suite's report (the same top-level keys as the other suites where they apply)."""
+    try:
+        import onnx  # noqa: F401
+        import onnxruntime
+        import torch  # noqa: F401
+    except ImportError as err:
+        raise bench.BenchError(f"--suite models needs onnx, onnxruntime and torch (pip install 'convc[onnx,bench]'): {err}") from None
+    if not use_torch:
+        raise bench.BenchError("--suite models exports its networks from PyTorch; --no-torch leaves nothing to export")
+    threads = os.cpu_count() or 1
+    size = args.size or (QUICK_SIZE if args.quick else FULL_SIZE)
+    specs = bench.selected_cases(args)
+    source = specs[0].source if specs else ("torchvision" if has_torchvision() else "fallback")
+    info["onnxruntime"], info["threads"] = onnxruntime.__version__, threads
+    log(f"networks: {source}" + ("" if source == "torchvision" else f" (torchvision not importable): {', '.join(FALLBACK_NETWORKS)}")
+        + f"; XLA and ONNX Runtime on {threads} intra-op threads"
+        + (f", PyTorch on {info.get('torch_threads')}" if use_torch else ""))
+    modules: dict[str, Any] = {}
+    results = []
+    for spec in specs:
+        modules.setdefault(spec.name, build_module(spec.name))
+        result = run_model(spec, target, budget, use_torch, threads, modules=modules)
+        log(f"  {spec.name} batch {spec.batch}: convc {result.ms['convc']:.2f} ms, ORT {result.ms['ort']:.2f} ms"
+            + (f", torch {result.ms['torch']:.2f} ms" if "torch" in result.ms else "")
+            + f"; import {result.import_s:.2f} s, compile {result.compile_s:.2f} s ({result.rounds} rounds)")
+        results.append(result)
+    info["load_average_after"] = list(os.getloadavg())
+    return {
+        "machine": info, "suite": "models", "platform": "cpu", "target": target, "networks_from": source,
+        "quick": args.quick, "budget_s": budget, "input_size": size, "batches": list(args.batch), "tolerance": TOLERANCE,
+        "cases": [vars(r) for r in results],
+        "geomean_convc_over_ort": bench.geomean([r.ratio_vs_ort for r in results]),
+        "geomean_convc_over_torch": bench.geomean([r.ratio_vs_torch for r in results if r.ratio_vs_torch is not None]),
+        "table": format_table(results) if results else "",
+    }
