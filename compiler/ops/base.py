@@ -237,6 +237,20 @@ def _view_class(op_name: str, attrs: dict[str, Attr]) -> type[OpView]:
 # --- small shared checks used by many infer functions ---
 
 
+def same_types(v: OpView) -> TensorType:
+    """The shape rule of an elementwise op whose operands share one type: that type (else `<op>.C1`)."""
+    first = v.operand(0)
+    for index, other in enumerate(v.types[1:], start=1):
+        if other != first:
+            raise VerifyError(f"operand types differ: {first} and {other}", f"{v.opdef.name}.C1", operand=index)
+    return first
+
+
+def operand_type(v: OpView) -> TensorType:
+    """The shape rule of an op whose result has its (first) operand's type."""
+    return v.operand(0)
+
+
 def check_rank(t: TensorType, rank: int, what: str, constraint: str | None = None, operand: int | None = None) -> None:
     if t.rank != rank:
         raise VerifyError(f"{what} must have rank {rank}, got {t}", constraint, operand=operand)
@@ -266,5 +280,5 @@ __all__ = [
     "BOOL", "DIMS", "DTYPE", "FLOAT", "INT", "INTS", "PADDING", "PADDING_MODES", "PRECISION", "PRECISIONS", "STR", "TENSOR",
     "Attr", "AttrKind", "ConvDimensionNumbers", "Derived", "ForeignAttr", "IntRowsKind", "NoGradientRule", "OpDef", "OpFactory", "OpView",
     "StrKind", "VjpRule", "check_axes", "check_permutation",
-    "check_rank", "check_same_dtype", "ones_per_dim", "ones_per_spatial_dim", "shown",
+    "check_rank", "check_same_dtype", "ones_per_dim", "ones_per_spatial_dim", "operand_type", "same_types", "shown",
 ]

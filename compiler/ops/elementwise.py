@@ -24,7 +24,7 @@ import numpy as np
 from ..diagnostics import VerifyError
 from ..dtypes import is_float, numpy_dtype
 from ..ir import TensorType, Value
-from .base import FLOAT, Attr, ForeignAttr, OpDef, OpFactory, OpView, VjpRule
+from .base import FLOAT, Attr, ForeignAttr, OpDef, OpFactory, OpView, VjpRule, operand_type, same_types
 
 Cotangents = Sequence[Value | None]
 
@@ -38,25 +38,13 @@ def _check_float(v: OpView, t: TensorType, constraint: str, allowed: tuple[str, 
         raise VerifyError(f"{v.opdef.name} needs {kinds}, got {t.dtype}", constraint, operand=0)
 
 
-def _same_types(v: OpView) -> TensorType:
-    first = v.operand(0)
-    for index, other in enumerate(v.types[1:], start=1):
-        if other != first:
-            raise VerifyError(f"operand types differ: {first} and {other}", f"{v.opdef.name}.C1", operand=index)
-    return first
-
-
-def _any_type(v: OpView) -> TensorType:
-    return v.operand(0)
-
-
 def _float_unary(v: OpView) -> TensorType:
     _check_float(v, v.operand(0), f"{v.opdef.name}.C1")
     return v.operand(0)
 
 
 def _float_binary(v: OpView) -> TensorType:
-    t = _same_types(v)
+    t = same_types(v)
     _check_float(v, t, f"{v.opdef.name}.C2")
     return t
 
@@ -213,10 +201,10 @@ def _op(name: str, operands: tuple[str, ...], infer: Callable[[OpView], TensorTy
 _BINARY, _UNARY = ("lhs", "rhs"), ("x",)
 
 ELEMENTWISE: tuple[Elementwise, ...] = (
-    _op("subtract", _BINARY, _same_types, "subtract", "sub", "lhs - rhs, of equal types", _subtract_vjp),
-    _op("divide", _BINARY, _same_types, "divide", "div", "lhs / rhs, of equal types (integers round toward zero)", _divide_vjp),
-    _op("maximum", _BINARY, _same_types, "maximum", "max", "the larger of lhs and rhs, of equal types", _chooser_vjp("maximum")),
-    _op("minimum", _BINARY, _same_types, "minimum", "min", "the smaller of lhs and rhs, of equal types", _chooser_vjp("minimum")),
+    _op("subtract", _BINARY, same_types, "subtract", "sub", "lhs - rhs, of equal types", _subtract_vjp),
+    _op("divide", _BINARY, same_types, "divide", "div", "lhs / rhs, of equal types (integers round toward zero)", _divide_vjp),
+    _op("maximum", _BINARY, same_types, "maximum", "max", "the larger of lhs and rhs, of equal types", _chooser_vjp("maximum")),
+    _op("minimum", _BINARY, same_types, "minimum", "min", "the smaller of lhs and rhs, of equal types", _chooser_vjp("minimum")),
     _op("power", _BINARY, _float_binary, "power", "pow", "lhs ** rhs, of one floating type", _power_vjp),
     _op("exp", _UNARY, _float_unary, "exponential", "exp", "e ** x (floating)", _exp_vjp),
     _op("log", _UNARY, _float_unary, "log", "log", "the natural logarithm (floating)", _log_vjp),
@@ -224,8 +212,8 @@ ELEMENTWISE: tuple[Elementwise, ...] = (
     _op("logistic", _UNARY, _float_unary, "logistic", "logistic", "1 / (1 + e ** -x), the sigmoid (floating)", _logistic_vjp),
     _op("sqrt", _UNARY, _float_unary, "sqrt", "sqrt", "the square root (floating)", _sqrt_vjp),
     _op("rsqrt", _UNARY, _float_unary, "rsqrt", "rsqrt", "1 / sqrt(x) (floating)", _rsqrt_vjp),
-    _op("negate", _UNARY, _any_type, "negate", "neg", "-x", _negate_vjp),
-    _op("abs", _UNARY, _any_type, "abs", "abs", "|x|", _abs_vjp),
+    _op("negate", _UNARY, operand_type, "negate", "neg", "-x", _negate_vjp),
+    _op("abs", _UNARY, operand_type, "abs", "abs", "|x|", _abs_vjp),
     _op("erf", _UNARY, _erf, "", "erf", "the error function (f16, bf16, f32): XLA's rational approximation, "
         "which jax.lax.erf computes on XLA too", _erf_vjp),
     Elementwise(OpDef("clamp", _UNARY, _float_unary, {

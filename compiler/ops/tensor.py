@@ -30,19 +30,9 @@ from .base import (
     check_axes,
     check_permutation,
     ones_per_dim,
+    operand_type,
+    same_types,
 )
-
-
-def _same_types(v: OpView) -> TensorType:
-    first = v.operand(0)
-    for index, other in enumerate(v.types[1:], start=1):
-        if other != first:
-            raise VerifyError(f"operand types differ: {first} and {other}", f"{v.opdef.name}.C1", operand=index)
-    return first
-
-
-def _unary(v: OpView) -> TensorType:
-    return v.operand(0)
 
 
 def _constant(v: OpView) -> TensorType:
@@ -246,9 +236,9 @@ def _convert_vjp(b: OpFactory, v: OpView, operands: Sequence[Value], g: Value) -
 TENSOR_OPS: tuple[OpDef, ...] = (
     OpDef("constant", (), _constant, {"value": Attr(TENSOR, required=True, doc="the array")}, doc="a literal tensor"),
     OpDef("bias_add", ("x", "bias"), _bias_add, {"axis": Attr(INT, -1, doc="the dimension of x the bias runs along; negative counts from the end")}, doc="x + bias broadcast along `axis`", vjp=_bias_add_vjp),
-    OpDef("add", ("lhs", "rhs"), _same_types, doc="elementwise sum of equal types", vjp=_add_vjp),
-    OpDef("multiply", ("lhs", "rhs"), _same_types, doc="elementwise product of equal types", vjp=_multiply_vjp),
-    OpDef("relu", ("x",), _unary, doc="max(x, 0)", vjp=_relu_vjp),
+    OpDef("add", ("lhs", "rhs"), same_types, doc="elementwise sum of equal types", vjp=_add_vjp),
+    OpDef("multiply", ("lhs", "rhs"), same_types, doc="elementwise product of equal types", vjp=_multiply_vjp),
+    OpDef("relu", ("x",), operand_type, doc="max(x, 0)", vjp=_relu_vjp),
     OpDef("reshape", ("x",), _reshape, {"new_sizes": Attr(INTS, required=True, doc="the result shape")}, doc="lax.reshape", vjp=_reshape_vjp),
     OpDef("transpose", ("x",), _transpose, {"permutation": Attr(INTS, required=True, doc="result dim i is operand dim permutation[i]")}, doc="lax.transpose", vjp=_transpose_vjp),
     OpDef("reverse", ("x",), _reverse, {"dimensions": Attr(INTS, required=True, doc="the dims reversed")}, doc="lax.rev", vjp=_reverse_vjp),

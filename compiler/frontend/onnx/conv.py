@@ -5,15 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ...ir import Value
 from ...ops.conv import dilate_dim
 from .registry import Context, Node, Operand, converter
 from .shared import AUTO_PADS, spatial_attr, unless_ones, window_pads
 
 
-@converter("Conv", since=11)
-def conv(node: Node, ctx: Context) -> Sequence[Operand]:
-    """`conv` (NCHW/OIHW kept, 1-D to 3-D), then `bias_add` on axis 1 for B; group, strides, dilations, pads, auto_pad
-    (NOTSET, SAME_UPPER, SAME_LOWER, VALID), kernel_shape."""
+def _window_operands(node: Node, ctx: Context) -> tuple[Value, Value, tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """X and W of a Conv or ConvTranspose (rank 3 to 5, W's spatial dims as kernel_shape says),
+    W's spatial dims, and the strides and dilations per spatial dim."""
     x, w = ctx.operand(node, 0), ctx.operand(node, 1)
     if x.type.rank < 3 or w.type.rank != x.type.rank:
         raise ctx.error(f"X {x.type} and W {w.type} must both have rank 3 to 5 (N, C and 1 to 3 spatial dimensions)")
@@ -21,6 +21,14 @@ def conv(node: Node, ctx: Context) -> Sequence[Operand]:
     if tuple(node.attrs.get("kernel_shape") or kernel) != kernel:
         raise ctx.error(f"kernel_shape {list(node.attrs['kernel_shape'])} differs from W's spatial dimensions {list(kernel)}")
     strides, dilations = spatial_attr(ctx, node, "strides", rank), spatial_attr(ctx, node, "dilations", rank)
+    return x, w, tuple(kernel), tuple(strides), tuple(dilations)
+
+
+@converter("Conv", since=11)
+def conv(node: Node, ctx: Context) -> Sequence[Operand]:
+    """`conv` (NCHW/OIHW kept, 1-D to 3-D), then `bias_add` on axis 1 for B; group, strides, dilations, pads, auto_pad
+    (NOTSET, SAME_UPPER, SAME_LOWER, VALID), kernel_shape."""
+    x, w, kernel, strides, dilations = _window_operands(node, ctx)
     pads = window_pads(ctx, node, x.type.shape[2:], kernel, strides, dilations)
     group = node.attrs["group"]
     y = ctx.op("conv", x, w, window_strides=unless_ones(strides), padding=pads, rhs_dilation=unless_ones(dilations),
@@ -70,13 +78,8 @@ def conv_transpose(node: Node, ctx: Context) -> Sequence[Operand]:
     """`conv_backprop_input` (the scatter conv whose forward kernel is W as it stands, [C, M / group, *k]; 1-D to 3-D)
     with explicit pads, then `bias_add` on axis 1 for B; group, strides, dilations, pads, output_padding, auto_pad
     (NOTSET, SAME_UPPER, SAME_LOWER, VALID), output_shape (as `input_shape`), kernel_shape."""
-    x, w = ctx.operand(node, 0), ctx.operand(node, 1)
-    if x.type.rank < 3 or w.type.rank != x.type.rank:
-        raise ctx.error(f"X {x.type} and W {w.type} must both have rank 3 to 5 (N, C and 1 to 3 spatial dimensions)")
-    rank, kernel = x.type.rank - 2, w.type.shape[2:]
-    if tuple(node.attrs.get("kernel_shape") or kernel) != kernel:
-        raise ctx.error(f"kernel_shape {list(node.attrs['kernel_shape'])} differs from W's spatial dimensions {list(kernel)}")
-    strides, dilations = spatial_attr(ctx, node, "strides", rank), spatial_attr(ctx, node, "dilations", rank)
+    x, w, kernel, strides, dilations = _window_operands(node, ctx)
+    rank = len(kernel)
     extra = tuple(node.attrs.get("output_padding") or [0] * rank)  # ONNX's schema states no default: its text says 0
     if len(extra) != rank:
         raise ctx.error(f"output_padding has {len(extra)} entries, expected {rank} (one per spatial dimension)")
