@@ -21,10 +21,10 @@ from typing import Any
 import numpy as np
 
 from .builders import sum_values
-from .diagnostics import ConvcError, Location
+from .diagnostics import ConvcError, Location, suggest
 from .dtypes import is_float, numpy_dtype
 from .ir import Graph, Op, TensorType, Value, unused_name
-from .ops import OPS, suggest, view
+from .ops import OPS, view
 from .ops.base import NoGradientRule, VjpRule
 from .verify import coerce_attrs, infer_type
 

@@ -31,10 +31,10 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from .diagnostics import ConvcError, Location
+from .diagnostics import ConvcError, Location, suggest
 from .dtypes import canonical_dtype, from_numpy, numpy_dtype
 from .ir import Graph, Op, TensorType, Value, unused_name
-from .ops import OPS, Attr, OpDef, suggest
+from .ops import OPS, Attr, OpDef
 from .ops.attr_kinds import shown
 from .ops.base import KNOWN_OP
 from .sharding import check_spec, read_mesh, read_spec

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import difflib
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 
@@ -78,6 +80,14 @@ class UsageError(ConvcError):
 
     def __str__(self) -> str:
         return one_line(f"convc: error: {self.message}")
+
+
+def suggest(name: str, choices: Iterable[str]) -> str:
+    """A ' (did you mean 'x'?)' suffix, or '' when nothing is close."""
+    options = list(choices)
+    same_but_case = [c for c in options if c.lower() == name.lower()]  # "ReLU" for "relu"
+    close = same_but_case or difflib.get_close_matches(name, options, n=1)
+    return f" (did you mean '{close[0]}'?)" if close else ""
 
 
 class VerifyError(Exception):

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, get_type_hints
 
-from .diagnostics import ConvcError, InternalError, UsageError
+from .diagnostics import ConvcError, InternalError, UsageError, suggest
 from .ir import Graph
 from .verify import verify_graph
 
@@ -60,7 +60,6 @@ _ENTRY = re.compile(r"\s*([A-Za-z0-9_\-]+)\s*(?:\{([^{}]*)\})?\s*(?:,|$)")
 
 def parse_pipeline(text: str, registry: dict[str, type[Pass]]) -> list[Pass]:
     """`"a,b{opt=1 other=x}"` -> pass instances, checking names and option types."""
-    from .ops import suggest
 
     passes: list[Pass] = []
     pos = 0

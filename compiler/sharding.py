@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .diagnostics import ConvcError, Location, UsageError
+from .diagnostics import ConvcError, Location, UsageError, suggest
 
 AXIS_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 MESH_SYMBOL = "mesh"
@@ -157,7 +157,6 @@ def check_spec(spec: ShardingSpec, shape: Sequence[int], mesh: Mesh | None, what
     for index, dim in enumerate(spec.dims):
         for axis in dim:
             if axis not in mesh.names:
-                from .ops import suggest
 
                 raise ConvcError(f"{what}: sharding names axis '{axis}', which the mesh ({', '.join(mesh.names) or 'no axes'}) "
                                  f"lacks{suggest(axis, mesh.names)}", loc.child(index), "S1")
@@ -195,7 +194,6 @@ def pin(graph: Any, values: Mapping[str, Any], raw: Mapping[str, Any], loc: Loca
         where = loc.child(name)
         value = values.get(name)
         if value is None:
-            from .ops import suggest
 
             raise ConvcError(f"sharding for '{name}', which names no value{suggest(name, values)}", where, "S6")
         spec = read_spec(entry, where)

@@ -8,10 +8,10 @@ from typing import Any
 
 import numpy as np
 
-from .diagnostics import ConvcError, Location, VerifyError
+from .diagnostics import ConvcError, Location, VerifyError, suggest
 from .ir import Graph, Op, TensorType, attrs_key
 from .memo import memoized
-from .ops import OPS, OpDef, attribute_hint, suggest
+from .ops import OPS, OpDef, attribute_hint
 from .ops.attr_kinds import TensorKind
 from .ops.base import ATTR_KNOWN, ATTR_REQUIRED, KNOWN_OP, OPERAND_COUNT, SIZE_LIMIT
 

@@ -12,10 +12,10 @@ from typing import Any
 import numpy as np
 
 from ..arrayfile import ArrayFileError, ArrayTooLarge, as_dtype, open_array_file
-from ..diagnostics import ConvcError, Location
+from ..diagnostics import ConvcError, Location, suggest
 from ..dtypes import DTYPES, canonical_dtype, from_numpy, is_float, numpy_dtype
 from ..ir import Graph, Op, TensorType, Value
-from ..ops import OPS, suggest
+from ..ops import OPS
 from ..ops.base import KNOWN_OP
 from ..sharding import pin, read_mesh
 from ..verify import coerce_attrs, infer_type

@@ -12,9 +12,7 @@ table of gradient rules.
 
 from __future__ import annotations
 
-import difflib
-from collections.abc import Iterable
-
+from ..diagnostics import suggest
 from ..ir import Op
 from .base import Attr, ConvDimensionNumbers, Derived, ForeignAttr, OpDef, OpView
 from .broadcast import BROADCAST_IN_DIM
@@ -67,14 +65,6 @@ def _summary_line(opdef: OpDef) -> str:
     return doc.splitlines()[0].replace("|", "\\|")
 
 
-def suggest(name: str, choices: Iterable[str]) -> str:
-    """A ' (did you mean 'x'?)' suffix, or '' when nothing is close."""
-    options = list(choices)
-    same_but_case = [c for c in options if c.lower() == name.lower()]  # "ReLU" for "relu"
-    close = same_but_case or difflib.get_close_matches(name, options, n=1)
-    return f" (did you mean '{close[0]}'?)" if close else ""
-
-
 def attribute_hint(opdef: OpDef, name: str) -> str:
     """The hint for an attribute `opdef` does not declare: what the op's `foreign` table
     says the name means (another framework's or another op's), else the closest spelling."""
@@ -83,4 +73,4 @@ def attribute_hint(opdef: OpDef, name: str) -> str:
 
 
 __all__ = ["OPS", "Attr", "ConvDimensionNumbers", "Derived", "ForeignAttr", "OpDef", "OpView", "attribute_hint",
-           "gradient_rules_table", "register", "suggest", "view"]
+           "gradient_rules_table", "register", "view"]

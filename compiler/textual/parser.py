@@ -12,10 +12,10 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from ..diagnostics import ConvcError, Location
+from ..diagnostics import ConvcError, Location, suggest
 from ..dtypes import canonical_dtype, numpy_dtype
 from ..ir import Graph, Op, TensorType, Value
-from ..ops import OPS, suggest
+from ..ops import OPS
 from ..ops.attr_kinds import parse_dimension_numbers
 from ..ops.base import KNOWN_OP
 from ..sharding import MESH_SYMBOL, Mesh, ShardingSpec, parse_sdy_mesh, parse_sdy_sharding, verify_shardings
