@@ -40,6 +40,8 @@ def _common_arguments(parser: argparse.ArgumentParser, run_flags: bool) -> None:
     parser.add_argument("--input-shape", action="append", type=input_shape, metavar="NAME=D0,D1,...",
                         help="an ONNX model: the shape of input NAME, sizing its symbolic dims (repeatable; default: "
                              + ("the --inputs arrays' sizes, else " if run_flags else "") + "1, with a note)")
+    parser.add_argument("--keep-as-inputs", metavar="NAME,...", type=_initializer_names,
+                        help="an ONNX model: keep these initializers as graph inputs (after the model's own), not constants")
     parser.add_argument("--mesh", metavar="AXIS=SIZE,...", help="device mesh, e.g. data=4,space=2: sets the mesh of a model "
                         "without one, or resizes the model's (same axes, same order); see docs/sharding.md")
     parser.add_argument("--debug", action="store_true", help="show tracebacks for internal errors")
@@ -109,6 +111,14 @@ def _names(text: str) -> list[str]:
     names = wrt_names(text, Location(file="--grad"))
     if not names:
         raise argparse.ArgumentTypeError("expected one or more input or constant names, such as x,w")
+    return names
+
+
+def _initializer_names(text: str) -> list[str]:
+    """`--keep-as-inputs` values: comma-separated initializer names, at least one."""
+    names = [name for name in text.split(",") if name]
+    if not names:
+        raise argparse.ArgumentTypeError("expected one or more initializer names, such as fc.weight,fc.bias")
     return names
 
 
@@ -255,7 +265,7 @@ def _convc_main(args: argparse.Namespace) -> int:
                         print_ir_after_all=args.print_ir_after_all, allow_external_data=args.allow_external_data,
                         max_bytes=args.max_bytes, autotune=args.autotune, autotune_cache=args.autotune_cache,
                         autotune_platform=args.platform, elide_constants_larger=elide, mesh=args.mesh, grad=args.grad,
-                        input_shapes=input_shapes(args.input_shape), inputs=args.inputs)
+                        input_shapes=input_shapes(args.input_shape), keep_as_inputs=args.keep_as_inputs or (), inputs=args.inputs)
     model = compiler.load(args.model)
     graph = compiler.differentiate(model, args.model)
     if args.run or args.check:
@@ -361,7 +371,8 @@ def _opt_main(args: argparse.Namespace) -> int:
     pipeline = None if args.default_pipeline else args.pipeline or ""
     compiler = Compiler(pipeline=pipeline, target=args.default_pipeline or "generic", print_ir_after_all=args.print_ir_after_all,
                         allow_external_data=args.allow_external_data, max_bytes=args.max_bytes,
-                        elide_constants_larger=args.elide_constants_larger, mesh=args.mesh, input_shapes=input_shapes(args.input_shape))
+                        elide_constants_larger=args.elide_constants_larger, mesh=args.mesh, input_shapes=input_shapes(args.input_shape),
+                        keep_as_inputs=args.keep_as_inputs or ())
     compiler.passes()  # a bad pipeline is a usage error before anything is read
     if args.input == "-":
         data, base_dir = sys.stdin.buffer.read(), None

@@ -75,6 +75,7 @@ class Compiler:
     timings: list[tuple[str, float]] = field(default_factory=list)  # the last run_passes's, per pass
     phases: list[tuple[str, float, int]] = field(default_factory=list)  # (phase, seconds, depth), for --timing
     input_shapes: Mapping[str, Sequence[int]] | None = None  # --input-shape: an ONNX model's input shapes (symbolic dims)
+    keep_as_inputs: Sequence[str] = ()  # --keep-as-inputs: an ONNX model's initializers kept as graph inputs
     inputs: str | None = None  # --inputs .npz: its arrays' shapes fill an ONNX model's other symbolic dims
     onnx_source: tuple[bytes, str] | None = field(default=None, init=False)  # the ONNX model read (bytes, file): --check's ONNX Runtime run
 
@@ -126,9 +127,11 @@ class Compiler:
             self.onnx_source = (data, file)
             return load_onnx(data, file=file, base_dir=base_dir, allow_external_data=self.allow_external_data,
                              max_bytes=self.max_bytes, log=self.log, input_shapes=self.input_shapes,
-                             array_shapes=input_array_shapes(self.inputs) if self.inputs else None)
+                             keep_as_inputs=self.keep_as_inputs, array_shapes=input_array_shapes(self.inputs) if self.inputs else None)
         if self.input_shapes:
             raise UsageError("--input-shape applies to ONNX models only (the others have no symbolic dimensions)")
+        if self.keep_as_inputs:
+            raise UsageError("--keep-as-inputs applies to ONNX models only (the others have no initializers)")
         if file.lower().endswith(".json") or data.lstrip()[:1] in (b"{", b"["):
             return load_model_text(data, file, base_dir=base_dir, allow_external_data=self.allow_external_data,
                                    max_constant_bytes=self.max_bytes)

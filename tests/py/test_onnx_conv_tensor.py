@@ -318,3 +318,30 @@ def test_a_constant_node_feeds_ops_evaluated_at_import() -> None:
              helper.make_node("Add", ["x", "ones"], ["y"])]
     graph = _agree(_model(nodes, {"x": (2, 3)}, ["y"]))
     assert _kinds(graph) == ["constant", "add"]
+
+
+CLASSIFIER = Path(__file__).resolve().parents[2] / "examples" / "onnx" / "classifier.onnx"
+
+
+def test_keep_as_inputs_flag_makes_initializers_inputs_that_onnxruntime_is_fed(capsys: pytest.CaptureFixture[str]) -> None:
+    """`--keep-as-inputs fc.weight,conv.weight` makes both initializers graph inputs after the model's own, and
+    `--run --check` compares with ONNX Runtime given those random draws as its initializers (not the file's weights)."""
+    code, out, err = _main([str(CLASSIFIER), "--emit", "convc", "--keep-as-inputs", "fc.weight,conv.weight"], capsys)
+    assert code == 0
+    assert "func.func @main(%input: tensor<1x3x16x16xf32>, %fc.weight: tensor<10x8xf32>, %conv.weight: tensor<8x3x3x3xf32>)" in out
+    code, out, err = _main([str(CLASSIFIER), "--run", "--check", "--keep-as-inputs", "fc.weight,conv.weight"], capsys)
+    assert code == 0
+    assert [line.split(" max abs error vs ")[1].split()[0] for line in out.splitlines() if "max abs error" in line] == \
+        ["jax.lax", "onnxruntime"]
+
+
+def test_keep_as_inputs_misuse_is_a_usage_error_or_located(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--keep-as-inputs with no name or on a JSON model is a usage error (exit 2); a name that is no initializer is O7."""
+    code, _, err = _main([str(CLASSIFIER), "--keep-as-inputs", ","], capsys)
+    assert code == 2 and "expected one or more initializer names" in err
+    json_model = tmp_path / "m.json"
+    json_model.write_text('{"inputs": {"x": [1, 2]}, "ops": [{"name": "y", "op": "relu", "inputs": ["x"]}], "outputs": ["y"]}')
+    code, _, err = _main([str(json_model), "--keep-as-inputs", "w"], capsys)
+    assert code == 2 and err.strip() == "convc: error: --keep-as-inputs applies to ONNX models only (the others have no initializers)"
+    err = _cli_error(tmp_path, capsys, CLASSIFIER.read_bytes(), "O7", "--keep-as-inputs", "nope")
+    assert "keep_as_inputs names 'nope', which is no initializer" in err

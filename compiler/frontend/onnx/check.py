@@ -27,10 +27,28 @@ def onnxruntime_outputs(source: bytes | str, feeds: dict[str, np.ndarray], names
         import onnxruntime
     except ImportError:
         return None
+    source, feeds = _initializers_fed(source, feeds)
     options = onnxruntime.SessionOptions()
     options.log_severity_level = 3  # errors only: its warnings are not convc's to print
     session = onnxruntime.InferenceSession(source, options, providers=["CPUExecutionProvider"])
     return [np.asarray(out) for out in session.run(list(names), feeds)]
+
+
+def _initializers_fed(source: bytes | str, feeds: dict[str, np.ndarray]) -> tuple[bytes | str, dict[str, np.ndarray]]:
+    """The model and feeds ONNX Runtime takes when some feeds are initializers the import kept
+    as inputs (`keep_as_inputs`): a copy of the model holding the fed values as those
+    initializers, and the other feeds; else both unchanged."""
+    import onnx
+    from onnx import numpy_helper
+
+    model = onnx.load_model_from_string(source) if isinstance(source, bytes) else onnx.load_model(source)
+    graph_inputs = {value.name for value in model.graph.input}
+    kept = [init for init in model.graph.initializer if init.name in feeds and init.name not in graph_inputs]
+    if not kept:
+        return source, feeds
+    for init in kept:
+        init.CopyFrom(numpy_helper.from_array(np.asarray(feeds[init.name], numpy_helper.to_array(init).dtype), init.name))
+    return model.SerializeToString(), {name: array for name, array in feeds.items() if name not in {init.name for init in kept}}
 
 
 def onnxruntime_check(data: bytes, file: str, input_names: Sequence[str], inputs: Sequence[np.ndarray], output_names: Sequence[str],
