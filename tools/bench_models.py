@@ -322,14 +322,14 @@ def format_table(results: Sequence[ModelResult]) -> str:
 def run_models_suite(args: Any, info: dict[str, Any], target: str, budget: float, use_torch: bool,
                      log: Callable[[str], None]) -> dict[str, Any]:
     """The models suite's report (the same top-level keys as the other suites where they apply)."""
+    if args.no_torch:  # before the imports: the flag contradicts the suite wherever it runs
+        raise bench.BenchError("--suite models exports its networks from PyTorch; --no-torch leaves nothing to export")
     try:
         import onnx  # noqa: F401
         import onnxruntime
         import torch  # noqa: F401
     except ImportError as err:
         raise bench.BenchError(f"--suite models needs onnx, onnxruntime and torch (pip install 'convc[onnx,bench]'): {err}") from None
-    if not use_torch:
-        raise bench.BenchError("--suite models exports its networks from PyTorch; --no-torch leaves nothing to export")
     threads = os.cpu_count() or 1
     size = args.size or (QUICK_SIZE if args.quick else FULL_SIZE)
     specs = bench.selected_cases(args)

@@ -9,7 +9,8 @@ its `$ ` lines. Everything runs in one temporary working directory holding a cop
 
 A block the test does not run says so in the Markdown, on the line before it:
 `<!-- not-run: why -->` (an illustration, or a run that needs what no example ships),
-`<!-- run-if: gpu -->` (runs only where PJRT has a GPU), or `<!-- doc-test -->` (run by
+`<!-- run-if: gpu -->` (runs only where PJRT has a GPU), `<!-- run-if: MODULE -->` (runs
+only where Python can import MODULE, e.g. torch for a PyTorch benchmark), or `<!-- doc-test -->` (run by
 test_docs.py, which also compares the output). Single commands that are not run, and heavy
 ones run at a smaller size, are listed below with the reason; the census test prints every
 count and reason.
@@ -18,6 +19,7 @@ count and reason.
 from __future__ import annotations
 
 import functools
+import importlib.util
 import os
 import re
 import shlex
@@ -243,6 +245,11 @@ def has_gpu() -> bool:
     return done.stdout.strip() == "gpu"
 
 
+def condition_met(condition: str) -> bool:
+    """A run-if marker's condition: `gpu` (PJRT finds one), else a module Python can import."""
+    return has_gpu() if condition == "gpu" else importlib.util.find_spec(condition) is not None
+
+
 def _tail(done: subprocess.CompletedProcess[str]) -> str:
     return f"exit {done.returncode}\nstdout: {done.stdout[-1500:]}\nstderr: {done.stderr[-3000:]}"
 
@@ -278,7 +285,7 @@ def test_every_marker_is_on_a_runnable_block_with_a_reason() -> None:
     """not-run and run-if mark python or shell blocks, not-run with its reason; doc-test may
     mark any block with `$ ` lines (cli.md shows IR output as `mlir`)."""
     bad = [f"{s.id}: {kind}" for s in snippets() for kind, arg in s.markers.items()
-           if (kind != "doc-test" and s.lang not in RUNNABLE) or (kind == "not-run" and not arg) or (kind == "run-if" and arg != "gpu")]
+           if (kind != "doc-test" and s.lang not in RUNNABLE) or (kind == "not-run" and not arg) or (kind == "run-if" and not arg)]
     assert bad == []
 
 
@@ -307,9 +314,10 @@ def test_the_soak_command_names_existing_test_files() -> None:
 def test_snippet_runs_as_written(snippet: Snippet, workdir: Workdir) -> None:
     """The block runs in the working directory and every command exits as the doc shows:
     0, or 1/2 with no traceback where the doc shows an error."""
-    gpu = snippet.markers.get("run-if") == "gpu"
-    if gpu and not has_gpu():
-        pytest.skip("run-if: gpu, and PJRT finds no GPU here")
+    condition = snippet.markers.get("run-if")
+    if condition is not None and not condition_met(condition):
+        pytest.skip(f"run-if: {condition}, which this machine lacks")
+    gpu = condition == "gpu"
     if snippet.lang == "python":
         script = workdir.path / f"snippet_{snippet.doc.replace('/', '_').replace('.', '_')}_{snippet.line}.py"
         script.write_text(snippet.body, encoding="utf-8")
@@ -332,8 +340,8 @@ def test_snippet_census(capsys: pytest.CaptureFixture[str]) -> None:
     """Print what runs and what does not, with every reason; each reason is non-empty."""
     blocks = [s for s in snippets() if s.lang in RUNNABLE]
     runs = runnable()
-    gpu_only = [s for s in runs if "run-if" in s.markers and not has_gpu()]
-    here = [s for s in runs if s not in gpu_only]
+    unmet = [s for s in runs if "run-if" in s.markers and not condition_met(s.markers["run-if"])]
+    here = [s for s in runs if s not in unmet]
     shell = [c for s in here if s.lang != "python" for c in commands(s)]
     skipped = [(c.text, reason) for c in shell if (reason := not_run_reason(c.text)) is not None]
     distinct = {c.text for c in shell if not_run_reason(c.text) is None}
@@ -341,7 +349,7 @@ def test_snippet_census(capsys: pytest.CaptureFixture[str]) -> None:
     lines = [f"doc snippets: {len(blocks)} python/shell blocks in {len(DOCUMENTS)} documents; run here: "
              f"{sum(s.lang == 'python' for s in here)} python blocks and {len(distinct)} distinct commands of "
              f"{len(here) - sum(s.lang == 'python' for s in here)} shell blocks; not run: "
-             f"{sum('not-run' in s.markers for s in blocks)} blocks, {len(gpu_only)} gpu-only, {len(skipped)} commands; "
+             f"{sum('not-run' in s.markers for s in blocks)} blocks, {len(unmet)} whose run-if this machine lacks, {len(skipped)} commands; "
              f"{sum('doc-test' in s.markers for s in blocks)} run by test_docs.py"]
     for kind, label in (("doc-test", "run with their output compared by test_docs.py"), ("not-run", "not run"),
                         ("run-if", "run only if")):
