@@ -20,46 +20,45 @@ if TYPE_CHECKING:
 ONNXRUNTIME_MISMATCH = "O11"  # --check: the outputs agree with ONNX Runtime's within tolerance
 
 
-def onnxruntime_outputs(source: bytes | str, feeds: dict[str, np.ndarray], names: Sequence[str]) -> list[np.ndarray] | None:
+def onnxruntime_outputs(source: bytes | str, feeds: dict[str, np.ndarray], names: Sequence[str],
+                        kept: Sequence[str] = ()) -> list[np.ndarray] | None:
     """ONNX Runtime's outputs `names` of the model `source` (its bytes, or its path, which lets
-    it find external data), on the CPU; None without onnxruntime."""
+    it find external data), on the CPU; None without onnxruntime. `kept`: the initializers the
+    import kept as inputs, whose feeds become those initializers' values."""
     try:
         import onnxruntime
     except ImportError:
         return None
-    source, feeds = _initializers_fed(source, feeds)
+    if kept:
+        source, feeds = _initializers_fed(source, feeds, kept)
     options = onnxruntime.SessionOptions()
     options.log_severity_level = 3  # errors only: its warnings are not convc's to print
     session = onnxruntime.InferenceSession(source, options, providers=["CPUExecutionProvider"])
     return [np.asarray(out) for out in session.run(list(names), feeds)]
 
 
-def _initializers_fed(source: bytes | str, feeds: dict[str, np.ndarray]) -> tuple[bytes | str, dict[str, np.ndarray]]:
-    """The model and feeds ONNX Runtime takes when some feeds are initializers the import kept
-    as inputs (`keep_as_inputs`): a copy of the model holding the fed values as those
-    initializers, and the other feeds; else both unchanged."""
+def _initializers_fed(source: bytes | str, feeds: dict[str, np.ndarray], kept: Sequence[str]) -> tuple[bytes, dict[str, np.ndarray]]:
+    """The model and feeds ONNX Runtime takes when the import kept initializers `kept` as inputs:
+    a copy of the model holding their fed values as those initializers, and the other feeds."""
     import onnx
     from onnx import numpy_helper
 
     model = onnx.load_model_from_string(source) if isinstance(source, bytes) else onnx.load_model(source)
-    graph_inputs = {value.name for value in model.graph.input}
-    kept = [init for init in model.graph.initializer if init.name in feeds and init.name not in graph_inputs]
-    if not kept:
-        return source, feeds
-    for init in kept:
-        init.CopyFrom(numpy_helper.from_array(np.asarray(feeds[init.name], numpy_helper.to_array(init).dtype), init.name))
-    return model.SerializeToString(), {name: array for name, array in feeds.items() if name not in {init.name for init in kept}}
+    for init in model.graph.initializer:
+        if init.name in kept:
+            init.CopyFrom(numpy_helper.from_array(np.asarray(feeds[init.name], numpy_helper.to_array(init).dtype), init.name))
+    return model.SerializeToString(), {name: array for name, array in feeds.items() if name not in kept}
 
 
 def onnxruntime_check(data: bytes, file: str, input_names: Sequence[str], inputs: Sequence[np.ndarray], output_names: Sequence[str],
-                      outputs: Sequence[np.ndarray], precision: str) -> tuple[list[str], bool] | None:
+                      outputs: Sequence[np.ndarray], precision: str, kept: Sequence[str] = ()) -> tuple[list[str], bool] | None:
     """One `--check` line per output, compared with ONNX Runtime within TOLERANCE[precision],
-    and whether all agree; None without onnxruntime."""
+    and whether all agree; None without onnxruntime. `kept`: initializers imported as inputs."""
     from ...runtime_inputs import compare
 
     source = file if Path(file).is_file() else data
     try:
-        expected = onnxruntime_outputs(source, dict(zip(input_names, inputs)), output_names)
+        expected = onnxruntime_outputs(source, dict(zip(input_names, inputs)), output_names, kept)
     except Exception as err:  # noqa: BLE001 - onnxruntime's own failures (an op it lacks) are no verdict on convc
         reason = next((line.strip() for line in str(err).splitlines() if line.strip()), type(err).__name__)
         return [f"(not compared with onnxruntime, which could not run the model: {reason})"], True
@@ -80,7 +79,8 @@ def onnxruntime_report(compiler: Compiler, result: RunResult) -> CheckReport | N
     data, file = compiler.onnx_source
     with compiler.timed("check (ONNX Runtime)"):
         found = onnxruntime_check(data, file, [v.name for v in result.graph.inputs], result.inputs,
-                                  [v.name for v in result.graph.outputs], result.outputs, tolerance_for([result.graph], result.platform))
+                                  [v.name for v in result.graph.outputs], result.outputs, tolerance_for([result.graph], result.platform),
+                                  compiler.keep_as_inputs)
     return None if found is None else CheckReport(*found)
 
 
