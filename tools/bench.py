@@ -617,8 +617,6 @@ def run_suite(args: argparse.Namespace, log: Callable[[str], None] = print) -> d
     if args.suite == "models":
         from convc.tools import bench_models
 
-        if args.platform != "cpu":
-            raise BenchError(f"--suite models runs against ONNX Runtime's CPU provider; the platform is '{args.platform}'")
         return bench_models.run_models_suite(args, info, target, budget, use_torch, log)
     peak_size = 512 if args.quick else 8192 if args.platform == "gpu" else 2048
     peak = None if args.no_peak else sgemm_peak_gflops(peak_size, pjrt_platform=args.platform)

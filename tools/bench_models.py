@@ -20,6 +20,8 @@ the run (exit 1).
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import io
 import math
 import os
@@ -27,6 +29,8 @@ import time
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -63,7 +67,7 @@ class ModelResult:
     best_ms: dict[str, float]
     iqr_ms: dict[str, float]
     rounds: int
-    ratio_vs_ort: float
+    ratio_vs_ort: float | None  # None: ONNX Runtime not timed (a GPU without its CUDA provider)
     ratio_vs_torch: float | None
     max_error_vs_ort: float
     torch_error_vs_ort: float | None
@@ -76,11 +80,42 @@ class ModelResult:
 # --- the networks --------------------------------------------------------------------------
 
 
+def torchvision_models() -> ModuleType:
+    """`torchvision.models`, importable next to the CPU build of torch too (ImportError or
+    RuntimeError where it is not).
+
+    PyPI's torchvision wheel is built for CUDA, so its C++ ops library cannot load beside
+    torch's CPU build (`.ci/run` installs it with --no-deps); the model definitions need only
+    torch. Its import still registers fake kernels for two of those ops (nms, qnms), which
+    fails when they were never defined: where the library does not load, their schemas are
+    defined here first, so the import goes through. Calling either op would still fail; no
+    classification, segmentation or video model calls them."""
+    import torch
+
+    spec = importlib.util.find_spec("torchvision")
+    if spec is None or not spec.origin:
+        raise ImportError("No module named 'torchvision'")
+    library = next(Path(spec.origin).parent.glob("_C*.so"), None)
+    if library is not None and not _TORCHVISION_OPS:
+        try:
+            torch.ops.load_library(str(library))
+        except OSError:  # the CUDA build's library, beside a CPU torch
+            fallback = torch.library.Library("torchvision", "DEF")
+            for op in ("nms", "qnms"):
+                fallback.define(f"{op}(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
+            _TORCHVISION_OPS.append(fallback)  # a Library drops its definitions when it is collected
+        else:
+            _TORCHVISION_OPS.append(library)
+    return importlib.import_module("torchvision.models")
+
+
+_TORCHVISION_OPS: list[object] = []
+
+
 def has_torchvision() -> bool:
-    """Whether torchvision imports. A build that does not match the installed torch fails
-    with RuntimeError ("operator torchvision::nms does not exist"): that falls back too."""
+    """Whether `torchvision_models()` imports."""
     try:
-        import torchvision  # noqa: F401
+        torchvision_models()
     except (ImportError, RuntimeError):
         return False
     return True
@@ -106,9 +141,7 @@ def build_module(name: str) -> Any:
 
     torch.manual_seed(0)
     if name in TORCHVISION_NETWORKS:
-        import torchvision
-
-        models = torchvision.models
+        models = torchvision_models()
         module = models.video.r3d_18() if name == "r3d_18" else getattr(models, name)()
     else:
         module = {"resnet18_style": _resnet18_style, "mobilenet_v2_style": _mobilenet_v2_style,
@@ -224,15 +257,23 @@ def export_onnx(module: Any, x: Any) -> bytes:
 # --- one network ---------------------------------------------------------------------------
 
 
-def ort_session(model: bytes, threads: int) -> Any:
-    """ONNX Runtime's CPU session with `threads` intra-op threads, one inter-op, sequential."""
+def ort_session(model: bytes, threads: int, provider: str = "CPUExecutionProvider") -> Any:
+    """ONNX Runtime's session on `provider` with `threads` intra-op threads, one inter-op,
+    sequential."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    return ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+    return ort.InferenceSession(model, options, providers=[provider])
+
+
+def ort_gpu_provider() -> str | None:
+    """ONNX Runtime's CUDA provider where the installed build has one (onnxruntime-gpu)."""
+    import onnxruntime as ort
+
+    return "CUDAExecutionProvider" if "CUDAExecutionProvider" in ort.get_available_providers() else None
 
 
 def relative_error(ours: np.ndarray, reference: np.ndarray) -> float:
@@ -244,9 +285,11 @@ def relative_error(ours: np.ndarray, reference: np.ndarray) -> float:
 
 
 def run_model(spec: ModelSpec, target: str, budget_s: float, use_torch: bool, threads: int, seed: int = 0,
-              modules: dict[str, Any] | None = None) -> ModelResult:
-    """Export, import and compile (timed), check convc and PyTorch against ONNX Runtime
-    (BenchError on a disagreement), then time the three interleaved."""
+              modules: dict[str, Any] | None = None, platform: str = "cpu") -> ModelResult:
+    """Export, import and compile (timed), check convc and PyTorch against ONNX Runtime's CPU
+    provider (BenchError on a disagreement), then time them interleaved. On `platform` gpu,
+    convc and PyTorch run on the GPU (both in TF32, their default for f32 convs), and ONNX
+    Runtime is timed only where it has its CUDA provider."""
     import jax
     import torch
     from convc import load_onnx
@@ -255,41 +298,51 @@ def run_model(spec: ModelSpec, target: str, budget_s: float, use_torch: bool, th
 
     module = (modules or {}).get(spec.name) or build_module(spec.name)
     x = np.random.default_rng(seed).standard_normal(spec.input_shape).astype(np.float32)
-    x_torch = torch.from_numpy(x)
-    model = export_onnx(module, x_torch)
+    model = export_onnx(module, torch.from_numpy(x))
     start = time.perf_counter()
     graph = load_onnx(model, file=f"{spec.name}.onnx")
     imported = time.perf_counter()
     compiler = Compiler(target=target)
-    executable = compile_stablehlo(compiler.emit(compiler.run_passes(graph), "stablehlo").decode(), "cpu")
+    executable = compile_stablehlo(compiler.emit(compiler.run_passes(graph), "stablehlo").decode(), platform)
     compiled = time.perf_counter()
     buffers = [jax.device_put(x, executable.device)]
-    session = ort_session(model, threads)
+    torch_device = "cuda" if platform == "gpu" else "cpu"
+    torch_module, x_torch = module.to(torch_device), torch.from_numpy(x).to(torch_device)
+    reference = ort_session(model, threads).run(None, {"x": x})[0]
+    provider = ort_gpu_provider() if platform == "gpu" else "CPUExecutionProvider"
+    session = ort_session(model, threads, provider) if provider else None
 
     def convc_run() -> Any:
         return executable.run_on_device(buffers)
 
     def ort_run() -> Any:
+        assert session is not None
         return session.run(None, {"x": x})
 
     def torch_run() -> Any:
         with torch.no_grad():
-            return module(x_torch)
+            y = torch_module(x_torch)
+        if platform == "gpu":
+            torch.cuda.synchronize()
+        return y
 
-    reference = ort_run()[0]
+    tolerance = bench.tolerance(platform)
     error = relative_error(np.asarray(convc_run()[0]), reference)
-    torch_error = relative_error(torch_run().numpy(), reference) if use_torch else None
+    torch_error = relative_error(torch_run().cpu().numpy(), reference) if use_torch else None
     for who, value in (("convc", error), ("PyTorch", torch_error)):
-        if value is not None and not value <= TOLERANCE:
+        if value is not None and not value <= tolerance:
             raise bench.BenchError(f"{spec.name} (batch {spec.batch}): {who}'s output differs from ONNX Runtime's "
-                                   f"(max relative error {value:.2e} > {TOLERANCE:.0e})")
-    thunks: dict[str, Callable[[], Any]] = {"convc": lambda: bench.block_until_ready(convc_run()), "ort": ort_run}
+                                   f"(max relative error {value:.2e} > {tolerance:.0e})")
+    thunks: dict[str, Callable[[], Any]] = {"convc": lambda: bench.block_until_ready(convc_run())}
+    if session is not None:
+        thunks["ort"] = ort_run
     if use_torch:
         thunks["torch"] = torch_run
     samples = bench.Timer(budget_s).run(thunks)
     medians, best, iqr = bench.summarize(samples)
     return ModelResult(
-        spec.name, spec.source, spec.batch, spec.describe(), medians, best, iqr, len(samples["convc"]), medians["convc"] / medians["ort"],
+        spec.name, spec.source, spec.batch, spec.describe(), medians, best, iqr, len(samples["convc"]),
+        medians["convc"] / medians["ort"] if "ort" in medians else None,
         medians["convc"] / medians["torch"] if "torch" in medians else None, error, torch_error,
         imported - start, compiled - imported, _node_count(model), ["convc", "torch"] if use_torch else ["convc"])
 
@@ -309,19 +362,25 @@ def format_table(results: Sequence[ModelResult]) -> str:
     lines = [head, "-" * len(head)]
     for r in results:
         torch_ms = f"{r.ms['torch']:9.2f}" if "torch" in r.ms else f"{'-':>9}"
+        ort_ms = f"{r.ms['ort']:9.2f}" if "ort" in r.ms else f"{'-':>9}"
+        vs_ort = f"{r.ratio_vs_ort:7.3f}" if r.ratio_vs_ort is not None else f"{'-':>7}"
         vs_torch = f"{r.ratio_vs_torch:8.2f}" if r.ratio_vs_torch is not None else f"{'-':>8}"
-        lines.append(f"{r.name:<20} {r.shape:<18} {r.ms['convc']:9.2f} {r.ms['ort']:9.2f} {torch_ms} {r.ratio_vs_ort:7.3f} "
+        lines.append(f"{r.name:<20} {r.shape:<18} {r.ms['convc']:9.2f} {ort_ms} {torch_ms} {vs_ort} "
                      f"{vs_torch} {r.import_s:9.2f} {r.compile_s:10.2f} {r.max_error_vs_ort:8.1e}")
-    mean_vs_ort = bench.geomean([r.ratio_vs_ort for r in results])
+    mean_vs_ort = bench.geomean([r.ratio_vs_ort for r in results if r.ratio_vs_ort is not None])
     mean_vs_torch = bench.geomean([r.ratio_vs_torch for r in results if r.ratio_vs_torch is not None])
     lines.append("-" * len(head))
-    lines.append(f"geometric mean convc/ORT: {mean_vs_ort:.3f}" + (f"   convc/torch: {mean_vs_torch:.3f}" if mean_vs_torch else ""))
+    means = [f"convc/ORT: {mean_vs_ort:.3f}"] if mean_vs_ort else []
+    means += [f"convc/torch: {mean_vs_torch:.3f}"] if mean_vs_torch else []
+    lines.append("geometric mean " + "   ".join(means))
     return "\n".join(lines)
 
 
 def run_models_suite(args: Any, info: dict[str, Any], target: str, budget: float, use_torch: bool,
                      log: Callable[[str], None]) -> dict[str, Any]:
-    """The models suite's report (the same top-level keys as the other suites where they apply)."""
+    """The models suite's report (the same top-level keys as the other suites where they apply).
+    On `--platform gpu` ONNX Runtime is timed only with its CUDA provider, so PyTorch (cuDNN)
+    must be there to compare with."""
     if args.no_torch:  # before the imports: the flag contradicts the suite wherever it runs
         raise bench.BenchError("--suite models exports its networks from PyTorch; --no-torch leaves nothing to export")
     try:
@@ -330,11 +389,16 @@ def run_models_suite(args: Any, info: dict[str, Any], target: str, budget: float
         import torch  # noqa: F401
     except ImportError as err:
         raise bench.BenchError(f"--suite models needs onnx, onnxruntime and torch (pip install 'convc[onnx,bench]'): {err}") from None
+    platform = args.platform
+    gpu_ort = ort_gpu_provider() if platform == "gpu" else None
+    if platform == "gpu" and not (gpu_ort or use_torch):
+        raise bench.BenchError("--suite models --platform gpu: this ONNX Runtime has no CUDA provider and PyTorch is off; nothing to compare with")
     threads = os.cpu_count() or 1
     size = args.size or (QUICK_SIZE if args.quick else FULL_SIZE)
     specs = bench.selected_cases(args)
     source = specs[0].source if specs else ("torchvision" if has_torchvision() else "fallback")
-    info["onnxruntime"], info["threads"] = onnxruntime.__version__, threads
+    info["onnxruntime"], info["threads"], info["onnxruntime_provider"] = (
+        onnxruntime.__version__, threads, gpu_ort or ("CPUExecutionProvider" if platform == "cpu" else None))
     log(f"networks: {source}" + ("" if source == "torchvision" else f" (torchvision not importable): {', '.join(FALLBACK_NETWORKS)}")
         + f"; XLA and ONNX Runtime on {threads} intra-op threads"
         + (f", PyTorch on {info.get('torch_threads')}" if use_torch else ""))
@@ -342,17 +406,18 @@ def run_models_suite(args: Any, info: dict[str, Any], target: str, budget: float
     results = []
     for spec in specs:
         modules.setdefault(spec.name, build_module(spec.name))
-        result = run_model(spec, target, budget, use_torch, threads, modules=modules)
-        log(f"  {spec.name} batch {spec.batch}: convc {result.ms['convc']:.2f} ms, ORT {result.ms['ort']:.2f} ms"
+        result = run_model(spec, target, budget, use_torch, threads, modules=modules, platform=platform)
+        log(f"  {spec.name} batch {spec.batch}: convc {result.ms['convc']:.2f} ms"
+            + (f", ORT {result.ms['ort']:.2f} ms" if "ort" in result.ms else "")
             + (f", torch {result.ms['torch']:.2f} ms" if "torch" in result.ms else "")
             + f"; import {result.import_s:.2f} s, compile {result.compile_s:.2f} s ({result.rounds} rounds)")
         results.append(result)
     info["load_average_after"] = list(os.getloadavg())
     return {
-        "machine": info, "suite": "models", "platform": "cpu", "target": target, "networks_from": source,
+        "machine": info, "suite": "models", "platform": platform, "target": target, "networks_from": source,
         "quick": args.quick, "budget_s": budget, "input_size": size, "batches": list(args.batch), "tolerance": TOLERANCE,
         "cases": [vars(r) for r in results],
-        "geomean_convc_over_ort": bench.geomean([r.ratio_vs_ort for r in results]),
+        "geomean_convc_over_ort": bench.geomean([r.ratio_vs_ort for r in results if r.ratio_vs_ort is not None]),
         "geomean_convc_over_torch": bench.geomean([r.ratio_vs_torch for r in results if r.ratio_vs_torch is not None]),
         "table": format_table(results) if results else "",
     }
