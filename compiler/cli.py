@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .compile import DEFAULT_ELIDE_LARGER, DEFAULT_MAX_BYTES, EMIT_KINDS, Compiler
+from .compile import DEFAULT_ELIDE_LARGER, DEFAULT_MAX_BYTES, EMIT_KINDS, Compiler, target_for
 from .diagnostics import ConvcError, InternalError, Location, UsageError, one_line
 from .fileio import write_atomic
 from .frontend.onnx.check import onnxruntime_mismatch, onnxruntime_report
@@ -163,7 +163,7 @@ def convc_parser() -> argparse.ArgumentParser:
     parser.add_argument("model", help="model .json (or convc IR text); '-' reads stdin")
     parser.add_argument("-o", "--output", help="output file (default: stdout); written atomically")
     parser.add_argument("--emit", choices=EMIT_KINDS, default="stablehlo", help="what to write (default: stablehlo)")
-    parser.add_argument("--target", choices=TARGETS, help="lowering target (default: the platform PJRT finds)")
+    parser.add_argument("--target", choices=TARGETS, help="lowering target (default: --platform's, else the platform PJRT finds)")
     parser.add_argument("--no-verify", action="store_true", help="skip parsing/verifying the emitted module with MLIR")
     parser.add_argument("--elide-constants-larger", type=_element_count, default=DEFAULT_ELIDE_LARGER, metavar="N",
                         help="in printed IR (--emit convc, --print-ir-after-all), write constants of more than N elements "
@@ -261,7 +261,8 @@ def _convc_main(args: argparse.Namespace) -> int:
     _check_run_flags(args)
     _check_binary_to_terminal(args)
     elide = None if args.print_constants_whole else args.elide_constants_larger
-    compiler = Compiler(pipeline=args.pipeline, target=args.target, verify=not args.no_verify,
+    target = args.target or (target_for(args.platform) if args.pipeline is None else None)
+    compiler = Compiler(pipeline=args.pipeline, target=target, verify=not args.no_verify,
                         print_ir_after_all=args.print_ir_after_all, allow_external_data=args.allow_external_data,
                         max_bytes=args.max_bytes, autotune=args.autotune, autotune_cache=args.autotune_cache,
                         autotune_platform=args.platform, elide_constants_larger=elide, mesh=args.mesh, grad=args.grad,

@@ -55,6 +55,15 @@ def check_lowered(graph: Graph) -> None:
                              op.loc, "E2")
 
 
+def target_for(platform: str | None) -> str | None:
+    """The default target of a run on `platform` (`--platform`): that platform's own ("cpu",
+    "gpu"; "generic" for any other), so a run asked for one platform is lowered for it; None
+    when no platform is named (then the target is the platform PJRT finds)."""
+    if platform is None:
+        return None
+    return platform if platform in ("cpu", "gpu") else "generic"
+
+
 @dataclass
 class Compiler:
     """JSON/text -> passes -> emitted text; what both command lines and `convc.run` share."""

@@ -296,7 +296,7 @@ def run_model(spec: ModelSpec, target: str, budget_s: float, use_torch: bool, th
     from convc.compile import Compiler
     from convc.runtime import compile_stablehlo
 
-    module = (modules or {}).get(spec.name) or build_module(spec.name)
+    module = ((modules or {}).get(spec.name) or build_module(spec.name)).cpu()  # exported on the CPU; a GPU run moved it
     x = np.random.default_rng(seed).standard_normal(spec.input_shape).astype(np.float32)
     model = export_onnx(module, torch.from_numpy(x))
     start = time.perf_counter()

@@ -45,7 +45,9 @@ def classifier() -> bytes:
                               [helper.make_tensor_value_info("input", TensorProto.FLOAT, ["N", 3, 16, 16])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 10])],
                               [numpy_helper.from_array(array, name) for name, array in weights.items()])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="convc examples")
+    opsets = [helper.make_opsetid("", OPSET)]
+    # the oldest IR version the opset allows: an ONNX Runtime older than the onnx package refuses newer ones
+    model = helper.make_model(graph, opset_imports=opsets, ir_version=helper.find_min_ir_version_for(opsets), producer_name="convc examples")
     checker.check_model(model, full_check=True)
     return model.SerializeToString()
 

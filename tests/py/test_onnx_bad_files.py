@@ -18,6 +18,7 @@ from strategies import run_cli
 
 onnx = oracle("onnx")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+from onnx_files import make_model  # noqa: E402
 
 OLD = b"// the previous compile's output\n"
 
@@ -28,7 +29,7 @@ def _model(nodes: list[object], shapes: dict[str, tuple[int, ...]], out: tuple[i
     graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(n, TensorProto.FLOAT, list(s)) for n, s in shapes.items()],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(out))],
                               [numpy_helper.from_array(a, n) for n, a in (weights or {}).items()])
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    return make_model(graph, 17)
 
 
 def _bias_model() -> object:

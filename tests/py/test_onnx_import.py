@@ -24,6 +24,7 @@ from convc.frontend.onnx.shared import ONNX_DTYPES
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+from onnx_files import make_model  # noqa: E402
 
 OPSET = 17
 F32 = TensorProto.FLOAT
@@ -38,7 +39,7 @@ def _model(nodes: Sequence[Any], inputs: Mapping[str, Sequence[int | str]], outp
         [helper.make_tensor_value_info(name, dtype, list(shape)) for name, shape in inputs.items()],
         [helper.make_empty_tensor_value_info(name) for name in outputs],
         [numpy_helper.from_array(np.asarray(array), name) for name, array in (initializers or {}).items()])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model = make_model(graph, opset)
     try:
         return onnx.shape_inference.infer_shapes(model, strict_mode=True).SerializeToString()  # type: ignore[no-any-return]
     except onnx.shape_inference.InferenceError:

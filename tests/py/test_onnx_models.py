@@ -362,13 +362,14 @@ def test_grad_of_an_imported_network_agrees_with_torch_autograd() -> None:
 
 
 def test_grad_flag_on_an_onnx_file_agrees_with_torch_autograd(tmp_path: Path) -> None:
-    """`convc m.onnx --grad W... --run --inputs --outputs` names initializers (constants) as
-    `--grad` targets: the gradients it writes agree with PyTorch autograd of the source module."""
+    """`convc m.onnx --grad W... --run --platform cpu --inputs --outputs` names initializers
+    (constants) as `--grad` targets: the gradients it writes agree with PyTorch autograd of the
+    source module."""
     module, model = _grad_case()
     (tmp_path / "m.onnx").write_bytes(model)
     x, cotangent = _random((2, 3, 32, 32), 3), _random((2, 10), 4)
     np.savez(tmp_path / "in.npz", x=x, **{"y.grad": cotangent})
-    assert convc_main([str(tmp_path / "m.onnx"), "--grad", ",".join(GRAD_WRT), "--run", "--target", "cpu", "--inputs",
+    assert convc_main([str(tmp_path / "m.onnx"), "--grad", ",".join(GRAD_WRT), "--run", "--platform", "cpu", "--inputs",
                        str(tmp_path / "in.npz"), "--outputs", str(tmp_path / "out.npz"), "-o", str(tmp_path / "step.mlir")]) == 0
     saved = np.load(tmp_path / "out.npz")
     y, want = _torch_gradients(module, x, cotangent)

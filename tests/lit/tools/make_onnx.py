@@ -51,7 +51,9 @@ def main(name: str, out: str) -> None:
     graph = helper.make_graph(nodes, name, [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs.items()],
                               [helper.make_tensor_value_info(nodes[-1].output[0], TensorProto.FLOAT, None)],
                               [numpy_helper.from_array(a, n) for n, a in initializers.items()])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    opsets = [helper.make_opsetid("", 17)]
+    # the oldest IR version the opset allows: an ONNX Runtime older than the onnx package refuses newer ones
+    model = helper.make_model(graph, opset_imports=opsets, ir_version=helper.find_min_ir_version_for(opsets))
     from onnx import shape_inference
 
     save_model(shape_inference.infer_shapes(model), out)
