@@ -14,7 +14,7 @@ from types import ModuleType
 
 import pytest
 
-KNOWN = ("torch", "tensorflow", "keras", "onnx", "onnxruntime", "onnxscript", "torchvision", "iree")
+KNOWN = ("torch", "tensorflow", "keras", "onnx", "onnxruntime", "onnxscript", "torchvision", "tf2onnx", "iree")
 ENV = "CONVC_REQUIRE_ORACLES"
 
 
