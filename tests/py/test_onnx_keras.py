@@ -110,7 +110,8 @@ def _decoder() -> Any:
 def _layer_mix() -> Any:
     """The other common layers: SeparableConv2D with ELU, a dilated conv with tanh-form GELU,
     hard_sigmoid, bilinear UpSampling2D (Resize), Concatenate, LayerNormalization, PReLU,
-    Cropping2D, Resizing by an integer factor, hard_swish, ReLU6, GlobalMaxPooling2D, a
+    Cropping2D, Resizing by an integer factor and nearest Resizing by 1.5 and 2.5 (tf2onnx
+    writes opset 11's tf_half_pixel_for_nn coordinate mode), hard_swish, ReLU6, GlobalMaxPooling2D, a
     slice, Reshape and a causal Conv1D."""
     x = inp = keras.Input((32, 32, 3), batch_size=1, name="x")
     a = layers.SeparableConv2D(8, 3, padding="same", activation="elu")(x)
@@ -120,6 +121,7 @@ def _layer_mix() -> Any:
     c = layers.Concatenate()([a, layers.UpSampling2D(2, interpolation="bilinear")(b)])
     c = layers.PReLU(shared_axes=[1, 2])(layers.LayerNormalization()(c))
     c = layers.Resizing(8, 8)(layers.Cropping2D(((1, 3), (2, 2)))(c))
+    c = layers.Resizing(12, 20, interpolation="nearest")(c)
     c = layers.Activation("relu6")(layers.Activation("hard_swish")(c))
     d = layers.Reshape((4, 4))(layers.GlobalMaxPooling2D()(c)[:, :16])
     d = layers.Flatten()(layers.Conv1D(4, 3, padding="causal")(d))
