@@ -112,7 +112,7 @@ def _layer_mix() -> Any:
     hard_sigmoid, bilinear UpSampling2D (Resize), Concatenate, LayerNormalization, PReLU,
     Cropping2D, Resizing by an integer factor and nearest Resizing by 1.5 and 2.5 (tf2onnx
     writes opset 11's tf_half_pixel_for_nn coordinate mode), hard_swish, ReLU6, GlobalMaxPooling2D, a
-    slice, Reshape and a causal Conv1D."""
+    slice, Reshape, a causal Conv1D, softplus and softsign."""
     x = inp = keras.Input((32, 32, 3), batch_size=1, name="x")
     a = layers.SeparableConv2D(8, 3, padding="same", activation="elu")(x)
     a = layers.Conv2D(8, 3, padding="same", dilation_rate=2)(a)
@@ -125,6 +125,7 @@ def _layer_mix() -> Any:
     c = layers.Activation("relu6")(layers.Activation("hard_swish")(c))
     d = layers.Reshape((4, 4))(layers.GlobalMaxPooling2D()(c)[:, :16])
     d = layers.Flatten()(layers.Conv1D(4, 3, padding="causal")(d))
+    d = layers.Activation("softsign")(layers.Activation("softplus")(d))
     return keras.Model(inp, layers.Dense(10)(d))
 
 

@@ -1,5 +1,5 @@
 """Activations that are compositions of convc's elementwise ops, written once each: LeakyRelu,
-PRelu, HardSigmoid, HardSwish, Gelu, Elu, Selu, Softmax and LogSoftmax."""
+PRelu, HardSigmoid, HardSwish, Gelu, Elu, Selu, Softplus, Softsign, Softmax and LogSoftmax."""
 
 from __future__ import annotations
 
@@ -91,6 +91,21 @@ def elu(node: Node, ctx: Context) -> Sequence[Operand]:
 def selu(node: Node, ctx: Context) -> Sequence[Operand]:
     """`gamma * (relu(x) + alpha * (exp(-relu(-x)) - 1))`."""
     return [scaled(ctx, _elu(ctx, _floating(ctx, node), node.attrs["alpha"]), node.attrs["gamma"])]
+
+
+@converter("Softplus", since=1)
+def softplus(node: Node, ctx: Context) -> Sequence[Operand]:
+    """`relu(x) + log(1 + exp(-abs(x)))`: log(1 + exp(x)) without overflowing exp for large x."""
+    x = _floating(ctx, node)
+    tail = ctx.op("log", plus(ctx, ctx.op("exp", ctx.op("negate", ctx.op("abs", x))), 1.0))
+    return [ctx.op("add", ctx.op("relu", x), tail)]
+
+
+@converter("Softsign", since=1)
+def softsign(node: Node, ctx: Context) -> Sequence[Operand]:
+    """`x / (1 + abs(x))`."""
+    x = _floating(ctx, node)
+    return [ctx.op("divide", x, plus(ctx, ctx.op("abs", x), 1.0))]
 
 
 def _shifted(ctx: Context, node: Node) -> tuple[Value, Value, Value]:
