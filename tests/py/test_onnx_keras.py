@@ -174,15 +174,15 @@ def _randomized(model: Any, seed: int = 0) -> Any:
     return model
 
 
-def _to_onnx(model: Any, shape: tuple[int | None, ...]) -> bytes:
+def _to_onnx(model: Any, shape: tuple[int | None, ...], opset: int = OPSET) -> bytes:
     """`model` in inference mode traced at input `shape` (None: a symbolic dim), frozen, and
-    converted by tf2onnx at opset 17: input 'x:0', output 'Identity:0' (TensorFlow's names)."""
+    converted by tf2onnx at `opset`: input 'x:0', output 'Identity:0' (TensorFlow's names)."""
     from tensorflow.python.framework.convert_to_constants import convert_variables_to_constants_v2
 
     spec = tf.TensorSpec(shape, tf.float32, name="x")
     frozen = convert_variables_to_constants_v2(tf.function(lambda x: model(x, training=False)).get_concrete_function(spec))
     proto, _ = tf2onnx.convert.from_graph_def(frozen.graph.as_graph_def(), input_names=["x:0"],
-                                              output_names=[t.name for t in frozen.outputs], opset=OPSET)
+                                              output_names=[t.name for t in frozen.outputs], opset=opset)
     return proto.SerializeToString()  # type: ignore[no-any-return]
 
 
@@ -223,6 +223,20 @@ def test_tf2onnx_network_agrees_with_onnxruntime_and_keras(name: str) -> None:
     scale = float(np.abs(got[0]).max())
     assert scale > 1e-2, f"outputs too small to compare: {scale}"
     CENSUS[name] = f"agrees with ONNX Runtime ({vs_ort:.2g}) and Keras ({vs_keras:.2g}) of max |y| {scale:.2g}; {transposes} Transposes"
+
+
+@pytest.mark.parametrize("opset", [11, 15, 18])
+def test_tf2onnx_layer_mix_at_other_opsets(opset: int) -> None:
+    """The layer mix converted at opset 11 (brought up to 13 by onnx's version converter), 15
+    (tf2onnx's default) and 18 (its newest: ReduceMean's axes as an input, Resize 18):
+    convc agrees with ONNX Runtime and Keras at each."""
+    model = _converted("layer_mix")[0]
+    onnx_model = _to_onnx(model, tuple(model.inputs[0].shape), opset)
+    assert max(entry.version for entry in onnx.load_from_string(onnx_model).opset_import if entry.domain in ("", "ai.onnx")) == opset
+    x = _random(tuple(model.inputs[0].shape), 2)
+    got = convc.run(convc.load_onnx(onnx_model), {"x:0": x}, platform="cpu").outputs
+    _max_error(got, _onnxruntime(onnx_model, {"x:0": x}))
+    _max_error(got, [_keras_output(model, x)])
 
 
 def test_tf2onnx_dynamic_batch_takes_its_batch_from_input_shapes() -> None:
