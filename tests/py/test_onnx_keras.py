@@ -26,6 +26,7 @@ import pytest
 from convc.cli import main as convc_main
 from optional_oracles import oracle
 from suite_census import record
+from test_grad import check_grad
 from test_onnx_models import _max_error, _onnxruntime, _random
 
 onnx = oracle("onnx")
@@ -260,3 +261,12 @@ def test_tf2onnx_file_runs_and_checks_on_the_command_line(tmp_path: Path, capsys
     assert convc_main([str(tmp_path / "m.onnx"), "--run", "--check", "--target", "cpu", "-o", str(tmp_path / "m.mlir")]) == 0
     out = capsys.readouterr().out
     assert "Identity:0: max abs error vs jax.lax" in out and "Identity:0: max abs error vs onnxruntime" in out
+
+
+def test_grad_through_a_tf2onnx_network_matches_jax_vjp() -> None:
+    """`convc.grad` of the imported EfficientNet blocks (Transposes, depthwise conv, swish,
+    squeeze-excite, softmax) with respect to the input and the first Conv's weight (kept as an
+    input), compiled for the cpu target, agrees with jax.vjp of the imported graph's oracle."""
+    onnx_model = _converted("efficientnet_blocks")[1]
+    weight = next(node.input[1] for node in onnx.load_from_string(onnx_model).graph.node if node.op_type == "Conv")
+    check_grad(convc.load_onnx(onnx_model, keep_as_inputs=[weight]), ["x:0", weight], "cpu")
