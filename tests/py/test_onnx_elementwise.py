@@ -163,6 +163,15 @@ def test_softplus_of_large_inputs_does_not_overflow() -> None:
     assert np.isfinite(got).all() and got[0, 0] == 200.0 and got[0, 1] == 0.0
 
 
+def test_softplus_far_below_zero_keeps_its_precision() -> None:
+    """Softplus of -5 to -25, where log(1 + exp(x)) rounds 1 + exp(x) away (ONNX Runtime's
+    formula does): within 1e-6 relative of float64 log1p(exp(x)), as ONNX's expected outputs are."""
+    model = _model([helper.make_node("Softplus", ["x"], ["y"])], {"x": (21,)}, ["y"])
+    x = np.linspace(-25, -5, 21).astype(np.float32)
+    got = convc.run(convc.load_onnx(model), {"x": x}, platform="cpu").outputs[0]
+    np.testing.assert_allclose(got, np.log1p(np.exp(x.astype(np.float64))), rtol=1e-6)
+
+
 @pytest.mark.parametrize("slope_shape", [(3, 1, 1), (1,), (5,)], ids=str)
 def test_prelu_slope_broadcasts(slope_shape: tuple[int, ...]) -> None:
     """PRelu's slope, an initializer, spread to X by numpy's rule (per channel, one, per last dim)."""

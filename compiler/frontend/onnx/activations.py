@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from ...dtypes import is_float
 from ...ir import Value
-from .elementwise import plus
+from .elementwise import plus, splat
 from .registry import Context, Node, Operand, converter
 from .shared import broadcast_pair, normalized_axis, scaled
 
@@ -93,12 +93,22 @@ def selu(node: Node, ctx: Context) -> Sequence[Operand]:
     return [scaled(ctx, _elu(ctx, _floating(ctx, node), node.attrs["alpha"]), node.attrs["gamma"])]
 
 
+def _log1p(ctx: Context, u: Value) -> Value:
+    """log(1 + u) for u >= 0 to full precision where u is small (convc has no log1p): with
+    w = 1 + u rounded, `log(w) - ((max(w, 1) - 1) - u) / w` takes off the rounding, and where w
+    rounds to 1 gives u. The `maximum` (w >= 1 already) keeps XLA from folding (u + 1) - 1 to u,
+    which would make the correction 0."""
+    w = plus(ctx, u, 1.0)
+    rounding = ctx.op("subtract", plus(ctx, ctx.op("maximum", w, splat(ctx, 1.0, w, "one")), -1.0), u)
+    return ctx.op("subtract", ctx.op("log", w), ctx.op("divide", rounding, w))
+
+
 @converter("Softplus", since=1)
 def softplus(node: Node, ctx: Context) -> Sequence[Operand]:
-    """`relu(x) + log(1 + exp(-abs(x)))`: log(1 + exp(x)) without overflowing exp for large x."""
+    """`relu(x) + log1p(exp(-abs(x)))`, log1p as `log(w) - ((max(w, 1) - 1) - u) / w` with `w = 1 + u`:
+    exp cannot overflow, and the small values far below 0 keep their precision."""
     x = _floating(ctx, node)
-    tail = ctx.op("log", plus(ctx, ctx.op("exp", ctx.op("negate", ctx.op("abs", x))), 1.0))
-    return [ctx.op("add", ctx.op("relu", x), tail)]
+    return [ctx.op("add", ctx.op("relu", x), _log1p(ctx, ctx.op("exp", ctx.op("negate", ctx.op("abs", x)))))]
 
 
 @converter("Softsign", since=1)
