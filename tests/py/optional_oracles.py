@@ -13,7 +13,7 @@ from typing import NoReturn
 
 import pytest
 
-KNOWN = ("torch", "tensorflow", "keras", "onnx", "onnxruntime", "onnxscript", "torchvision", "iree")
+KNOWN = ("torch", "tensorflow", "keras", "onnx", "onnxruntime", "onnxscript", "torchvision", "tf2onnx", "iree")
 ENV = "CONVC_REQUIRE_ORACLES"
 
 

@@ -125,6 +125,8 @@ ACTIVATIONS: dict[str, tuple[dict[str, Any], int]] = {  # op type -> (attributes
     "HardSwish": ({}, 17),
     "Elu": ({"alpha": 0.7}, 17),
     "Selu": ({}, 17),
+    "Softplus": ({}, 17),
+    "Softsign": ({}, 17),
     "Gelu": ({}, 20),
     "Gelu_tanh": ({"approximate": "tanh"}, 20),
     "Softmax": ({}, 17),
@@ -152,6 +154,24 @@ def test_softmax_subtracts_the_maximum_so_large_inputs_do_not_overflow(op: str) 
     assert "reduce_max" in _kinds(graph)
 
 
+def test_softplus_of_large_inputs_does_not_overflow() -> None:
+    """Softplus of inputs around +-200 (exp overflows f32 at 89): x above, 0 below, as ONNX Runtime gives."""
+    model = _model([helper.make_node("Softplus", ["x"], ["y"])], {"x": (2, 7)}, ["y"])
+    x = np.array([[200.0, -200.0, 89.5, -89.5, 0.0, 1e-3, -30.0], [150.0, -150.0, 20.0, -20.0, 5.0, -5.0, 100.0]], np.float32)
+    graph = _agree_on(model, {"x": x})
+    got = convc.run(graph, {"x": x}, platform="cpu").outputs[0]
+    assert np.isfinite(got).all() and got[0, 0] == 200.0 and got[0, 1] == 0.0
+
+
+def test_softplus_far_below_zero_keeps_its_precision() -> None:
+    """Softplus of -5 to -25, where log(1 + exp(x)) rounds 1 + exp(x) away (ONNX Runtime's
+    formula does): within 1e-6 relative of float64 log1p(exp(x)), as ONNX's expected outputs are."""
+    model = _model([helper.make_node("Softplus", ["x"], ["y"])], {"x": (21,)}, ["y"])
+    x = np.linspace(-25, -5, 21).astype(np.float32)
+    got = convc.run(convc.load_onnx(model), {"x": x}, platform="cpu").outputs[0]
+    np.testing.assert_allclose(got, np.log1p(np.exp(x.astype(np.float64))), rtol=1e-6)
+
+
 @pytest.mark.parametrize("slope_shape", [(3, 1, 1), (1,), (5,)], ids=str)
 def test_prelu_slope_broadcasts(slope_shape: tuple[int, ...]) -> None:
     """PRelu's slope, an initializer, spread to X by numpy's rule (per channel, one, per last dim)."""
@@ -160,7 +180,7 @@ def test_prelu_slope_broadcasts(slope_shape: tuple[int, ...]) -> None:
     _agree_on(model, {"x": _random((2, 3, 4, 5))})
 
 
-@pytest.mark.parametrize("name", ["LeakyRelu", "HardSwish", "Gelu", "Gelu_tanh", "Elu", "Softmax", "LogSoftmax"])
+@pytest.mark.parametrize("name", ["LeakyRelu", "HardSwish", "Gelu", "Gelu_tanh", "Elu", "Softplus", "Softsign", "Softmax", "LogSoftmax"])
 def test_grad_through_imported_activations_matches_jax_vjp(name: str) -> None:
     """`convc.grad` of an imported activation agrees with jax.vjp of its oracle."""
     check_grad(convc.load_onnx(_activation(name, (2, 3, 4))), ["x"], "generic")

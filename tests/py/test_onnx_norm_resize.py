@@ -178,6 +178,17 @@ def test_resize_nearest_modes_agree_with_onnxruntime(coordinate_mode: str, neare
     _agree_on(model, {"x": _random((1, 2, 5, 4))}, rtol=1e-6)
 
 
+@pytest.mark.parametrize("nearest_mode", ["floor", "round_prefer_floor"])
+@pytest.mark.parametrize("scales", ["up-odd", "down", "mixed"])
+def test_resize_tf_half_pixel_for_nn_as_tf2onnx_writes_it(nearest_mode: str, scales: str) -> None:
+    """Nearest Resize with opset 11's tf_half_pixel_for_nn coordinate mode (x_original =
+    (x_resized + 0.5) / scale) in an opset-17 model, as tf2onnx writes TensorFlow's nearest
+    resize (with nearest_mode floor): the same picks as ONNX Runtime."""
+    model = _resize_model((1, 2, 5, 4), SCALES[scales], opset=17, mode="nearest", coordinate_transformation_mode="tf_half_pixel_for_nn",
+                          nearest_mode=nearest_mode)
+    _agree_on(model, {"x": _random((1, 2, 5, 4))}, rtol=1e-6)
+
+
 @pytest.mark.parametrize("mode", ["nearest", "linear"])
 @pytest.mark.parametrize("coordinate_mode", COORDINATE_MODES)
 @pytest.mark.parametrize("sizes", [[2, 3, 9, 7], [2, 3, 3, 2], [2, 3, 1, 6]], ids=str)

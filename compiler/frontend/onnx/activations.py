@@ -1,5 +1,5 @@
 """Activations that are compositions of convc's elementwise ops, written once each: LeakyRelu,
-PRelu, HardSigmoid, HardSwish, Gelu, Elu, Selu, Softmax and LogSoftmax."""
+PRelu, HardSigmoid, HardSwish, Gelu, Elu, Selu, Softplus, Softsign, Softmax and LogSoftmax."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from ...dtypes import is_float
 from ...ir import Value
-from .elementwise import plus
+from .elementwise import plus, splat
 from .registry import Context, Node, Operand, converter
 from .shared import broadcast_pair, normalized_axis, scaled
 
@@ -91,6 +91,31 @@ def elu(node: Node, ctx: Context) -> Sequence[Operand]:
 def selu(node: Node, ctx: Context) -> Sequence[Operand]:
     """`gamma * (relu(x) + alpha * (exp(-relu(-x)) - 1))`."""
     return [scaled(ctx, _elu(ctx, _floating(ctx, node), node.attrs["alpha"]), node.attrs["gamma"])]
+
+
+def _log1p(ctx: Context, u: Value) -> Value:
+    """log(1 + u) for u >= 0 to full precision where u is small (convc has no log1p): with
+    w = 1 + u rounded, `log(w) - ((max(w, 1) - 1) - u) / w` takes off the rounding, and where w
+    rounds to 1 gives u. The `maximum` (w >= 1 already) keeps XLA from folding (u + 1) - 1 to u,
+    which would make the correction 0."""
+    w = plus(ctx, u, 1.0)
+    rounding = ctx.op("subtract", plus(ctx, ctx.op("maximum", w, splat(ctx, 1.0, w, "one")), -1.0), u)
+    return ctx.op("subtract", ctx.op("log", w), ctx.op("divide", rounding, w))
+
+
+@converter("Softplus", since=1)
+def softplus(node: Node, ctx: Context) -> Sequence[Operand]:
+    """`relu(x) + log1p(exp(-abs(x)))`, log1p as `log(w) - ((max(w, 1) - 1) - u) / w` with `w = 1 + u`:
+    exp cannot overflow, and the small values far below 0 keep their precision."""
+    x = _floating(ctx, node)
+    return [ctx.op("add", ctx.op("relu", x), _log1p(ctx, ctx.op("exp", ctx.op("negate", ctx.op("abs", x)))))]
+
+
+@converter("Softsign", since=1)
+def softsign(node: Node, ctx: Context) -> Sequence[Operand]:
+    """`x / (1 + abs(x))`."""
+    x = _floating(ctx, node)
+    return [ctx.op("divide", x, plus(ctx, ctx.op("abs", x), 1.0))]
 
 
 def _shifted(ctx: Context, node: Node) -> tuple[Value, Value, Value]:

@@ -16,7 +16,10 @@ from ...ir import Value
 from .registry import Context, Node, Operand, converter
 from .shared import normalized_axis
 
-COORDINATE_MODES = ("half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric")
+# tf_half_pixel_for_nn left the spec at opset 13, but tf2onnx still writes it for TensorFlow's
+# nearest resize at every opset, and ONNX Runtime accepts it.
+COORDINATE_MODES = ("half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric",
+                    "tf_half_pixel_for_nn")
 NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
 ASPECT_POLICIES = ("stretch", "not_larger", "not_smaller")
 
@@ -33,6 +36,8 @@ def source_coordinates(mode: str, out_size: int, in_size: int, scale: float) -> 
         return np.zeros(out_size, np.float32) if out_size == 1 else y * np.float32(in_size - 1) / np.float32(out_size - 1)
     if mode == "asymmetric":
         return y / factor
+    if mode == "tf_half_pixel_for_nn":  # opset 11's: half_pixel without the final - 0.5
+        return (y + half) / factor
     if mode == "pytorch_half_pixel" and out_size == 1:
         return np.zeros(out_size, np.float32)
     if mode == "half_pixel_symmetric":  # half_pixel, centred when the scale's width is fractional
@@ -153,7 +158,8 @@ def resize(node: Node, ctx: Context) -> Sequence[Operand]:
     """Per resized spatial axis, a `dot_general` (precision HIGHEST) with an (out x in) interpolation matrix computed
     at import, then a
     `transpose` back: mode nearest (nearest_mode round_prefer_floor, round_prefer_ceil, floor, ceil) or linear;
-    coordinate_transformation_mode half_pixel, pytorch_half_pixel, align_corners, asymmetric, half_pixel_symmetric (opset 19); scales or sizes known
+    coordinate_transformation_mode half_pixel, pytorch_half_pixel, align_corners, asymmetric, half_pixel_symmetric (opset 19),
+    tf_half_pixel_for_nn (opset 11's, which tf2onnx writes at any opset, as ONNX Runtime accepts); scales or sizes known
     at import; axes and keep_aspect_ratio_policy (opset 18). N and C keep their size."""
     mode, coordinate_mode, nearest_mode = _check_modes(ctx, node)
     x = ctx.operand(node, 0)

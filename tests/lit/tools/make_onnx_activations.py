@@ -20,7 +20,17 @@ def gated() -> tuple[list, dict, dict]:
     return nodes, {"x": [1, 3, 2, 2]}, consts
 
 
+def smooth() -> tuple[list, dict, dict]:
+    """Softplus then Softsign, as tf2onnx writes Keras' softplus and softsign activations."""
+    nodes = [
+        helper.make_node("Softplus", ["x"], ["plus"], name="plus"),
+        helper.make_node("Softsign", ["plus"], ["y"], name="sign"),
+    ]
+    return nodes, {"x": [2, 3]}, {}
+
+
 make_onnx.MODELS["gated"] = gated
+make_onnx.MODELS["smooth"] = smooth
 
 if __name__ == "__main__":
     make_onnx.main(*sys.argv[1:])
