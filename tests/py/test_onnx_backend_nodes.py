@@ -64,7 +64,6 @@ MULTI_NODE = "multi-node"  # the group of cases with more than one node (functio
 
 _DROPOUT_MASK = ("O6", "Dropout's mask output is not converted: only inference Dropout, an identity, is")
 _TRAINING_DROPOUT = ("O6", "training-mode Dropout is random; convc converts inference Dropout only")
-_MATMUL_1D = ("O6", "1-D MatMul operands are not converted yet (docs/onnx.md)")
 _MAXPOOL_INDICES = ("O6", "MaxPool's Indices output (argmax) is not converted")
 _TRAINING_BATCHNORM = ("O6", "training-mode BatchNormalization (batch statistics, running-mean outputs) is not converted")
 _RESIZE_CUBIC = ("O6", "Resize's cubic mode is not converted (nearest and linear are; docs/onnx.md)")
@@ -86,9 +85,6 @@ EXPECTED_FAILURES: dict[str, tuple[str, str]] = {
     "test_training_dropout_mask": _TRAINING_DROPOUT,
     "test_training_dropout_zero_ratio": _TRAINING_DROPOUT,
     "test_training_dropout_zero_ratio_mask": _TRAINING_DROPOUT,
-    "test_matmul_1d_1d": _MATMUL_1D,
-    "test_matmul_1d_3d": _MATMUL_1D,
-    "test_matmul_4d_1d": _MATMUL_1D,
     "test_maxpool_with_argmax_2d_precomputed_pads": _MAXPOOL_INDICES,
     "test_maxpool_with_argmax_2d_precomputed_strides": _MAXPOOL_INDICES,
     "test_pow_types_int32_float32": _INTEGER_POW,

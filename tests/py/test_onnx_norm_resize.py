@@ -100,12 +100,24 @@ def test_group_normalization_agrees_with_onnxruntime(shape: tuple[int, ...], gro
     assert "reshape" in _kinds(graph)
 
 
-def test_group_normalization_18_is_refused_as_onnx_deprecated_it() -> None:
-    """Opset 18's GroupNormalization (scale and bias per group), which onnx deprecated, has no converter: O5."""
+@pytest.mark.parametrize(("shape", "groups"), [((2, 6, 4, 3), 3), ((2, 4, 5), 1), ((1, 4, 2, 3, 2), 4)], ids=str)
+def test_group_normalization_18_scale_and_bias_per_group_agree_with_onnxruntime(shape: tuple[int, ...], groups: int) -> None:
+    """Opset 18's GroupNormalization (scale and bias one per group, which onnx deprecated and its
+    checker refuses, but ONNX Runtime runs) agrees with ONNX Runtime: each group's parameters
+    spread over its channels, with the parameters as initializers or graph inputs."""
+    node = helper.make_node("GroupNormalization", ["x", "s", "b"], ["y"], num_groups=groups, epsilon=1e-3)
+    initializers = {"s": _random((groups,), 1), "b": _random((groups,), 2)}
+    _agree_on(_typed_like_x(_model([node], {"x": shape}, ["y"], initializers, opset=18)), {"x": _shifted(shape)})
+    _agree_on(_typed_like_x(_model([node], {"x": shape, "s": (groups,), "b": (groups,)}, ["y"], opset=18)),
+              {"x": _shifted(shape), **initializers})
+
+
+def test_group_normalization_18_with_per_channel_parameters_is_refused() -> None:
+    """Opset 18's GroupNormalization given parameters per channel instead of per group: O6 naming the shape."""
     node = helper.make_node("GroupNormalization", ["x", "s", "b"], ["y"], num_groups=2)
-    initializers = {"s": np.ones(2, np.float32), "b": np.ones(2, np.float32)}
-    message = _raises("O5", convc.load_onnx, _typed_like_x(_model([node], {"x": (1, 4, 3)}, ["y"], initializers, opset=18)))
-    assert "GroupNormalization" in message
+    initializers = {"s": np.ones(4, np.float32), "b": np.ones(4, np.float32)}
+    message = _raises("O6", convc.load_onnx, _typed_like_x(_model([node], {"x": (1, 4, 3)}, ["y"], initializers, opset=18)))
+    assert "(GroupNormalization): a per-group parameter tensor<4xf32> has shape [4], expected [2]" in message
 
 
 def test_layer_normalization_float16_computes_statistics_in_float() -> None:

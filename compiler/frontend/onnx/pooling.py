@@ -12,7 +12,7 @@ from ...dtypes import numpy_dtype
 from ...ir import Value
 from ...ops.conv import dilate_dim
 from .registry import Context, Node, Operand, converter
-from .shared import scaled, spatial_attr, unless_ones, window_pads
+from .shared import AUTO_PAD, scaled, spatial_attr, unless_ones, window_pads
 
 
 def ceil_mode_pads(size: int, pads: tuple[int, int], window: int, stride: int) -> tuple[int, int]:
@@ -26,7 +26,7 @@ def ceil_mode_pads(size: int, pads: tuple[int, int], window: int, stride: int) -
     return lo, hi + max(0, (count - 1) * stride + window - (size + lo + hi))
 
 
-@converter("MaxPool", since=12)
+@converter("MaxPool", since=12, attrs=AUTO_PAD)
 def max_pool(node: Node, ctx: Context) -> Sequence[Operand]:
     """`max_pool` over the spatial dims (padding is -inf); kernel_shape, strides, dilations, pads, auto_pad, ceil_mode
     (as extra high padding). Not the Indices output."""
@@ -81,7 +81,7 @@ def pool_window(node: Node, ctx: Context, x: Value) -> PoolWindow:
     return PoolWindow(kernel, strides, dilations, pads, ceil_pads)
 
 
-@converter("AveragePool", since=11)
+@converter("AveragePool", since=11, attrs=AUTO_PAD)
 def average_pool(node: Node, ctx: Context) -> Sequence[Operand]:
     """`sum_pool` over the spatial dims (padding adds 0), `multiply` by 1/count per window (computed at import:
     count_include_pad counts the pads, never ceil_mode's extra ones); kernel_shape, strides, pads, auto_pad,

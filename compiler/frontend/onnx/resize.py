@@ -13,7 +13,7 @@ import numpy as np
 
 from ...dtypes import is_float, numpy_dtype
 from ...ir import Value
-from .registry import Context, Node, Operand, converter
+from .registry import Context, Node, Operand, converter, one_of
 from .shared import normalized_axis
 
 COORDINATE_MODES = ("half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric")
@@ -103,8 +103,6 @@ def _sizes_and_scales(ctx: Context, node: Node, shape: Sequence[int]) -> tuple[l
         return out, factors
     wanted = [int(s) for s in sizes]  # type: ignore[union-attr]
     policy = node.attrs.get("keep_aspect_ratio_policy", "stretch")
-    if policy not in ASPECT_POLICIES:
-        raise ctx.error(f"keep_aspect_ratio_policy '{policy}' is not one of {', '.join(ASPECT_POLICIES)}")
     ratios = [size / shape[axis] for axis, size in zip(axes, wanted)]
     if policy != "stretch":
         common = min(ratios) if policy == "not_larger" else max(ratios)
@@ -116,22 +114,9 @@ def _sizes_and_scales(ctx: Context, node: Node, shape: Sequence[int]) -> tuple[l
     return out, factors
 
 
-def _check_modes(ctx: Context, node: Node) -> tuple[str, str, str]:
-    """mode, coordinate_transformation_mode and nearest_mode, each one these converters handle."""
-    mode, coordinate_mode, nearest_mode = (node.attrs.get(name, default) for name, default in
-                                           (("mode", "nearest"), ("coordinate_transformation_mode", "half_pixel"),
-                                            ("nearest_mode", "round_prefer_floor")))
-    if mode not in ("nearest", "linear"):
-        raise ctx.error(f"mode '{mode}' is not supported (only nearest and linear)")
-    if coordinate_mode not in COORDINATE_MODES:
-        raise ctx.error(f"coordinate_transformation_mode '{coordinate_mode}' is not supported (only {', '.join(COORDINATE_MODES)})")
-    if mode == "nearest" and nearest_mode not in NEAREST_MODES:
-        raise ctx.error(f"nearest_mode '{nearest_mode}' is not one of {', '.join(NEAREST_MODES)}")
-    if node.attrs.get("antialias"):
-        raise ctx.error("antialias=1 is not supported")
-    if node.attrs.get("exclude_outside"):
-        raise ctx.error("exclude_outside=1 is not supported")
-    return mode, coordinate_mode, nearest_mode
+# The attribute values the Resize converter handles, refused up front otherwise.
+RESIZE_ATTRS = one_of(mode=("nearest", "linear"), coordinate_transformation_mode=COORDINATE_MODES, nearest_mode=NEAREST_MODES,
+                      antialias=(0,), exclude_outside=(0,), keep_aspect_ratio_policy=ASPECT_POLICIES)
 
 
 def resize_axis(ctx: Context, x: Value, axis: int, matrix: np.ndarray) -> Value:
@@ -148,14 +133,14 @@ def resize_axis(ctx: Context, x: Value, axis: int, matrix: np.ndarray) -> Value:
     return ctx.op("transpose", out, permutation=permutation)
 
 
-@converter("Resize", since=13)
+@converter("Resize", since=13, attrs=RESIZE_ATTRS)
 def resize(node: Node, ctx: Context) -> Sequence[Operand]:
     """Per resized spatial axis, a `dot_general` (precision HIGHEST) with an (out x in) interpolation matrix computed
     at import, then a
     `transpose` back: mode nearest (nearest_mode round_prefer_floor, round_prefer_ceil, floor, ceil) or linear;
     coordinate_transformation_mode half_pixel, pytorch_half_pixel, align_corners, asymmetric, half_pixel_symmetric (opset 19); scales or sizes known
     at import; axes and keep_aspect_ratio_policy (opset 18). N and C keep their size."""
-    mode, coordinate_mode, nearest_mode = _check_modes(ctx, node)
+    mode, coordinate_mode, nearest_mode = (node.attrs[name] for name in ("mode", "coordinate_transformation_mode", "nearest_mode"))
     x = ctx.operand(node, 0)
     if not is_float(x.type.dtype):
         raise ctx.error(f"X has element type {x.type.dtype}; Resize interpolates floating tensors")
