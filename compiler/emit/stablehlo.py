@@ -303,9 +303,22 @@ def _reduce_max(op: Op, ctx: EmitContext, result: str) -> None:
     _reduce(ctx, result, "maximum", ctx.use(x), x.type, op.attrs["axes"], op.result.type)
 
 
+@rule("reduce_min")
+def _reduce_min(op: Op, ctx: EmitContext, result: str) -> None:
+    x = op.operands[0]
+    _reduce(ctx, result, "minimum", ctx.use(x), x.type, op.attrs["axes"], op.result.type)
+
+
+@rule("reduce_prod")
+def _reduce_prod(op: Op, ctx: EmitContext, result: str) -> None:
+    x = op.operands[0]
+    _reduce(ctx, result, "multiply", ctx.use(x), x.type, op.attrs["axes"], op.result.type)
+
+
 def _reduce(ctx: EmitContext, result: str, kind: str, x: str, x_type: TensorType, axes: Sequence[int], out: TensorType) -> str:
-    """A `stablehlo.reduce` of `x` over `axes` by `stablehlo.<kind>` (add from 0, maximum from the lowest value)."""
-    start = 0 if kind == "add" else _lowest(x_type.dtype)
+    """A `stablehlo.reduce` of `x` over `axes` by `stablehlo.<kind>` (add from 0, multiply from 1,
+    maximum from the lowest value, minimum from the highest)."""
+    start = {"add": 0, "multiply": 1, "maximum": _lowest(x_type.dtype), "minimum": _highest(x_type.dtype)}[kind]
     init = _scalar_constant(ctx, start, x_type.dtype, f"{result[1:]}_init")
     return ctx.emit(result, f"stablehlo.reduce({x} init: {init}) applies stablehlo.{kind} across dimensions = "
                             f"{int_list(axes)} : ({x_type}, {TensorType((), x_type.dtype)}) -> {out}")
@@ -412,6 +425,11 @@ def _max_pool_grad(op: Op, ctx: EmitContext, result: str) -> None:
 def _lowest(dtype: str) -> float:
     """max's identity: -inf for a float type, the smallest value of an integer type."""
     return float("-inf") if is_float(dtype) else int(np.iinfo(numpy_dtype(dtype)).min)
+
+
+def _highest(dtype: str) -> float:
+    """min's identity: inf for a float type, the largest value of an integer type."""
+    return float("inf") if is_float(dtype) else int(np.iinfo(numpy_dtype(dtype)).max)
 
 
 def _i64_array(values: Sequence[int]) -> str:

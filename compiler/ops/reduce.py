@@ -3,6 +3,9 @@ StableHLO `reduce` constraints C4/C5 on `axes` (`reduce_sum.C4`, `reduce_sum.C5`
 several same-typed inputs at once (one variadic `stablehlo.reduce`). `reduce_max` is
 `jax.lax.reduce_max` (a max body from the type's lowest value; ids `reduce_max.C4`, `.C5`), and
 `reduce_max_grad` its cotangent as JAX's rule has it: ties share the cotangent equally.
+`reduce_min` (`jax.lax.reduce_min`, from the type's highest value; its gradient is reduce_max's
+of `-x`) and `reduce_prod` (`jax.lax.reduce_prod`, from 1; no gradient rule yet) are the
+ONNX importer's ReduceMin and ReduceProd, with ids `.C4`, `.C5` as reduce_sum's.
 
 The CPU lowering of depthwise weight gradients sums tap products with them: XLA runs a
 variadic reduce as one loop over all its inputs, where separate reduces each re-read
@@ -54,6 +57,30 @@ REDUCE_MAX = OpDef(
     {"axes": Attr(INTS, required=True, doc="the dims maximized away")},
     doc="lax.reduce_max",
     vjp=reduce_max_vjp,
+)
+
+
+def reduce_min_vjp(b: OpFactory, v: OpView, operands: Sequence[Value], g: Value) -> Sequence[Value | None]:
+    """x: `reduce_max_grad(negate(x), g)` (min(x) = -max(-x)): each cotangent shared equally among the minima."""
+    flipped = b.create("negate", operands[0], suffix="neg_x")
+    return (b.create("reduce_max_grad", flipped, g, suffix="d_x", axes=v.axes),)
+
+
+REDUCE_MIN = OpDef(
+    "reduce_min",
+    ("x",),
+    infer_reduce_sum,
+    {"axes": Attr(INTS, required=True, doc="the dims minimized away")},
+    doc="lax.reduce_min",
+    vjp=reduce_min_vjp,
+)
+
+REDUCE_PROD = OpDef(
+    "reduce_prod",
+    ("x",),
+    infer_reduce_sum,
+    {"axes": Attr(INTS, required=True, doc="the dims multiplied away")},
+    doc="lax.reduce_prod",
 )
 
 

@@ -1,5 +1,5 @@
 """The ONNX importer's average pooling and reductions (AveragePool, GlobalAveragePool,
-GlobalMaxPool, ReduceSum, ReduceMean, ReduceMax), each built with onnx.helper with its
+GlobalMaxPool, ReduceSum, ReduceMean, ReduceMax, ReduceMin, ReduceProd), each built with onnx.helper with its
 attributes at the opsets where they change, run through convc (default pipeline, PJRT on
 the CPU) and compared with ONNX Runtime on the same inputs; the ops they become; `--grad`
 through them against jax.vjp of the oracle; and their refusals (O6)."""
@@ -15,7 +15,7 @@ from convc.cli import main as convc_main
 from convc.diagnostics import ConvcError
 
 pytest.importorskip("onnx")
-pytest.importorskip("onnxruntime")
+ort = pytest.importorskip("onnxruntime")
 from onnx import TensorProto, helper  # noqa: E402
 from test_onnx_import import _agree, _kinds, _model, _random  # noqa: E402
 
@@ -70,10 +70,20 @@ REDUCE_CASES = {
     "max_no_axes_no_keepdims": ("ReduceMax", 17, None, {"keepdims": 0}, (2, 5, 3)),
     "max_axes_input_opset18": ("ReduceMax", 18, [0, 2], {"keepdims": 0}, (2, 5, 3)),
     "max_no_axes_input_opset18": ("ReduceMax", 18, None, {}, (2, 5, 3)),
+    "min_axes_attribute": ("ReduceMin", 17, [1, -1], {}, (2, 5, 3)),
+    "min_no_axes_no_keepdims": ("ReduceMin", 13, None, {"keepdims": 0}, (2, 5, 3)),
+    "min_axes_input_opset18": ("ReduceMin", 18, [0], {"keepdims": 0}, (2, 5, 3)),
+    "min_empty_axes_noop_opset18": ("ReduceMin", 18, [], {"noop_with_empty_axes": 1}, (2, 3)),
+    "prod_axes_attribute": ("ReduceProd", 17, [2], {}, (2, 3, 4)),
+    "prod_no_axes_no_keepdims": ("ReduceProd", 13, None, {"keepdims": 0}, (2, 3)),
+    "prod_axes_input_opset18": ("ReduceProd", 18, [-1, 0], {"keepdims": 0}, (2, 3, 4)),
+    "prod_no_axes_input_opset18": ("ReduceProd", 18, None, {}, (3, 4)),
 }
+REDUCED_BY = {"ReduceMax": "reduce_max", "ReduceMin": "reduce_min", "ReduceProd": "reduce_prod"}  # else reduce_sum
 
 
-def _reduce_model(op: str, opset: int, axes: list[int] | None, attrs: dict[str, int], x_shape: tuple[int, ...]) -> bytes:
+def _reduce_model(op: str, opset: int, axes: list[int] | None, attrs: dict[str, int], x_shape: tuple[int, ...],
+                  dtype: int = TensorProto.FLOAT) -> bytes:
     """A one-node reduction: axes as the attribute before opset 18 (ReduceSum: 13), else as an initializer input."""
     as_input = op == "ReduceSum" or opset >= 18
     inputs, initializers, extra = ["x"], {}, dict(attrs)
@@ -82,31 +92,44 @@ def _reduce_model(op: str, opset: int, axes: list[int] | None, attrs: dict[str, 
         initializers["axes"] = np.array(axes, np.int64)
     elif axes is not None:
         extra["axes"] = axes
-    return _model([helper.make_node(op, inputs, ["y"], **extra)], {"x": x_shape}, ["y"], initializers, opset=opset)
+    return _model([helper.make_node(op, inputs, ["y"], **extra)], {"x": x_shape}, ["y"], initializers, opset=opset, dtype=dtype)
 
 
 @pytest.mark.parametrize("case", REDUCE_CASES, ids=str)
 def test_reductions_agree_with_onnxruntime(case: str) -> None:
-    """ReduceSum/ReduceMean/ReduceMax: axes as attribute or input, negative axes, keepdims, no axes (all), and
-    noop_with_empty_axes (the input itself)."""
+    """ReduceSum/ReduceMean/ReduceMax/ReduceMin/ReduceProd: axes as attribute or input, negative axes, keepdims,
+    no axes (all), and noop_with_empty_axes (the input itself); each becomes its one convc reduction."""
     op, opset, axes, attrs, x_shape = REDUCE_CASES[case]
     graph = _agree(_reduce_model(op, opset, axes, attrs, x_shape))
     noop = attrs.get("noop_with_empty_axes") == 1
-    assert ("reduce_max" in _kinds(graph)) == (op == "ReduceMax" and not noop)
-    assert ("reduce_sum" in _kinds(graph)) == (op != "ReduceMax" and not noop)
+    for kind in ("reduce_max", "reduce_min", "reduce_prod", "reduce_sum"):
+        assert (kind in _kinds(graph)) == (REDUCED_BY.get(op, "reduce_sum") == kind and not noop), kind
+
+
+@pytest.mark.parametrize("op", ["ReduceMin", "ReduceProd", "ReduceMax"])
+def test_integer_reductions_agree_with_onnxruntime_exactly(op: str) -> None:
+    """ReduceMin, ReduceProd and ReduceMax of int32 data (small values: the products fit) equal ONNX Runtime's."""
+    model = _reduce_model(op, 18, [1], {"keepdims": 0}, (3, 4, 2), dtype=TensorProto.INT32)
+    x = np.random.default_rng(3).integers(-5, 6, size=(3, 4, 2), dtype=np.int32)
+    (got,) = convc.run(convc.load_onnx(model), [x], platform="cpu").outputs
+    (want,) = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    assert got.dtype == want.dtype == np.int32
+    np.testing.assert_array_equal(got, want)
 
 
 def test_reduce_max_of_ties_and_average_pool_differentiate_as_jax_vjp(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """`convc model.onnx --grad x --check`: AveragePool (a sum_pool times counts), ReduceMax over ties (shared
-    equally) and ReduceMean, against jax.vjp of the imported graph's oracle."""
+    """`convc model.onnx --grad x --check`: AveragePool (a sum_pool times counts), ReduceMax and ReduceMin over
+    ties (shared equally) and ReduceMean, against jax.vjp of the imported graph's oracle."""
     nodes = [helper.make_node("AveragePool", ["x"], ["p"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
              helper.make_node("ReduceMax", ["p"], ["m"], axes=[2, 3], keepdims=0),
-             helper.make_node("ReduceMean", ["p"], ["a"], axes=[1])]
+             helper.make_node("ReduceMean", ["p"], ["a"], axes=[1]),
+             helper.make_node("ReduceMin", ["p"], ["n"], axes=[1, 3], keepdims=0)]
     path = tmp_path / "model.onnx"
-    path.write_bytes(_model(nodes, {"x": (1, 2, 6, 6)}, ["m", "a"]))
+    path.write_bytes(_model(nodes, {"x": (1, 2, 6, 6)}, ["m", "a", "n"]))
     x = np.zeros((1, 2, 6, 6), np.float32)
     x[0, 0, 2:4, 2:4] = 9  # channel 0 has one pooled maximum; channel 1 is zeros: its nine pooled values tie
-    np.savez(tmp_path / "inputs.npz", x=x, **{"m.grad": _random((1, 2), 1), "a.grad": _random((1, 1, 3, 3), 2)})
+    np.savez(tmp_path / "inputs.npz", x=x, **{"m.grad": _random((1, 2), 1), "a.grad": _random((1, 1, 3, 3), 2),
+                                                "n.grad": _random((1, 3), 3)})
     assert convc_main([str(path), "--grad", "x", "--inputs", str(tmp_path / "inputs.npz"), "--check", "--platform", "cpu"]) == 0
     out = capsys.readouterr().out
     assert "x.grad: max abs error vs jax.lax" in out and "(ok)" in out.rsplit("x.grad: max abs error", 1)[1]

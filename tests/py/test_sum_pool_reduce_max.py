@@ -2,7 +2,9 @@
 `jax.lax.reduce_max`: the default pipeline to verified StableHLO run by PJRT on the CPU, the
 oracle rules (`convc.reference`), and their gradients (`convc.grad`: sum_pool's pad + sum_pool,
 reduce_max's `reduce_max_grad`) against the test's own `jax.vjp` for every target pipeline;
-reduce_max's ties share the cotangent equally, as JAX's rule does."""
+reduce_max's ties share the cotangent equally, as JAX's rule does. `reduce_min` and
+`reduce_prod` likewise against `jax.lax.reduce_min` / `reduce_prod`, reduce_min's gradient
+(reduce_max's of -x) against jax.vjp; reduce_prod has no gradient rule (G6)."""
 
 from __future__ import annotations
 
@@ -182,3 +184,59 @@ def test_reduce_max_of_two_tied_maxima_gives_each_half() -> None:
     step = convc.grad(max_graph((4,), "f32", (0,)), ["x"])
     _, dx = compile_stablehlo(convc.compile_graph(step), "cpu")(np.array([1, 3, 3, 0], np.float32), np.array(2, np.float32))
     np.testing.assert_array_equal(dx, [0, 1, 1, 0])
+
+
+# --- reduce_min and reduce_prod -----------------------------------------------------------
+
+
+def reduce_graph(kind: str, shape: Sequence[int], dtype: str, axes: tuple[int, ...]) -> convc.Graph:
+    b = convc.Builder(kind)
+    b.output(b.op(kind, b.input("x", tuple(shape), dtype), name="r", axes=axes))
+    return b.build()
+
+
+@pytest.mark.parametrize("kind", ["reduce_min", "reduce_prod"])
+@pytest.mark.parametrize("case", [*MAX_CASES, "i32"])
+def test_reduce_min_and_prod_run_as_lax_and_so_do_their_oracles(kind: str, case: str, rng: np.random.Generator) -> None:
+    """reduce_min and reduce_prod on PJRT and by their oracle rules against jax.lax.reduce_min /
+    reduce_prod: a min exactly; a product within the type's rounding (the oracle computes in f64)."""
+    shape, dtype, axes, fill = MAX_CASES.get(case, ((3, 4, 5), "i32", (0, 2), "normal"))
+    x = max_input(shape, dtype, fill, rng) if dtype != "i32" else rng.integers(-9, 9, size=shape, dtype=np.int32)
+    graph = reduce_graph(kind, shape, dtype, axes)
+    (got,) = compile_stablehlo(convc.compile_graph(graph), "cpu")(x)
+    want = np.asarray(getattr(lax, kind)(jnp.asarray(x), axes))
+    oracle = evaluate(graph, [x])[0]
+    assert got.dtype == want.dtype == oracle.dtype
+    if kind == "reduce_min" or dtype == "i32":
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(oracle, want)
+        return
+    with jax.enable_x64(True):
+        exact = np.asarray(lax.reduce_prod(jnp.asarray(x, jnp.float64), axes))
+    assert_close(got, exact, dtype, "reduce_prod")
+    assert_close(oracle, exact, dtype, "oracle reduce_prod")
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("case", MAX_CASES)
+def test_reduce_min_gradient_shares_ties_equally_as_jax_vjp(case: str, target: str, rng: np.random.Generator) -> None:
+    """convc.grad through reduce_min (a negate and a reduce_max_grad) against jax.vjp of lax.reduce_min."""
+    shape, dtype, axes, fill = MAX_CASES[case]
+    graph = reduce_graph("reduce_min", shape, dtype, axes)
+    step = convc.grad(graph, ["x"])
+    assert [op.kind for op in step.ops].count("reduce_max_grad") == 1
+    x = max_input(shape, dtype, fill, rng)
+    g = draw(graph.outputs[0].type.shape, dtype, rng)
+    low, dx = compile_stablehlo(convc.compile_graph(step, target=target), "cpu")(x, g)
+    want_low, want_dx = lax_vjp(lambda x: lax.reduce_min(x, axes), x, g)
+    np.testing.assert_array_equal(np.asarray(low, np.float64), want_low)
+    assert dx.dtype == x.dtype
+    assert_close(dx, want_dx, dtype, "x.grad")
+    assert_close(evaluate_vjp(graph, ["x"], [x, g])[1], want_dx, dtype, "oracle x.grad")
+
+
+def test_reduce_prod_has_no_gradient_rule() -> None:
+    """convc.grad through reduce_prod is refused at the op (G6), not built wrong."""
+    with pytest.raises(convc.ConvcError) as caught:
+        convc.grad(reduce_graph("reduce_prod", (2, 3), "f32", (1,)), ["x"])
+    assert caught.value.constraint == "G6" and "reduce_prod" in str(caught.value)

@@ -1,5 +1,5 @@
-"""ReduceSum, ReduceMean and ReduceMax: `reduce_sum` / `reduce_max` over the axes, a scale for
-the mean, a `reshape` for keepdims. The axes are an attribute before opset 18 (ReduceSum: 13)
+"""ReduceSum, ReduceMean, ReduceMax, ReduceMin and ReduceProd: `reduce_sum` / `reduce_max` /
+`reduce_min` / `reduce_prod` over the axes, a scale for the mean, a `reshape` for keepdims. The axes are an attribute before opset 18 (ReduceSum: 13)
 and an input known at import from then on."""
 
 from __future__ import annotations
@@ -29,14 +29,14 @@ def reduced_axes(ctx: Context, node: Node, rank: int, from_input: bool) -> list[
 
 
 def reduce(node: Node, ctx: Context, kind: str, from_input: bool) -> Sequence[Operand]:
-    """x reduced by `kind` ("sum", "mean" or "max") over the node's axes, keepdims as a reshape."""
+    """x reduced by `kind` ("sum", "mean", "max", "min" or "prod") over the node's axes, keepdims as a reshape."""
     x = ctx.operand(node, 0)
     if kind == "mean" and not is_float(x.type.dtype):
         raise ctx.error(f"data has element type {x.type.dtype}; ReduceMean averages floating tensors")
     axes = reduced_axes(ctx, node, x.type.rank, from_input)
     if axes is None:
         return [x]
-    out: Value = ctx.op("reduce_max" if kind == "max" else "reduce_sum", x, axes=tuple(axes))
+    out: Value = ctx.op("reduce_sum" if kind == "mean" else f"reduce_{kind}", x, axes=tuple(axes))
     if kind == "mean":
         out = scaled(ctx, out, 1 / math.prod(x.type.shape[a] for a in axes))
     if node.attrs["keepdims"]:
@@ -73,3 +73,27 @@ def reduce_max_13(node: Node, ctx: Context) -> Sequence[Operand]:
 def reduce_max(node: Node, ctx: Context) -> Sequence[Operand]:
     """As opset 13's, the axes an input known at import; noop_with_empty_axes."""
     return reduce(node, ctx, "max", from_input=True)
+
+
+@converter("ReduceMin", since=13)
+def reduce_min_13(node: Node, ctx: Context) -> Sequence[Operand]:
+    """`reduce_min` over the axes attribute (none: all), `reshape` with keepdims. Its gradient shares ties equally."""
+    return reduce(node, ctx, "min", from_input=False)
+
+
+@converter("ReduceMin", since=18)
+def reduce_min(node: Node, ctx: Context) -> Sequence[Operand]:
+    """As opset 13's, the axes an input known at import; noop_with_empty_axes."""
+    return reduce(node, ctx, "min", from_input=True)
+
+
+@converter("ReduceProd", since=13)
+def reduce_prod_13(node: Node, ctx: Context) -> Sequence[Operand]:
+    """`reduce_prod` over the axes attribute (none: all), `reshape` with keepdims. No gradient rule (G6)."""
+    return reduce(node, ctx, "prod", from_input=False)
+
+
+@converter("ReduceProd", since=18)
+def reduce_prod(node: Node, ctx: Context) -> Sequence[Operand]:
+    """As opset 13's, the axes an input known at import; noop_with_empty_axes."""
+    return reduce(node, ctx, "prod", from_input=True)
