@@ -1,5 +1,5 @@
-"""The ONNX importer's average pooling and reductions (AveragePool, GlobalAveragePool,
-GlobalMaxPool, ReduceSum, ReduceMean, ReduceMax, ReduceMin, ReduceProd), each built with onnx.helper with its
+"""The ONNX importer's average and Lp pooling and reductions (AveragePool, LpPool, GlobalAveragePool,
+GlobalLpPool, GlobalMaxPool, ReduceSum, ReduceMean, ReduceMax, ReduceMin, ReduceProd), each built with onnx.helper with its
 attributes at the opsets where they change, run through convc (default pipeline, PJRT on
 the CPU) and compared with ONNX Runtime on the same inputs; the ops they become; `--grad`
 through them against jax.vjp of the oracle; and their refusals (O6)."""
@@ -53,6 +53,60 @@ def test_average_pool_attributes_agree_with_onnxruntime(case: str) -> None:
 @pytest.mark.parametrize("x_shape", [(2, 3, 5, 4), (1, 2, 7), (1, 2, 3, 4, 2)], ids=str)
 def test_global_pools_of_every_spatial_rank_agree_with_onnxruntime(op: str, x_shape: tuple[int, ...]) -> None:
     _agree(_model([helper.make_node(op, ["x"], ["y"])], {"x": x_shape}, ["y"]))
+
+
+# name: (attributes, x shape, opset)
+LP_POOL_CASES = {
+    "p2_pads_strided": ({"kernel_shape": [3, 3], "p": 2, "strides": [2, 2], "pads": [1, 1, 1, 1]}, (1, 2, 7, 7), 17),
+    "p1_valid": ({"kernel_shape": [2, 2], "p": 1}, (2, 2, 5, 5), 17),
+    "p3_ceil_mode_opset18": ({"kernel_shape": [2, 2], "p": 3, "ceil_mode": 1, "strides": [2, 2]}, (1, 2, 5, 5), 18),
+    "p2_dilations_opset18": ({"kernel_shape": [2, 2], "p": 2, "dilations": [2, 2], "pads": [1, 0, 1, 0]}, (1, 2, 6, 6), 18),
+    "p2_same_upper": ({"kernel_shape": [3, 3], "p": 2, "auto_pad": "SAME_UPPER"}, (1, 2, 6, 6), 17),
+    "p2_same_lower_strided": ({"kernel_shape": [2, 2], "p": 2, "auto_pad": "SAME_LOWER", "strides": [2, 2]}, (1, 2, 5, 5), 17),
+    "1d_default_p": ({"kernel_shape": [3]}, (2, 3, 8), 17),
+    "3d_p1": ({"kernel_shape": [2, 2, 2], "p": 1, "strides": [2, 1, 2]}, (1, 2, 4, 3, 4), 17),
+}
+
+
+@pytest.mark.parametrize("case", LP_POOL_CASES, ids=str)
+def test_lp_pool_agrees_with_onnxruntime(case: str) -> None:
+    """LpPool (p 1, 2, 3; pads, strides, auto_pad, 1-D to 3-D, opset 18's ceil_mode and dilations) is the p-th root
+    of a sum_pool of |x|^p: a sqrt for p 2, none for p 1. (ONNX Runtime's SAME with dilations sizes its output
+    unlike ONNX's shape inference, so that pair is not compared.)"""
+    attrs, x_shape, opset = LP_POOL_CASES[case]
+    graph = _agree(_model([helper.make_node("LpPool", ["x"], ["y"], **attrs)], {"x": x_shape}, ["y"], opset=opset))
+    p = attrs.get("p", 2)
+    assert "sum_pool" in _kinds(graph) and ("sqrt" in _kinds(graph)) == (p == 2) and ("power" in _kinds(graph)) == (p > 2)
+
+
+@pytest.mark.parametrize(("p", "x_shape"), [(2, (2, 3, 4, 5)), (1, (2, 3, 4)), (3, (2, 3, 4, 2, 2))], ids=str)
+def test_global_lp_pool_agrees_with_onnxruntime(p: int, x_shape: tuple[int, ...]) -> None:
+    """GlobalLpPool: the p-th root of a reduce_sum of |x|^p over every spatial dim, kept as 1s."""
+    graph = _agree(_model([helper.make_node("GlobalLpPool", ["x"], ["y"], p=p)], {"x": x_shape}, ["y"], opset=17))
+    assert "reduce_sum" in _kinds(graph)
+
+
+def test_lp_pool_differentiates_as_jax_vjp(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`convc model.onnx --grad x --check` through LpPool with p 2 and p 3 (sqrt, power, abs, sum_pool)."""
+    nodes = [helper.make_node("LpPool", ["x"], ["a"], kernel_shape=[2, 2], strides=[2, 2], p=2),
+             helper.make_node("LpPool", ["x"], ["b"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], p=3)]
+    path = tmp_path / "model.onnx"
+    path.write_bytes(_model(nodes, {"x": (1, 2, 6, 6)}, ["a", "b"]))
+    np.savez(tmp_path / "inputs.npz", x=_random((1, 2, 6, 6)) + 0.5, **{"a.grad": _random((1, 2, 3, 3), 1),
+                                                                         "b.grad": _random((1, 2, 6, 6), 2)})
+    assert convc_main([str(path), "--grad", "x", "--inputs", str(tmp_path / "inputs.npz"), "--check", "--platform", "cpu"]) == 0
+    out = capsys.readouterr().out
+    assert "x.grad: max abs error vs jax.lax" in out and "(ok)" in out.rsplit("x.grad: max abs error", 1)[1]
+
+
+@pytest.mark.parametrize("op", ["LpPool", "GlobalLpPool"])
+def test_O6_lp_pool_of_order_zero(op: str) -> None:
+    """p 0 is no norm: O6 naming p, found before anything is built."""
+    attrs = {"kernel_shape": [2, 2]} if op == "LpPool" else {}
+    model = _model([helper.make_node(op, ["x"], ["y"], p=0, name="lp", **attrs)], {"x": (1, 2, 4, 4)}, ["y"])
+    with pytest.raises(ConvcError) as error:
+        convc.load_onnx(model)
+    assert error.value.constraint == "O6" and f"'lp' ({op}): p 0 is not a positive order" in str(error.value)
 
 
 # name: (op type, opset, axes (None: not given), attributes, x shape)
