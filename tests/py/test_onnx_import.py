@@ -566,13 +566,13 @@ def test_O5_unknown_ops_and_bad_attribute_values_in_one_error(tmp_path: Path, ca
     command line, listing all four in graph order, located at the first; nothing is written."""
     nodes = [helper.make_node("Hardmax", ["x"], ["s"], name="gate"),
              helper.make_node("Conv", ["s", "w"], ["c"], auto_pad="SAME_MIDDLE", name="c1"),
-             helper.make_node("Resize", ["c", "", "scales"], ["r"], mode="cubic", antialias=1, name="up"),
+             helper.make_node("Resize", ["c", "", "scales"], ["r"], mode="lanczos", antialias=1, name="up"),
              helper.make_node("Frobnicate", ["r"], ["y"], name="mystery")]
     model = _model(nodes, {"x": (1, 2, 5, 5)}, ["y"], {"w": _random((2, 2, 3, 3)), "scales": np.ones(4, np.float32)}, opset=19)
     err = _cli_error(tmp_path, capsys, model, "O5")
     assert ":/graph/node/0: error: 'gate' (Hardmax): 4 node(s) unsupported at opset 19: 'gate' (Hardmax), " \
            "'c1' (Conv: auto_pad 'SAME_MIDDLE' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID), " \
-           "'up' (Resize: mode 'cubic' is not one of nearest, linear), 'mystery' (Frobnicate)" in err
+           "'up' (Resize: mode 'lanczos' is not one of nearest, linear, cubic), 'mystery' (Frobnicate)" in err
 
 
 def test_O6_bad_attribute_values_are_all_found_before_anything_is_built() -> None:
