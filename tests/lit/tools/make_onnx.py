@@ -43,7 +43,18 @@ def flatten_view() -> tuple[list, dict, dict]:
     return nodes, {"x": ["batch", 2, 3, 3]}, consts
 
 
-MODELS = {"classifier": classifier, "flatten_view": flatten_view}
+def pool_reduce_matvec() -> tuple[list, dict, dict]:
+    """LpPool (p 2) + ReduceMin + ReduceProd + MatMul by a 1-D B (a matrix-vector product)."""
+    nodes = [
+        helper.make_node("LpPool", ["x"], ["lp"], kernel_shape=[2, 2], strides=[2, 2], p=2, name="lp"),
+        helper.make_node("ReduceMin", ["lp"], ["low"], axes=[3], keepdims=0, name="low"),
+        helper.make_node("ReduceProd", ["low"], ["prod"], axes=[0], keepdims=0, name="prod"),
+        helper.make_node("MatMul", ["prod", "v"], ["y"], name="matvec"),
+    ]
+    return nodes, {"x": [1, 2, 4, 4]}, {"v": _weights(2)}
+
+
+MODELS = {"classifier": classifier, "flatten_view": flatten_view, "pool_reduce_matvec": pool_reduce_matvec}
 
 
 def main(name: str, out: str) -> None:
