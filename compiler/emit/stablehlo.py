@@ -399,6 +399,36 @@ def _reduce_max_grad(op: Op, ctx: EmitContext, result: str) -> None:
     ctx.emit(result, f"stablehlo.multiply {share_wide}, {ones} : {t}")
 
 
+@rule("reduce_prod_grad")
+def _reduce_prod_grad(op: Op, ctx: EmitContext, result: str) -> None:
+    """The product of the other reduced elements, without dividing by a zero: the product p of
+    the non-zero elements (zeros as 1s) and the count of zeros; an element's cotangent is
+    out_grad times p / x (x non-zero) or p (x zero) where no other element is zero, else 0."""
+    (x, out_grad), axes = op.operands, op.attrs["axes"]
+    t, reduced, base = x.type, out_grad.type, result[1:]
+    kept = [d for d in range(t.rank) if d not in axes]
+    mask_type = TensorType(t.shape, "i1")
+
+    def emit(name: str, text: str) -> str:
+        return ctx.emit(ctx.fresh(f"{base}_{name}"), text)
+
+    zeros, ones = _splat(ctx, 0.0, t, f"{base}_zero"), _splat(ctx, 1.0, t, f"{base}_one")
+    is_zero = emit("is_zero", f"stablehlo.compare EQ, {ctx.use(x)}, {zeros}, FLOAT : ({t}, {t}) -> {mask_type}")
+    indicator = emit("indicator", f"stablehlo.convert {is_zero} : ({mask_type}) -> {t}")
+    nonzero = emit("nonzero", f"stablehlo.select {is_zero}, {ones}, {ctx.use(x)} : ({mask_type}, {t}, {t}) -> {t}")
+    product = _reduce(ctx, ctx.fresh(f"{base}_product"), "multiply", nonzero, t, axes, reduced)
+    count = _reduce(ctx, ctx.fresh(f"{base}_count"), "add", indicator, t, axes, reduced)
+    product_wide = _broadcast(ctx, product, reduced, kept, t, f"{base}_product_wide")
+    others_zero = emit("others_zero", f"stablehlo.subtract {_broadcast(ctx, count, reduced, kept, t, f'{base}_count_wide')}, "
+                                      f"{indicator} : {t}")
+    quotient = emit("quotient", f"stablehlo.divide {product_wide}, {nonzero} : {t}")
+    others = emit("others", f"stablehlo.select {is_zero}, {product_wide}, {quotient} : ({mask_type}, {t}, {t}) -> {t}")
+    scaled = emit("scaled", f"stablehlo.multiply {_broadcast(ctx, ctx.use(out_grad), reduced, kept, t, f'{base}_grad_wide')}, "
+                            f"{others} : {t}")
+    alone = emit("alone", f"stablehlo.compare EQ, {others_zero}, {zeros}, FLOAT : ({t}, {t}) -> {mask_type}")
+    ctx.emit(result, f"stablehlo.select {alone}, {scaled}, {zeros} : ({mask_type}, {t}, {t}) -> {t}")
+
+
 @rule("stacked_reduce_sum")
 def _stacked_reduce_sum(op: Op, ctx: EmitContext, result: str) -> None:
     """One variadic `stablehlo.reduce` (generic syntax: the pretty form has no room for a

@@ -173,17 +173,18 @@ def test_integer_reductions_agree_with_onnxruntime_exactly(op: str) -> None:
 
 def test_reduce_max_of_ties_and_average_pool_differentiate_as_jax_vjp(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """`convc model.onnx --grad x --check`: AveragePool (a sum_pool times counts), ReduceMax and ReduceMin over
-    ties (shared equally) and ReduceMean, against jax.vjp of the imported graph's oracle."""
+    ties (shared equally), ReduceMean and ReduceProd (over zeros too), against jax.vjp of the imported graph's oracle."""
     nodes = [helper.make_node("AveragePool", ["x"], ["p"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
              helper.make_node("ReduceMax", ["p"], ["m"], axes=[2, 3], keepdims=0),
              helper.make_node("ReduceMean", ["p"], ["a"], axes=[1]),
-             helper.make_node("ReduceMin", ["p"], ["n"], axes=[1, 3], keepdims=0)]
+             helper.make_node("ReduceMin", ["p"], ["n"], axes=[1, 3], keepdims=0),
+             helper.make_node("ReduceProd", ["p"], ["q"], axes=[2], keepdims=0)]
     path = tmp_path / "model.onnx"
-    path.write_bytes(_model(nodes, {"x": (1, 2, 6, 6)}, ["m", "a", "n"]))
+    path.write_bytes(_model(nodes, {"x": (1, 2, 6, 6)}, ["m", "a", "n", "q"]))
     x = np.zeros((1, 2, 6, 6), np.float32)
     x[0, 0, 2:4, 2:4] = 9  # channel 0 has one pooled maximum; channel 1 is zeros: its nine pooled values tie
     np.savez(tmp_path / "inputs.npz", x=x, **{"m.grad": _random((1, 2), 1), "a.grad": _random((1, 1, 3, 3), 2),
-                                                "n.grad": _random((1, 3), 3)})
+                                                "n.grad": _random((1, 3), 3), "q.grad": _random((1, 2, 3), 4)})
     assert convc_main([str(path), "--grad", "x", "--inputs", str(tmp_path / "inputs.npz"), "--check", "--platform", "cpu"]) == 0
     out = capsys.readouterr().out
     assert "x.grad: max abs error vs jax.lax" in out and "(ok)" in out.rsplit("x.grad: max abs error", 1)[1]

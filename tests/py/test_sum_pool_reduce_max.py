@@ -3,8 +3,8 @@
 oracle rules (`convc.reference`), and their gradients (`convc.grad`: sum_pool's pad + sum_pool,
 reduce_max's `reduce_max_grad`) against the test's own `jax.vjp` for every target pipeline;
 reduce_max's ties share the cotangent equally, as JAX's rule does. `reduce_min` and
-`reduce_prod` likewise against `jax.lax.reduce_min` / `reduce_prod`, reduce_min's gradient
-(reduce_max's of -x) against jax.vjp; reduce_prod has no gradient rule (G6)."""
+`reduce_prod` likewise against `jax.lax.reduce_min` / `reduce_prod`, and their gradients
+(reduce_min's: reduce_max's of -x; reduce_prod's `reduce_prod_grad`, with zeros in x) against jax.vjp."""
 
 from __future__ import annotations
 
@@ -235,8 +235,39 @@ def test_reduce_min_gradient_shares_ties_equally_as_jax_vjp(case: str, target: s
     assert_close(evaluate_vjp(graph, ["x"], [x, g])[1], want_dx, dtype, "oracle x.grad")
 
 
-def test_reduce_prod_has_no_gradient_rule() -> None:
-    """convc.grad through reduce_prod is refused at the op (G6), not built wrong."""
-    with pytest.raises(convc.ConvcError) as caught:
-        convc.grad(reduce_graph("reduce_prod", (2, 3), "f32", (1,)), ["x"])
-    assert caught.value.constraint == "G6" and "reduce_prod" in str(caught.value)
+# name: (input shape, dtype, axes, the positions set to 0: none, one per row of some groups, or two in a group)
+PROD_CASES: dict[str, tuple[tuple[int, ...], str, tuple[int, ...], tuple[tuple[int, ...], ...]]] = {
+    "no-zeros": ((2, 3, 4), "f32", (1,), ()),
+    "one-zero-per-group": ((3, 4, 2), "f32", (0, 2), ((0, 1, 0), (2, 3, 1))),
+    "two-zeros-in-a-group": ((3, 4, 2), "f32", (1,), ((1, 0, 0), (1, 2, 0), (0, 3, 1))),
+    "all-axes": ((2, 3), "f32", (0, 1), ((1, 1),)),
+    "no-axes": ((2, 3), "f32", (), ((0, 2),)),
+    "f16": ((2, 5, 3), "f16", (1,), ((1, 4, 2),)),
+}
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("case", PROD_CASES)
+def test_reduce_prod_gradient_is_the_product_of_the_others_as_jax_vjp(case: str, target: str, rng: np.random.Generator) -> None:
+    """convc.grad through reduce_prod (one reduce_prod_grad) against jax.vjp of lax.reduce_prod: each element's
+    cotangent is out_grad times the product of the others, exact where a group holds one zero (only that
+    element's is non-zero) or two (all 0); the oracle rule too."""
+    shape, dtype, axes, zeros = PROD_CASES[case]
+    graph = reduce_graph("reduce_prod", shape, dtype, axes)
+    step = convc.grad(graph, ["x"])
+    assert [op.kind for op in step.ops].count("reduce_prod_grad") == 1
+    x = (rng.uniform(0.5, 1.5, shape) * rng.choice([-1, 1], shape)).astype(numpy_type(dtype))
+    for position in zeros:
+        x[position] = 0
+    g = draw(graph.outputs[0].type.shape, dtype, rng)
+    _, dx = compile_stablehlo(convc.compile_graph(step, target=target), "cpu")(x, g)
+    _, want_dx = lax_vjp(lambda x: lax.reduce_prod(x, axes), x, g)
+    assert dx.dtype == x.dtype
+    assert_close(dx, want_dx, dtype, "x.grad")
+    assert_close(evaluate_vjp(graph, ["x"], [x, g])[1], want_dx, dtype, "oracle x.grad")
+    if case == "two-zeros-in-a-group":
+        assert not np.any(dx[1, :, 0])
+
+
+def numpy_type(dtype: str) -> type:
+    return {"f32": np.float32, "f16": np.float16}[dtype]

