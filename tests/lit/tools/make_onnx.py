@@ -55,14 +55,16 @@ def pool_reduce_matvec() -> tuple[list, dict, dict]:
 
 
 MODELS = {"classifier": classifier, "flatten_view": flatten_view, "pool_reduce_matvec": pool_reduce_matvec}
+OPSETS: dict[str, int] = {}  # a model's opset where it is not 17
+OUTPUT_SHAPES: dict[str, list[int]] = {}  # a model's output shape where onnx's shape inference cannot infer it
 
 
 def main(name: str, out: str) -> None:
     nodes, inputs, initializers = MODELS[name]()
     graph = helper.make_graph(nodes, name, [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs.items()],
-                              [helper.make_tensor_value_info(nodes[-1].output[0], TensorProto.FLOAT, None)],
+                              [helper.make_tensor_value_info(nodes[-1].output[0], TensorProto.FLOAT, OUTPUT_SHAPES.get(name))],
                               [numpy_helper.from_array(a, n) for n, a in initializers.items()])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSETS.get(name, 17))])
     from onnx import shape_inference
 
     save_model(shape_inference.infer_shapes(model), out)
