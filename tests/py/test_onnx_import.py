@@ -589,6 +589,12 @@ def test_O6_bad_attribute_values_are_all_found_before_anything_is_built() -> Non
            "'pad' (Pad: mode 'mirror' is not one of constant, reflect, edge, wrap)" in message
 
 
+def test_O2_an_attribute_of_the_wrong_type_is_the_checkers_to_report() -> None:
+    """An LpPool whose p is a string: the up-front attribute check cannot compare it, so onnx.checker reports it (O2)."""
+    model = _model([helper.make_node("LpPool", ["x"], ["y"], kernel_shape=[2, 2], p="x")], {"x": (1, 1, 4, 4)}, ["y"])
+    assert "Mismatched attribute type" in _raises("O2", convc.load_onnx, model)
+
+
 def test_O6_bad_attribute_value(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     model = _model([helper.make_node("Conv", ["x", "w"], ["y"], auto_pad="SAME_MIDDLE", name="c1")], {"x": (1, 2, 5, 5)}, ["y"],
                    {"w": _random((3, 2, 3, 3))})

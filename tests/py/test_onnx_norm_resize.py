@@ -112,6 +112,14 @@ def test_group_normalization_18_scale_and_bias_per_group_agree_with_onnxruntime(
               {"x": _shifted(shape), **initializers})
 
 
+def test_group_normalization_18_without_num_groups_is_refused() -> None:
+    """An opset-18 GroupNormalization (which the checker does not see) without its required num_groups: O6, no traceback."""
+    node = helper.make_node("GroupNormalization", ["x", "s", "b"], ["y"], name="gn")
+    initializers = {"s": np.ones(2, np.float32), "b": np.ones(2, np.float32)}
+    message = _raises("O6", convc.load_onnx, _typed_like_x(_model([node], {"x": (1, 4, 3)}, ["y"], initializers, opset=18)))
+    assert "'gn' (GroupNormalization): num_groups is required" in message
+
+
 def test_group_normalization_18_with_per_channel_parameters_is_refused() -> None:
     """Opset 18's GroupNormalization given parameters per channel instead of per group: O6 naming the shape."""
     node = helper.make_node("GroupNormalization", ["x", "s", "b"], ["y"], num_groups=2)

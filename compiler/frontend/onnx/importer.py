@@ -110,7 +110,10 @@ def _check_supported(nodes: Sequence[Node], known: set[str], opset: int, file: s
         if found is None:
             missing.append(node)
             continue
-        reason = found.refusal(node)
+        try:
+            reason = found.refusal(node)
+        except TypeError:  # an attribute of the wrong type (p='x'): onnx.checker, which runs next, reports it (O2)
+            reason = None
         if reason is not None:
             refused[node.index] = reason
         if found.known_output:

@@ -164,16 +164,21 @@ def _per_channel(ctx: Context, parameter: Value, groups: int, channels: int) -> 
     return ctx.op("reshape", spread, new_sizes=(channels,))
 
 
+def _group_attrs(node: Node) -> str | None:
+    """stash_type 1, and num_groups given (the checker, which does not see an opset-18 node, would require it)."""
+    return STASH_TYPE(node) or (None if "num_groups" in node.attrs else "num_groups is required")
+
+
 # Opset 18's GroupNormalization is deprecated in onnx (its checker refuses it; model.py checks
 # the model with an Identity in its place), but exporters of opsets 18-20 still write it.
-@converter("GroupNormalization", since=18, attrs=STASH_TYPE)
+@converter("GroupNormalization", since=18, attrs=_group_attrs)
 def group_normalization_18(node: Node, ctx: Context) -> Sequence[Operand]:
     """As opset 21's, with scale and bias one per group (each `broadcast_in_dim` over its group's channels and
     `reshape`d to one per channel)."""
     return [_group_normalization(node, ctx, per_group=True)]
 
 
-@converter("GroupNormalization", since=21, attrs=STASH_TYPE)
+@converter("GroupNormalization", since=21, attrs=_group_attrs)
 def group_normalization(node: Node, ctx: Context) -> Sequence[Operand]:
     """`reshape` to (N, num_groups, rest), mean and variance over rest (`reduce_sum` times 1/N), `subtract`,
     `multiply` by `rsqrt(var + epsilon)`, `reshape` back, then scale and bias per channel; stash_type 1."""
