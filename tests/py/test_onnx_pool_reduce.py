@@ -1,5 +1,6 @@
 """The ONNX importer's average and Lp pooling and reductions (AveragePool, LpPool, GlobalAveragePool,
-GlobalLpPool, GlobalMaxPool, ReduceSum, ReduceMean, ReduceMax, ReduceMin, ReduceProd), each built with onnx.helper with its
+GlobalLpPool, GlobalMaxPool, ReduceSum, ReduceMean, ReduceMax, ReduceMin, ReduceProd, and ReduceSumSquare,
+ReduceL1, ReduceL2, ReduceLogSum, ReduceLogSumExp), each built with onnx.helper with its
 attributes at the opsets where they change, run through convc (default pipeline, PJRT on
 the CPU) and compared with ONNX Runtime on the same inputs; the ops they become; `--grad`
 through them against jax.vjp of the oracle; and their refusals (O6)."""
@@ -160,9 +161,65 @@ def test_reductions_agree_with_onnxruntime(case: str) -> None:
         assert (kind in _kinds(graph)) == (REDUCED_BY.get(op, "reduce_sum") == kind and not noop), kind
 
 
-@pytest.mark.parametrize("op", ["ReduceMin", "ReduceProd", "ReduceMax"])
+# name: (op type, opset, axes (None: not given), attributes, x shape), the reductions with elementwise steps
+COMPOSED_CASES = {
+    f"{op}_{form}": (op, opset, axes, attrs, shape)
+    for op in ("ReduceSumSquare", "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp")
+    for form, (opset, axes, attrs, shape) in {
+        "axes_attribute": (17, [1, -1], {}, (2, 3, 4)),
+        "no_axes_no_keepdims": (13, None, {"keepdims": 0}, (2, 3)),
+        "axes_input_opset18": (18, [0], {"keepdims": 0}, (3, 4)),
+        "empty_axes_noop_opset18": (18, [], {"noop_with_empty_axes": 1}, (2, 3)),
+    }.items()
+}
+
+
+@pytest.mark.parametrize("case", COMPOSED_CASES, ids=str)
+def test_composed_reductions_agree_with_onnxruntime(case: str) -> None:
+    """ReduceSumSquare, ReduceL1, ReduceL2, ReduceLogSum (of positive data) and ReduceLogSumExp (of data up to 80,
+    where a plain exp overflows float): axes as attribute or input, keepdims, all axes, and noop_with_empty_axes
+    (the elementwise steps alone, as ONNX Runtime does); a reduce_sum, and a reduce_max for LogSumExp."""
+    op, opset, axes, attrs, x_shape = COMPOSED_CASES[case]
+    model = _reduce_model(op, opset, axes, attrs, x_shape)
+    x = np.abs(_random(x_shape)) + 0.1 if op == "ReduceLogSum" else _random(x_shape) * (40 if op == "ReduceLogSumExp" else 1) + (
+        40 if op == "ReduceLogSumExp" else 0)
+    graph = convc.load_onnx(model)
+    (got,) = convc.run(graph, [x.astype(np.float32)], platform="cpu").outputs
+    (want,) = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, {"x": x.astype(np.float32)})
+    assert got.shape == want.shape and np.all(np.isfinite(got))
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * float(np.abs(want).max()))
+    noop = attrs.get("noop_with_empty_axes") == 1
+    assert ("reduce_sum" in _kinds(graph)) == (not noop)
+    assert ("reduce_max" in _kinds(graph)) == (op == "ReduceLogSumExp" and not noop)
+
+
+def test_composed_reductions_differentiate_as_jax_vjp(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`convc model.onnx --grad x --check` through ReduceL2, ReduceLogSumExp, ReduceL1 and ReduceSumSquare."""
+    nodes = [helper.make_node("ReduceL2", ["x"], ["l2"], axes=[1]), helper.make_node("ReduceLogSumExp", ["x"], ["lse"], axes=[2]),
+             helper.make_node("ReduceL1", ["x"], ["l1"], axes=[0, 2], keepdims=0),
+             helper.make_node("ReduceSumSquare", ["x"], ["sq"], keepdims=0)]
+    path = tmp_path / "model.onnx"
+    path.write_bytes(_model(nodes, {"x": (2, 3, 4)}, ["l2", "lse", "l1", "sq"]))
+    np.savez(tmp_path / "inputs.npz", x=_random((2, 3, 4)) + 0.25, **{"l2.grad": _random((2, 1, 4), 1), "lse.grad": _random((2, 3, 1), 2),
+                                                                      "l1.grad": _random((3,), 3), "sq.grad": np.float32(0.5)})
+    assert convc_main([str(path), "--grad", "x", "--inputs", str(tmp_path / "inputs.npz"), "--check", "--platform", "cpu"]) == 0
+    out = capsys.readouterr().out
+    assert "x.grad: max abs error vs jax.lax" in out and "(ok)" in out.rsplit("x.grad: max abs error", 1)[1]
+
+
+@pytest.mark.parametrize("op", ["ReduceL2", "ReduceLogSum", "ReduceLogSumExp"])
+def test_O6_floating_only_reductions_of_integers(op: str) -> None:
+    """A sqrt, log or exp of int32 data has no convc op: O6 naming the element type."""
+    model = _reduce_model(op, 18, [1], {}, (2, 4), dtype=TensorProto.INT32)
+    with pytest.raises(ConvcError) as error:
+        convc.load_onnx(model)
+    assert error.value.constraint == "O6" and f"({op}): data has element type i32; {op} takes floating tensors" in str(error.value)
+
+
+@pytest.mark.parametrize("op", ["ReduceMin", "ReduceProd", "ReduceMax", "ReduceL1", "ReduceSumSquare"])
 def test_integer_reductions_agree_with_onnxruntime_exactly(op: str) -> None:
-    """ReduceMin, ReduceProd and ReduceMax of int32 data (small values: the products fit) equal ONNX Runtime's."""
+    """ReduceMin, ReduceProd, ReduceMax, ReduceL1 and ReduceSumSquare of int32 data (small values: the products fit)
+    equal ONNX Runtime's."""
     model = _reduce_model(op, 18, [1], {"keepdims": 0}, (3, 4, 2), dtype=TensorProto.INT32)
     x = np.random.default_rng(3).integers(-5, 6, size=(3, 4, 2), dtype=np.int32)
     (got,) = convc.run(convc.load_onnx(model), [x], platform="cpu").outputs
