@@ -491,6 +491,32 @@ def _reduce_max(op: Op, args: Sequence[Any]) -> Any:
     return lax.reduce_max(args[0], op.attrs["axes"])
 
 
+@lax_rule("reduce_min")
+def _reduce_min(op: Op, args: Sequence[Any]) -> Any:
+    from jax import lax
+
+    return lax.reduce_min(args[0], op.attrs["axes"])
+
+
+@lax_rule("reduce_prod")
+def _reduce_prod(op: Op, args: Sequence[Any]) -> Any:
+    """In f64 while `evaluate` runs on the CPU (as the sums), rounded once to x's type."""
+    from jax import lax
+
+    return as_result(op, args, lax.reduce_prod(_widened(op, args, args[0]), op.attrs["axes"]))
+
+
+@lax_rule("reduce_prod_grad")
+def _reduce_prod_grad(op: Op, args: Sequence[Any]) -> Any:
+    """jax.vjp of lax.reduce_prod at x, pulled back from out_grad."""
+    import jax
+    from jax import lax
+
+    x, out_grad = (_widened(op, args, a) for a in args)
+    _, pullback = jax.vjp(lambda x: lax.reduce_prod(x, op.attrs["axes"]), x)
+    return as_result(op, args, pullback(out_grad)[0])
+
+
 @lax_rule("reduce_max_grad")
 def _reduce_max_grad(op: Op, args: Sequence[Any]) -> Any:
     """jax.vjp of lax.reduce_max at x, pulled back from out_grad (ties share it equally)."""

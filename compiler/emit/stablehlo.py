@@ -150,10 +150,33 @@ _ERF_Q = (-1.1791602954361697e-7, 0.000023547966471313185, 0.0010179625278914885
 _ERF_SATURATES = 3.832506856900711
 
 
+# f64: Cephes' erf (ndtr.c), within 2 ulps of jax.lax.erf's f64 (as exact as libm's erf on
+# XLA:CPU; a test measures it): x * T(x^2) / U(x^2) where |x| < 1,
+# else 1 - erfc(x), erfc(|x|) = exp(-x^2) P(|x|) / Q(|x|) below 8 and exp(-x^2) R(|x|) / S(|x|)
+# from 8 (0 once x^2 passes the largest log), 2 - that for negative x. Highest degree first.
+_ERF64_T = (9.60497373987051638749e0, 9.00260197203842689217e1, 2.23200534594684319226e3, 7.00332514112805075473e3,
+            5.55923013010394962768e4)
+_ERF64_U = (1.0, 3.35617141647503099647e1, 5.21357949780152679795e2, 4.59432382970980127987e3, 2.26290000613890934246e4,
+            4.92673942608635921086e4)
+_ERFC64_P = (2.46196981473530512524e-10, 5.64189564831068821977e-1, 7.46321056442269912687e0, 4.86371970985681366614e1,
+             1.96520832956077098242e2, 5.26445194995477358631e2, 9.34528527171957607540e2, 1.02755188689515710272e3,
+             5.57535335369399327526e2)
+_ERFC64_Q = (1.0, 1.32281951154744992508e1, 8.67072140885989742329e1, 3.54937778887819891062e2, 9.75708501743205489753e2,
+             1.82390916687909736289e3, 2.24633760818710981792e3, 1.65666309194161350182e3, 5.57535340817727675546e2)
+_ERFC64_R = (5.64189583547755073984e-1, 1.27536670759978104416e0, 5.01905042251180477414e0, 6.16021097993053585195e0,
+             7.40974269950448939160e0, 2.97886665372100240670e0)
+_ERFC64_S = (1.0, 2.26052863220117276590e0, 9.39603524938001434673e0, 1.20489539808096656605e1, 1.70814450747565897222e1,
+             9.60896809063285878198e0, 3.36907645100081516050e0)
+_MAX_LOG64 = 7.09782712893383996843e2
+
+
 @rule("erf")
 def _erf(op: Op, ctx: EmitContext, result: str) -> None:
-    """f16 and bf16 go through f32 (as XLA does), then back."""
+    """f16 and bf16 go through f32 (as XLA does), then back; f64 has its own expansion."""
     x, base = op.operands[0], result[1:]
+    if x.type.dtype == "f64":
+        _erf64(ctx, result, ctx.use(x), x.type, base)
+        return
     t = TensorType(x.type.shape, "f32")
     arg = ctx.use(x)
     if x.type.dtype != "f32":
@@ -173,6 +196,39 @@ def _erf(op: Op, ctx: EmitContext, result: str) -> None:
         return
     wide = ctx.emit(ctx.fresh(f"{base}_wide"), chosen)
     ctx.emit(result, f"stablehlo.convert {wide} : ({t}) -> {x.type}")
+
+
+def _erf64(ctx: EmitContext, result: str, x: str, t: TensorType, base: str) -> None:
+    """erf of an f64 tensor by Cephes' expansion (see `_ERF64_T`): each branch computed, one kept by `select`s."""
+    mask_type = TensorType(t.shape, "i1")
+
+    def emit(name: str, text: str) -> str:
+        return ctx.emit(ctx.fresh(f"{base}_{name}"), text)
+
+    def ratio(name: str, arg: str, top: Sequence[float], bottom: Sequence[float]) -> str:
+        p, q = (_horner(ctx, arg, c, t, f"{base}_{name}{side}") for side, c in (("p", top), ("q", bottom)))
+        return emit(name, f"stablehlo.divide {p}, {q} : {t}")
+
+    def less(name: str, lhs: str, rhs: str) -> str:
+        return emit(name, f"stablehlo.compare LT, {lhs}, {rhs}, FLOAT : ({t}, {t}) -> {mask_type}")
+
+    def select(name: str, mask: str, yes: str, no: str) -> str:
+        return emit(name, f"stablehlo.select {mask}, {yes}, {no} : ({mask_type}, {t}, {t}) -> {t}")
+
+    square = emit("x2", f"stablehlo.multiply {x}, {x} : {t}")
+    near = emit("near", f"stablehlo.multiply {x}, {ratio('t', square, _ERF64_T, _ERF64_U)} : {t}")
+    size = emit("abs", f"stablehlo.abs {x} : {t}")
+    decay = emit("decay", f"stablehlo.exponential {emit('negx2', f'stablehlo.negate {square} : {t}')} : {t}")
+    middle = emit("middle", f"stablehlo.multiply {decay}, {ratio('pq', size, _ERFC64_P, _ERFC64_Q)} : {t}")
+    tail = emit("tail", f"stablehlo.multiply {decay}, {ratio('rs', size, _ERFC64_R, _ERFC64_S)} : {t}")
+    erfc = select("erfc_abs", less("below8", size, _splat(ctx, 8.0, t, f"{base}_eight")), middle, tail)
+    zero = _splat(ctx, 0.0, t, f"{base}_zero")
+    erfc = select("erfc_under", less("underflows", _splat(ctx, _MAX_LOG64, t, f"{base}_maxlog"), square), zero, erfc)
+    two, one = _splat(ctx, 2.0, t, f"{base}_two"), _splat(ctx, 1.0, t, f"{base}_one")
+    reflected = emit("reflected", f"stablehlo.subtract {two}, {erfc} : {t}")
+    erfc = select("erfc", less("negative", x, zero), reflected, erfc)
+    far = emit("far", f"stablehlo.subtract {one}, {erfc} : {t}")
+    ctx.emit(result, f"stablehlo.select {less('below1', size, one)}, {near}, {far} : ({mask_type}, {t}, {t}) -> {t}")
 
 
 def _horner(ctx: EmitContext, x: str, coefficients: Sequence[float], t: TensorType, base: str) -> str:
@@ -303,9 +359,22 @@ def _reduce_max(op: Op, ctx: EmitContext, result: str) -> None:
     _reduce(ctx, result, "maximum", ctx.use(x), x.type, op.attrs["axes"], op.result.type)
 
 
+@rule("reduce_min")
+def _reduce_min(op: Op, ctx: EmitContext, result: str) -> None:
+    x = op.operands[0]
+    _reduce(ctx, result, "minimum", ctx.use(x), x.type, op.attrs["axes"], op.result.type)
+
+
+@rule("reduce_prod")
+def _reduce_prod(op: Op, ctx: EmitContext, result: str) -> None:
+    x = op.operands[0]
+    _reduce(ctx, result, "multiply", ctx.use(x), x.type, op.attrs["axes"], op.result.type)
+
+
 def _reduce(ctx: EmitContext, result: str, kind: str, x: str, x_type: TensorType, axes: Sequence[int], out: TensorType) -> str:
-    """A `stablehlo.reduce` of `x` over `axes` by `stablehlo.<kind>` (add from 0, maximum from the lowest value)."""
-    start = 0 if kind == "add" else _lowest(x_type.dtype)
+    """A `stablehlo.reduce` of `x` over `axes` by `stablehlo.<kind>` (add from 0, multiply from 1,
+    maximum from the lowest value, minimum from the highest)."""
+    start = {"add": 0, "multiply": 1, "maximum": _lowest(x_type.dtype), "minimum": _highest(x_type.dtype)}[kind]
     init = _scalar_constant(ctx, start, x_type.dtype, f"{result[1:]}_init")
     return ctx.emit(result, f"stablehlo.reduce({x} init: {init}) applies stablehlo.{kind} across dimensions = "
                             f"{int_list(axes)} : ({x_type}, {TensorType((), x_type.dtype)}) -> {out}")
@@ -328,6 +397,36 @@ def _reduce_max_grad(op: Op, ctx: EmitContext, result: str) -> None:
     share = ctx.emit(ctx.fresh(f"{base}_share"), f"stablehlo.divide {ctx.use(out_grad)}, {count} : {reduced}")
     share_wide = _broadcast(ctx, share, reduced, kept, t, f"{base}_share_wide")
     ctx.emit(result, f"stablehlo.multiply {share_wide}, {ones} : {t}")
+
+
+@rule("reduce_prod_grad")
+def _reduce_prod_grad(op: Op, ctx: EmitContext, result: str) -> None:
+    """The product of the other reduced elements, without dividing by a zero: the product p of
+    the non-zero elements (zeros as 1s) and the count of zeros; an element's cotangent is
+    out_grad times p / x (x non-zero) or p (x zero) where no other element is zero, else 0."""
+    (x, out_grad), axes = op.operands, op.attrs["axes"]
+    t, reduced, base = x.type, out_grad.type, result[1:]
+    kept = [d for d in range(t.rank) if d not in axes]
+    mask_type = TensorType(t.shape, "i1")
+
+    def emit(name: str, text: str) -> str:
+        return ctx.emit(ctx.fresh(f"{base}_{name}"), text)
+
+    zeros, ones = _splat(ctx, 0.0, t, f"{base}_zero"), _splat(ctx, 1.0, t, f"{base}_one")
+    is_zero = emit("is_zero", f"stablehlo.compare EQ, {ctx.use(x)}, {zeros}, FLOAT : ({t}, {t}) -> {mask_type}")
+    indicator = emit("indicator", f"stablehlo.convert {is_zero} : ({mask_type}) -> {t}")
+    nonzero = emit("nonzero", f"stablehlo.select {is_zero}, {ones}, {ctx.use(x)} : ({mask_type}, {t}, {t}) -> {t}")
+    product = _reduce(ctx, ctx.fresh(f"{base}_product"), "multiply", nonzero, t, axes, reduced)
+    count = _reduce(ctx, ctx.fresh(f"{base}_count"), "add", indicator, t, axes, reduced)
+    product_wide = _broadcast(ctx, product, reduced, kept, t, f"{base}_product_wide")
+    others_zero = emit("others_zero", f"stablehlo.subtract {_broadcast(ctx, count, reduced, kept, t, f'{base}_count_wide')}, "
+                                      f"{indicator} : {t}")
+    quotient = emit("quotient", f"stablehlo.divide {product_wide}, {nonzero} : {t}")
+    others = emit("others", f"stablehlo.select {is_zero}, {product_wide}, {quotient} : ({mask_type}, {t}, {t}) -> {t}")
+    scaled = emit("scaled", f"stablehlo.multiply {_broadcast(ctx, ctx.use(out_grad), reduced, kept, t, f'{base}_grad_wide')}, "
+                            f"{others} : {t}")
+    alone = emit("alone", f"stablehlo.compare EQ, {others_zero}, {zeros}, FLOAT : ({t}, {t}) -> {mask_type}")
+    ctx.emit(result, f"stablehlo.select {alone}, {scaled}, {zeros} : ({mask_type}, {t}, {t}) -> {t}")
 
 
 @rule("stacked_reduce_sum")
@@ -412,6 +511,11 @@ def _max_pool_grad(op: Op, ctx: EmitContext, result: str) -> None:
 def _lowest(dtype: str) -> float:
     """max's identity: -inf for a float type, the smallest value of an integer type."""
     return float("-inf") if is_float(dtype) else int(np.iinfo(numpy_dtype(dtype)).min)
+
+
+def _highest(dtype: str) -> float:
+    """min's identity: inf for a float type, the largest value of an integer type."""
+    return float("inf") if is_float(dtype) else int(np.iinfo(numpy_dtype(dtype)).max)
 
 
 def _i64_array(values: Sequence[int]) -> str:

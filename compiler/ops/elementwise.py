@@ -49,12 +49,6 @@ def _float_binary(v: OpView) -> TensorType:
     return t
 
 
-ERF_TYPES = ("f16", "bf16", "f32")  # XLA's rational approximation is f32's; f16 and bf16 go through it
-
-
-def _erf(v: OpView) -> TensorType:
-    _check_float(v, v.operand(0), "erf.C1", ERF_TYPES)
-    return v.operand(0)
 
 
 # --- gradient rules (JAX's JVP rules of the same lax functions, transposed) ---------------
@@ -214,8 +208,8 @@ ELEMENTWISE: tuple[Elementwise, ...] = (
     _op("rsqrt", _UNARY, _float_unary, "rsqrt", "rsqrt", "1 / sqrt(x) (floating)", _rsqrt_vjp),
     _op("negate", _UNARY, operand_type, "negate", "neg", "-x", _negate_vjp),
     _op("abs", _UNARY, operand_type, "abs", "abs", "|x|", _abs_vjp),
-    _op("erf", _UNARY, _erf, "", "erf", "the error function (f16, bf16, f32): XLA's rational approximation, "
-        "which jax.lax.erf computes on XLA too", _erf_vjp),
+    _op("erf", _UNARY, _float_unary, "", "erf", "the error function: XLA's rational approximation in f32 (f16 and bf16 "
+        "through it), Cephes' expansion in f64", _erf_vjp),
     Elementwise(OpDef("clamp", _UNARY, _float_unary, {
         "min": Attr(FLOAT, float("-inf"), doc="the lower bound"),
         "max": Attr(FLOAT, float("inf"), doc="the upper bound (below min, every element becomes max)"),

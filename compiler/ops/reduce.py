@@ -3,6 +3,10 @@ StableHLO `reduce` constraints C4/C5 on `axes` (`reduce_sum.C4`, `reduce_sum.C5`
 several same-typed inputs at once (one variadic `stablehlo.reduce`). `reduce_max` is
 `jax.lax.reduce_max` (a max body from the type's lowest value; ids `reduce_max.C4`, `.C5`), and
 `reduce_max_grad` its cotangent as JAX's rule has it: ties share the cotangent equally.
+`reduce_min` (`jax.lax.reduce_min`, from the type's highest value; its gradient is reduce_max's
+of `-x`) and `reduce_prod` (`jax.lax.reduce_prod`, from 1; its gradient `reduce_prod_grad`, the
+product of the other elements, exact where x holds zeros) are the ONNX importer's ReduceMin and
+ReduceProd, with ids `.C4`, `.C5` as reduce_sum's; the two `_grad` ops share their rules.
 
 The CPU lowering of depthwise weight gradients sums tap products with them: XLA runs a
 variadic reduce as one loop over all its inputs, where separate reduces each re-read
@@ -57,25 +61,64 @@ REDUCE_MAX = OpDef(
 )
 
 
-def infer_reduce_max_grad(v: OpView) -> TensorType:
-    x, out_grad = v.operand(0), v.operand(1)
+def reduce_min_vjp(b: OpFactory, v: OpView, operands: Sequence[Value], g: Value) -> Sequence[Value | None]:
+    """x: `reduce_max_grad(negate(x), g)` (min(x) = -max(-x)): each cotangent shared equally among the minima."""
+    flipped = b.create("negate", operands[0], suffix="neg_x")
+    return (b.create("reduce_max_grad", flipped, g, suffix="d_x", axes=v.axes),)
+
+
+REDUCE_MIN = OpDef(
+    "reduce_min",
+    ("x",),
+    infer_reduce_sum,
+    {"axes": Attr(INTS, required=True, doc="the dims minimized away")},
+    doc="lax.reduce_min",
+    vjp=reduce_min_vjp,
+)
+
+def reduce_prod_vjp(b: OpFactory, v: OpView, operands: Sequence[Value], g: Value) -> Sequence[Value | None]:
+    """x: `reduce_prod_grad(x, g)`, each cotangent times the product of the other reduced elements (zeros included)."""
+    return (b.create("reduce_prod_grad", operands[0], g, suffix="d_x", axes=v.axes),)
+
+
+REDUCE_PROD = OpDef(
+    "reduce_prod",
+    ("x",),
+    infer_reduce_sum,
+    {"axes": Attr(INTS, required=True, doc="the dims multiplied away")},
+    doc="lax.reduce_prod",
+    vjp=reduce_prod_vjp,
+)
+
+
+def infer_reduce_grad(v: OpView) -> TensorType:
+    """The shape rule of reduce_max_grad and reduce_prod_grad (ids `<op>.C1`, `.C2`, `.C4`, `.C5`, `.L2`)."""
+    x, out_grad, name = v.operand(0), v.operand(1), v.opdef.name
     if out_grad.dtype != x.dtype:
-        raise VerifyError(f"element types differ: x is {x.dtype}, out_grad {out_grad.dtype}", "reduce_max_grad.C1", operand=1)
+        raise VerifyError(f"element types differ: x is {x.dtype}, out_grad {out_grad.dtype}", f"{name}.C1", operand=1)
     if not is_float(x.dtype):
-        raise VerifyError(f"reduce_max_grad needs floating operands, got {x.dtype}", "reduce_max_grad.L2", operand=0)
+        raise VerifyError(f"{name} needs floating operands, got {x.dtype}", f"{name}.L2", operand=0)
     reduced = infer_reduce_sum(v)
     if out_grad.shape != reduced.shape:
         raise VerifyError(f"out_grad has shape {list(out_grad.shape)}, expected {list(reduced.shape)} (x reduced over axes)",
-                          "reduce_max_grad.C2", operand=1)
+                          f"{name}.C2", operand=1)
     return x
 
 
 REDUCE_MAX_GRAD = OpDef(
     "reduce_max_grad",
     ("x", "out_grad"),
-    infer_reduce_max_grad,
+    infer_reduce_grad,
     {"axes": Attr(INTS, required=True, doc="the forward reduce_max's axes")},
     doc="the cotangent of x through reduce_max: out_grad divided by the count of maxima, at each maximum of x (0 elsewhere)",
+)
+
+REDUCE_PROD_GRAD = OpDef(
+    "reduce_prod_grad",
+    ("x", "out_grad"),
+    infer_reduce_grad,
+    {"axes": Attr(INTS, required=True, doc="the forward reduce_prod's axes")},
+    doc="the cotangent of x through reduce_prod: out_grad times the product of the other reduced elements of x",
 )
 
 

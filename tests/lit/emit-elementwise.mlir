@@ -97,3 +97,39 @@ module @erf {
     func.return %y : tensor<4xf16>
   }
 }
+
+// -----
+
+// erf of f64: Cephes' expansion in f64, no convert: x * T(x^2) / U(x^2) below |x| = 1, else
+// 1 - erfc(x), erfc from exp(-x^2) times P/Q (|x| < 8) or R/S, 0 past the largest log, 2 - it below 0.
+// CHECK-LABEL: module @erf_f64
+// CHECK: %[[X2:[^ ]+]] = stablehlo.multiply %[[X:[^ ,]+]], %[[X]] : tensor<4xf64> loc("y")
+// CHECK-NEXT: stablehlo.constant dense<9.604973739870516> : tensor<f64>
+// CHECK-NOT: stablehlo.convert
+// CHECK: %[[T:[^ ]+]] = stablehlo.divide %{{[^ ]+}}, %{{[^ ]+}} : tensor<4xf64>
+// CHECK-NEXT: %[[NEAR:[^ ]+]] = stablehlo.multiply %[[X]], %[[T]] : tensor<4xf64>
+// CHECK-NEXT: %[[ABS:[^ ]+]] = stablehlo.abs %[[X]] : tensor<4xf64>
+// CHECK-NEXT: %[[NEG:[^ ]+]] = stablehlo.negate %[[X2]] : tensor<4xf64>
+// CHECK-NEXT: %[[DECAY:[^ ]+]] = stablehlo.exponential %[[NEG]] : tensor<4xf64>
+// CHECK: stablehlo.constant dense<557.5353408177277> : tensor<f64>
+// CHECK: %[[MIDDLE:[^ ]+]] = stablehlo.multiply %[[DECAY]], %{{[^ ]+}} : tensor<4xf64>
+// CHECK: stablehlo.constant dense<3.369076451000815> : tensor<f64>
+// CHECK: %[[TAIL:[^ ]+]] = stablehlo.multiply %[[DECAY]], %{{[^ ]+}} : tensor<4xf64>
+// CHECK: %[[BELOW8:[^ ]+]] = stablehlo.compare LT, %[[ABS]], %{{[^ ]+}}, FLOAT
+// CHECK-NEXT: %[[ERFC:[^ ]+]] = stablehlo.select %[[BELOW8]], %[[MIDDLE]], %[[TAIL]]
+// CHECK: stablehlo.constant dense<709.782712893384> : tensor<f64>
+// CHECK: %[[UNDER:[^ ]+]] = stablehlo.compare LT, %{{[^ ]+}}, %[[X2]], FLOAT
+// CHECK-NEXT: %[[CLAMPED:[^ ]+]] = stablehlo.select %[[UNDER]], %{{[^ ]+}}, %[[ERFC]]
+// CHECK: %[[REFLECTED:[^ ]+]] = stablehlo.subtract %{{[^ ]+}}, %[[CLAMPED]] : tensor<4xf64>
+// CHECK-NEXT: %[[NEGATIVE:[^ ]+]] = stablehlo.compare LT, %[[X]], %{{[^ ]+}}, FLOAT
+// CHECK-NEXT: %[[SIGNED:[^ ]+]] = stablehlo.select %[[NEGATIVE]], %[[REFLECTED]], %[[CLAMPED]]
+// CHECK-NEXT: %[[FAR:[^ ]+]] = stablehlo.subtract %{{[^ ]+}}, %[[SIGNED]] : tensor<4xf64>
+// CHECK-NEXT: %[[BELOW1:[^ ]+]] = stablehlo.compare LT, %[[ABS]], %{{[^ ]+}}, FLOAT
+// CHECK-NEXT: %[[Y:[^ ]+]] = stablehlo.select %[[BELOW1]], %[[NEAR]], %[[FAR]] : (tensor<4xi1>, tensor<4xf64>, tensor<4xf64>) -> tensor<4xf64> loc("y")
+// CHECK-NEXT: return %[[Y]]
+module @erf_f64 {
+  func.func @main(%x: tensor<4xf64>) -> tensor<4xf64> {
+    %y = "convc.erf"(%x) : (tensor<4xf64>) -> tensor<4xf64>
+    func.return %y : tensor<4xf64>
+  }
+}

@@ -150,11 +150,11 @@ module @clamp_integer {
 
 // -----
 
-// erf: f16, bf16 or f32 (what XLA's approximation covers), not f64.
-module @erf_f64 {
-  func.func @main(%a: tensor<4xf64>) -> tensor<4xf64> {
-    // expected-error@+1 {{'r' (erf): erf needs f16, bf16, f32, got f64 [erf.C1]}}
-    %r = "convc.erf"(%a) : (tensor<4xf64>) -> tensor<4xf64>
-    func.return %r : tensor<4xf64>
+// erf: a floating element type.
+module @erf_i32 {
+  func.func @main(%a: tensor<4xi32>) -> tensor<4xi32> {
+    // expected-error@+1 {{'r' (erf): erf needs a floating element type, got i32 [erf.C1]}}
+    %r = "convc.erf"(%a) : (tensor<4xi32>) -> tensor<4xi32>
+    func.return %r : tensor<4xi32>
   }
 }

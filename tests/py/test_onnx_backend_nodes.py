@@ -64,10 +64,10 @@ MULTI_NODE = "multi-node"  # the group of cases with more than one node (functio
 
 _DROPOUT_MASK = ("O6", "Dropout's mask output is not converted: only inference Dropout, an identity, is")
 _TRAINING_DROPOUT = ("O6", "training-mode Dropout is random; convc converts inference Dropout only")
-_MATMUL_1D = ("O6", "1-D MatMul operands are not converted yet (docs/onnx.md)")
 _MAXPOOL_INDICES = ("O6", "MaxPool's Indices output (argmax) is not converted")
 _TRAINING_BATCHNORM = ("O6", "training-mode BatchNormalization (batch statistics, running-mean outputs) is not converted")
-_RESIZE_CUBIC = ("O6", "Resize's cubic mode is not converted (nearest and linear are; docs/onnx.md)")
+_ALIGN_CORNERS_LENGTH = ("mismatch", "its expected outputs take align_corners' length_resized as scale * in (fractional: 1.2, "
+                         "3.2), as onnx.reference does; ONNX Runtime and convc take the integral output size (1, 3)")
 _RESIZE_CROP = ("O6", "Resize's tf_crop_and_resize coordinate mode (roi) is not converted")
 _RESIZE_ANTIALIAS = ("O6", "Resize's antialias is not converted")
 _INTEGER_POW = ("O6", "Pow of an integer base is not converted (floating bases only; docs/onnx.md)")
@@ -86,32 +86,21 @@ EXPECTED_FAILURES: dict[str, tuple[str, str]] = {
     "test_training_dropout_mask": _TRAINING_DROPOUT,
     "test_training_dropout_zero_ratio": _TRAINING_DROPOUT,
     "test_training_dropout_zero_ratio_mask": _TRAINING_DROPOUT,
-    "test_matmul_1d_1d": _MATMUL_1D,
-    "test_matmul_1d_3d": _MATMUL_1D,
-    "test_matmul_4d_1d": _MATMUL_1D,
     "test_maxpool_with_argmax_2d_precomputed_pads": _MAXPOOL_INDICES,
     "test_maxpool_with_argmax_2d_precomputed_strides": _MAXPOOL_INDICES,
     "test_pow_types_int32_float32": _INTEGER_POW,
     "test_pow_types_int32_int32": _INTEGER_POW,
     "test_pow_types_int64_float32": _INTEGER_POW,
-    "test_resize_upsample_scales_cubic": _RESIZE_CUBIC,
-    "test_resize_upsample_scales_cubic_align_corners": _RESIZE_CUBIC,
-    "test_resize_downsample_scales_cubic": _RESIZE_CUBIC,
-    "test_resize_downsample_scales_cubic_align_corners": _RESIZE_CUBIC,
-    "test_resize_upsample_sizes_cubic": _RESIZE_CUBIC,
-    "test_resize_downsample_sizes_cubic": _RESIZE_CUBIC,
-    "test_resize_upsample_scales_cubic_A_n0p5_exclude_outside": _RESIZE_CUBIC,
-    "test_resize_downsample_scales_cubic_A_n0p5_exclude_outside": _RESIZE_CUBIC,
-    "test_resize_upsample_scales_cubic_asymmetric": _RESIZE_CUBIC,
-    "test_resize_downsample_scales_cubic_antialias": _RESIZE_CUBIC,
-    "test_resize_downsample_sizes_cubic_antialias": _RESIZE_CUBIC,
+    "test_resize_downsample_scales_cubic_align_corners": _ALIGN_CORNERS_LENGTH,
+    "test_resize_downsample_scales_cubic_antialias": _RESIZE_ANTIALIAS,
+    "test_resize_downsample_sizes_cubic_antialias": _RESIZE_ANTIALIAS,
     "test_resize_tf_crop_and_resize": _RESIZE_CROP,
     "test_resize_tf_crop_and_resize_extrapolation_value": _RESIZE_CROP,
     "test_resize_tf_crop_and_resize_axes_2_3": _RESIZE_CROP,
     "test_resize_tf_crop_and_resize_axes_3_2": _RESIZE_CROP,
     "test_resize_downsample_scales_linear_antialias": _RESIZE_ANTIALIAS,
     "test_resize_downsample_sizes_linear_antialias": _RESIZE_ANTIALIAS,
-    "test_resize_downsample_scales_linear_align_corners": ("mismatch", "its expected outputs take align_corners' length_resized as scale * in (1.2), as onnx.reference does; ONNX Runtime and convc take the integral output size (1)"),
+    "test_resize_downsample_scales_linear_align_corners": _ALIGN_CORNERS_LENGTH,
 }
 
 _KNOWN_AT_IMPORT = re.compile(r"\(input \d+, '([^']*)'\) must be known at import")

@@ -6,6 +6,7 @@ values and input forms the converters refuse (O6)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -81,6 +82,27 @@ def test_unary_ops_agree_with_onnxruntime(op: str) -> None:
     """Each one-op unary function on inputs in its domain (Erf over [-9, 9] or so, past saturation)."""
     model = _model([helper.make_node(op, ["x"], ["y"])], {"x": (2, 3, 5)}, ["y"])
     _agree_on(model, {"x": UNARY[op]((2, 3, 5))})
+
+
+_ERF = np.vectorize(math.erf)  # CPython's erf: libm's, correctly rounded or within an ulp
+DOUBLE_ORACLES = {  # ONNX's definitions, in double
+    "Erf": _ERF,
+    "Gelu": lambda x: 0.5 * x * (1 + _ERF(x / math.sqrt(2))),
+    "Gelu_tanh": lambda x: 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3))),
+}
+
+
+@pytest.mark.parametrize("name", DOUBLE_ORACLES)
+def test_double_erf_and_gelu_agree_with_their_definitions(name: str) -> None:
+    """Erf and Gelu (both forms) on double, through convc's f64 erf, agree to 1e-14 with ONNX's
+    definitions computed in double with math.erf (absolute 1e-14 where 1 + tanh cancels). Neither ONNX Runtime (no double Erf kernel;
+    double Gelu's tanh form in float) nor onnx.reference (Erf in float) is exact in double."""
+    op, attrs, opset = ("Erf", {}, 13) if name == "Erf" else ("Gelu", {"approximate": "tanh"} if "tanh" in name else {}, 20)
+    model = _model([helper.make_node(op, ["x"], ["y"], **attrs)], {"x": (3, 40)}, ["y"], opset=opset, dtype=onnx.TensorProto.DOUBLE)
+    x = np.linspace(-7, 7, 120).reshape(3, 40)
+    (got,) = convc.run(convc.load_onnx(model), [x], platform="cpu").outputs
+    assert got.dtype == np.float64
+    np.testing.assert_allclose(got, DOUBLE_ORACLES[name](x), rtol=1e-14, atol=1e-14)  # atol: 1 + tanh cancels below -3
 
 
 CLIP_CASES: dict[str, tuple[dict[str, np.ndarray], list[str]]] = {

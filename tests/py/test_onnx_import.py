@@ -184,9 +184,11 @@ def test_gemm_attributes_agree_with_onnxruntime(case: str) -> None:
     _agree(_model([node], {"a": a_shape}, ["y"], weights))
 
 
-@pytest.mark.parametrize(("a_shape", "b_shape"), [((3, 4), (4, 5)), ((2, 3, 4), (4, 5)), ((2, 1, 3, 4), (3, 4, 2))], ids=str)
+@pytest.mark.parametrize(("a_shape", "b_shape"), [((3, 4), (4, 5)), ((2, 3, 4), (4, 5)), ((2, 1, 3, 4), (3, 4, 2)), ((4,), (4,)),
+                                                 ((4,), (2, 4, 3)), ((2, 3, 4), (4,)), ((4,), (4, 5)), ((3, 4), (4,))], ids=str)
 def test_matmul_with_broadcast_batch_dims(a_shape: tuple[int, ...], b_shape: tuple[int, ...]) -> None:
-    """MatMul of 2-D and batched operands, batch dims spread by numpy broadcasting."""
+    """MatMul of 2-D and batched operands, batch dims spread by numpy broadcasting, and of 1-D
+    operands (numpy's rule: A a row, B a column, that dim dropped from the result; 1-D by 1-D a scalar)."""
     _agree(_model([helper.make_node("MatMul", ["a", "b"], ["y"])], {"a": a_shape, "b": b_shape}, ["y"]))
 
 
@@ -559,6 +561,41 @@ def test_O5_every_unsupported_node_is_listed(tmp_path: Path, capsys: pytest.Capt
     assert ":/graph/node/0: error: 'gate' (Hardmax)" in err
 
 
+def test_O5_unknown_ops_and_bad_attribute_values_in_one_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Two ops without a converter and two nodes with attribute values their converters refuse
+    (a Conv's auto_pad; a Resize's mode, its first bad one of two) are one O5 line from the
+    command line, listing all four in graph order, located at the first; nothing is written."""
+    nodes = [helper.make_node("Hardmax", ["x"], ["s"], name="gate"),
+             helper.make_node("Conv", ["s", "w"], ["c"], auto_pad="SAME_MIDDLE", name="c1"),
+             helper.make_node("Resize", ["c", "", "scales"], ["r"], mode="lanczos", antialias=1, name="up"),
+             helper.make_node("Frobnicate", ["r"], ["y"], name="mystery")]
+    model = _model(nodes, {"x": (1, 2, 5, 5)}, ["y"], {"w": _random((2, 2, 3, 3)), "scales": np.ones(4, np.float32)}, opset=19)
+    err = _cli_error(tmp_path, capsys, model, "O5")
+    assert ":/graph/node/0: error: 'gate' (Hardmax): 4 node(s) unsupported at opset 19: 'gate' (Hardmax), " \
+           "'c1' (Conv: auto_pad 'SAME_MIDDLE' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID), " \
+           "'up' (Resize: mode 'lanczos' is not one of nearest, linear, cubic), 'mystery' (Frobnicate)" in err
+
+
+def test_O6_bad_attribute_values_are_all_found_before_anything_is_built() -> None:
+    """Attribute refusals alone are one O6 from the library listing each node, found before
+    conversion: the Reshape before them, whose shape is not known at import (a conversion-time
+    O6), is never reached."""
+    nodes = [helper.make_node("Reshape", ["x", "shape"], ["r"], name="flat"),
+             helper.make_node("Gelu", ["r"], ["g"], approximate="sigmoid", name="act"),
+             helper.make_node("Pad", ["g", "pads"], ["y"], mode="mirror", name="pad")]
+    model = _model(nodes, {"x": (2, 3), "shape": (2,)}, ["y"], {"pads": np.zeros(4, np.int64)}, opset=20)
+    message = _raises("O6", convc.load_onnx, model)
+    assert message.startswith("<model>:/graph/node/1: error: 'act' (Gelu): 2 node(s) unsupported at opset 20: ")
+    assert "'act' (Gelu: approximate 'sigmoid' is not one of none, tanh), " \
+           "'pad' (Pad: mode 'mirror' is not one of constant, reflect, edge, wrap)" in message
+
+
+def test_O2_an_attribute_of_the_wrong_type_is_the_checkers_to_report() -> None:
+    """An LpPool whose p is a string: the up-front attribute check cannot compare it, so onnx.checker reports it (O2)."""
+    model = _model([helper.make_node("LpPool", ["x"], ["y"], kernel_shape=[2, 2], p="x")], {"x": (1, 1, 4, 4)}, ["y"])
+    assert "Mismatched attribute type" in _raises("O2", convc.load_onnx, model)
+
+
 def test_O6_bad_attribute_value(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     model = _model([helper.make_node("Conv", ["x", "w"], ["y"], auto_pad="SAME_MIDDLE", name="c1")], {"x": (1, 2, 5, 5)}, ["y"],
                    {"w": _random((3, 2, 3, 3))})
@@ -626,4 +663,4 @@ def test_O6_unsupported_training_mode_batch_normalization(tmp_path: Path, capsys
     stats = {name: np.ones(2, np.float32) for name in ("s", "b", "m", "v")}
     node = helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y", "mean", "var"], training_mode=1,
                             name="bn")
-    assert "training_mode=1 is not supported" in _cli_error(tmp_path, capsys, _model([node], {"x": (1, 2, 3, 3)}, ["y"], stats), "O6")
+    assert "training_mode 1 is not supported (only 0)" in _cli_error(tmp_path, capsys, _model([node], {"x": (1, 2, 3, 3)}, ["y"], stats), "O6")

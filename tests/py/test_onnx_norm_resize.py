@@ -100,12 +100,32 @@ def test_group_normalization_agrees_with_onnxruntime(shape: tuple[int, ...], gro
     assert "reshape" in _kinds(graph)
 
 
-def test_group_normalization_18_is_refused_as_onnx_deprecated_it() -> None:
-    """Opset 18's GroupNormalization (scale and bias per group), which onnx deprecated, has no converter: O5."""
-    node = helper.make_node("GroupNormalization", ["x", "s", "b"], ["y"], num_groups=2)
+@pytest.mark.parametrize(("shape", "groups"), [((2, 6, 4, 3), 3), ((2, 4, 5), 1), ((1, 4, 2, 3, 2), 4)], ids=str)
+def test_group_normalization_18_scale_and_bias_per_group_agree_with_onnxruntime(shape: tuple[int, ...], groups: int) -> None:
+    """Opset 18's GroupNormalization (scale and bias one per group, which onnx deprecated and its
+    checker refuses, but ONNX Runtime runs) agrees with ONNX Runtime: each group's parameters
+    spread over its channels, with the parameters as initializers or graph inputs."""
+    node = helper.make_node("GroupNormalization", ["x", "s", "b"], ["y"], num_groups=groups, epsilon=1e-3)
+    initializers = {"s": _random((groups,), 1), "b": _random((groups,), 2)}
+    _agree_on(_typed_like_x(_model([node], {"x": shape}, ["y"], initializers, opset=18)), {"x": _shifted(shape)})
+    _agree_on(_typed_like_x(_model([node], {"x": shape, "s": (groups,), "b": (groups,)}, ["y"], opset=18)),
+              {"x": _shifted(shape), **initializers})
+
+
+def test_group_normalization_18_without_num_groups_is_refused() -> None:
+    """An opset-18 GroupNormalization (which the checker does not see) without its required num_groups: O6, no traceback."""
+    node = helper.make_node("GroupNormalization", ["x", "s", "b"], ["y"], name="gn")
     initializers = {"s": np.ones(2, np.float32), "b": np.ones(2, np.float32)}
-    message = _raises("O5", convc.load_onnx, _typed_like_x(_model([node], {"x": (1, 4, 3)}, ["y"], initializers, opset=18)))
-    assert "GroupNormalization" in message
+    message = _raises("O6", convc.load_onnx, _typed_like_x(_model([node], {"x": (1, 4, 3)}, ["y"], initializers, opset=18)))
+    assert "'gn' (GroupNormalization): num_groups is required" in message
+
+
+def test_group_normalization_18_with_per_channel_parameters_is_refused() -> None:
+    """Opset 18's GroupNormalization given parameters per channel instead of per group: O6 naming the shape."""
+    node = helper.make_node("GroupNormalization", ["x", "s", "b"], ["y"], num_groups=2)
+    initializers = {"s": np.ones(4, np.float32), "b": np.ones(4, np.float32)}
+    message = _raises("O6", convc.load_onnx, _typed_like_x(_model([node], {"x": (1, 4, 3)}, ["y"], initializers, opset=18)))
+    assert "(GroupNormalization): a per-group parameter tensor<4xf32> has shape [4], expected [2]" in message
 
 
 def test_layer_normalization_float16_computes_statistics_in_float() -> None:
@@ -199,6 +219,40 @@ def test_resize_by_sizes_agrees_with_onnxruntime(mode: str, coordinate_mode: str
     assert graph.outputs[0].type.shape == tuple(sizes)
 
 
+@pytest.mark.parametrize("exclude_outside", [0, 1])
+@pytest.mark.parametrize("cubic_a", [-0.75, -0.5])
+@pytest.mark.parametrize("coordinate_mode", COORDINATE_MODES)
+@pytest.mark.parametrize("scales", sorted(SCALES))
+def test_resize_cubic_agrees_with_onnxruntime(scales: str, coordinate_mode: str, cubic_a: float, exclude_outside: int) -> None:
+    """Bicubic Resize (four Keys weights per output, cubic_coeff_a -0.75 as ONNX's default and -0.5 as
+    TensorFlow's; exclude_outside renormalizing without the taps past the edges) by scales up and down, in each
+    coordinate mode, is one constant interpolation matrix per axis."""
+    model = _resize_model((2, 3, 5, 4), SCALES[scales], mode="cubic", coordinate_transformation_mode=coordinate_mode,
+                          cubic_coeff_a=cubic_a, exclude_outside=exclude_outside)
+    graph = _agree_on(model, {"x": _random((2, 3, 5, 4))})
+    assert _kinds(graph) <= {"dot_general", "transpose", "constant"}
+
+
+def test_resize_cubic_by_sizes_and_its_gradient() -> None:
+    """Bicubic Resize to given sizes agrees with ONNX Runtime; `convc.grad` through it agrees with jax.vjp."""
+    model = _resize_model((1, 2, 4, 5), sizes=[1, 2, 7, 3], mode="cubic", coordinate_transformation_mode="pytorch_half_pixel")
+    _agree_on(model, {"x": _random((1, 2, 4, 5))})
+    check_grad(convc.load_onnx(model), ["x"], "generic")
+
+
+def test_cubic_weights_interpolate_a_cubic_and_sum_to_one() -> None:
+    """Each row of Keys' weights sums to 1, and at a = -0.5 the cubic convolution reproduces a quadratic exactly
+    (Keys' third-order accuracy) away from the edges."""
+    from convc.frontend.onnx.resize import interpolation_matrix, source_coordinates
+
+    matrix = interpolation_matrix("cubic", "asymmetric", "floor", 25, 10, 2.5, -0.5)
+    np.testing.assert_allclose(matrix.sum(axis=1), 1.0, rtol=1e-12)
+    grid = np.arange(10.0)
+    coordinates = source_coordinates("asymmetric", 25, 10, 2.5).astype(np.float64)  # float32, as ONNX Runtime's
+    inside = (coordinates >= 1) & (coordinates <= 7)
+    np.testing.assert_allclose((matrix @ grid**2)[inside], coordinates[inside] ** 2, rtol=1e-12)
+
+
 @pytest.mark.parametrize("mode", ["nearest", "linear"])
 def test_resize_5d_trilinear_and_nearest(mode: str) -> None:
     """A 5-D NCDHW Resize (trilinear, or nearest) by scales: three resized axes."""
@@ -269,14 +323,16 @@ def _input_name(model: bytes) -> str:
 
 
 @pytest.mark.parametrize(("attrs", "scales", "fragment"), [
-    ({"mode": "cubic"}, [1, 1, 2, 2], "mode 'cubic'"),
+    ({"mode": "lanczos"}, [1, 1, 2, 2], "mode 'lanczos' is not one of nearest, linear, cubic"),
+    ({"mode": "linear", "exclude_outside": 1}, [1, 1, 2, 2], "exclude_outside 1 is supported with mode cubic only, not 'linear'"),
     ({"coordinate_transformation_mode": "tf_crop_and_resize"}, [1, 1, 2, 2], "tf_crop_and_resize"),
     ({"antialias": 1, "mode": "linear"}, [1, 1, 0.5, 0.5], "antialias"),
     ({}, [1, 2, 2, 2], "axis 1"),
     ({}, [2, 1, 1, 1], "axis 0"),
-], ids=["cubic", "tf_crop_and_resize", "antialias", "channels", "batch"])
+], ids=["lanczos", "exclude_outside_linear", "tf_crop_and_resize", "antialias", "channels", "batch"])
 def test_O6_resize_forms_refused(attrs: dict[str, Any], scales: list[float], fragment: str) -> None:
-    """Cubic mode, tf_crop_and_resize, antialias, and resizing the batch or channel axis: O6 naming what."""
+    """A mode ONNX lacks, exclude_outside outside cubic mode, tf_crop_and_resize, antialias, and resizing the batch
+    or channel axis: O6 naming what."""
     assert fragment in _raises("O6", convc.load_onnx, _resize_model((1, 2, 4, 4), scales, **attrs))
 
 

@@ -2,7 +2,9 @@
 `jax.lax.reduce_max`: the default pipeline to verified StableHLO run by PJRT on the CPU, the
 oracle rules (`convc.reference`), and their gradients (`convc.grad`: sum_pool's pad + sum_pool,
 reduce_max's `reduce_max_grad`) against the test's own `jax.vjp` for every target pipeline;
-reduce_max's ties share the cotangent equally, as JAX's rule does."""
+reduce_max's ties share the cotangent equally, as JAX's rule does. `reduce_min` and
+`reduce_prod` likewise against `jax.lax.reduce_min` / `reduce_prod`, and their gradients
+(reduce_min's: reduce_max's of -x; reduce_prod's `reduce_prod_grad`, with zeros in x) against jax.vjp."""
 
 from __future__ import annotations
 
@@ -182,3 +184,90 @@ def test_reduce_max_of_two_tied_maxima_gives_each_half() -> None:
     step = convc.grad(max_graph((4,), "f32", (0,)), ["x"])
     _, dx = compile_stablehlo(convc.compile_graph(step), "cpu")(np.array([1, 3, 3, 0], np.float32), np.array(2, np.float32))
     np.testing.assert_array_equal(dx, [0, 1, 1, 0])
+
+
+# --- reduce_min and reduce_prod -----------------------------------------------------------
+
+
+def reduce_graph(kind: str, shape: Sequence[int], dtype: str, axes: tuple[int, ...]) -> convc.Graph:
+    b = convc.Builder(kind)
+    b.output(b.op(kind, b.input("x", tuple(shape), dtype), name="r", axes=axes))
+    return b.build()
+
+
+@pytest.mark.parametrize("kind", ["reduce_min", "reduce_prod"])
+@pytest.mark.parametrize("case", [*MAX_CASES, "i32"])
+def test_reduce_min_and_prod_run_as_lax_and_so_do_their_oracles(kind: str, case: str, rng: np.random.Generator) -> None:
+    """reduce_min and reduce_prod on PJRT and by their oracle rules against jax.lax.reduce_min /
+    reduce_prod: a min exactly; a product within the type's rounding (the oracle computes in f64)."""
+    shape, dtype, axes, fill = MAX_CASES.get(case, ((3, 4, 5), "i32", (0, 2), "normal"))
+    x = max_input(shape, dtype, fill, rng) if dtype != "i32" else rng.integers(-9, 9, size=shape, dtype=np.int32)
+    graph = reduce_graph(kind, shape, dtype, axes)
+    (got,) = compile_stablehlo(convc.compile_graph(graph), "cpu")(x)
+    want = np.asarray(getattr(lax, kind)(jnp.asarray(x), axes))
+    oracle = evaluate(graph, [x])[0]
+    assert got.dtype == want.dtype == oracle.dtype
+    if kind == "reduce_min" or dtype == "i32":
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(oracle, want)
+        return
+    with jax.enable_x64(True):
+        exact = np.asarray(lax.reduce_prod(jnp.asarray(x, jnp.float64), axes))
+    assert_close(got, exact, dtype, "reduce_prod")
+    assert_close(oracle, exact, dtype, "oracle reduce_prod")
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("case", MAX_CASES)
+def test_reduce_min_gradient_shares_ties_equally_as_jax_vjp(case: str, target: str, rng: np.random.Generator) -> None:
+    """convc.grad through reduce_min (a negate and a reduce_max_grad) against jax.vjp of lax.reduce_min."""
+    shape, dtype, axes, fill = MAX_CASES[case]
+    graph = reduce_graph("reduce_min", shape, dtype, axes)
+    step = convc.grad(graph, ["x"])
+    assert [op.kind for op in step.ops].count("reduce_max_grad") == 1
+    x = max_input(shape, dtype, fill, rng)
+    g = draw(graph.outputs[0].type.shape, dtype, rng)
+    low, dx = compile_stablehlo(convc.compile_graph(step, target=target), "cpu")(x, g)
+    want_low, want_dx = lax_vjp(lambda x: lax.reduce_min(x, axes), x, g)
+    np.testing.assert_array_equal(np.asarray(low, np.float64), want_low)
+    assert dx.dtype == x.dtype
+    assert_close(dx, want_dx, dtype, "x.grad")
+    assert_close(evaluate_vjp(graph, ["x"], [x, g])[1], want_dx, dtype, "oracle x.grad")
+
+
+# name: (input shape, dtype, axes, the positions set to 0: none, one per row of some groups, or two in a group)
+PROD_CASES: dict[str, tuple[tuple[int, ...], str, tuple[int, ...], tuple[tuple[int, ...], ...]]] = {
+    "no-zeros": ((2, 3, 4), "f32", (1,), ()),
+    "one-zero-per-group": ((3, 4, 2), "f32", (0, 2), ((0, 1, 0), (2, 3, 1))),
+    "two-zeros-in-a-group": ((3, 4, 2), "f32", (1,), ((1, 0, 0), (1, 2, 0), (0, 3, 1))),
+    "all-axes": ((2, 3), "f32", (0, 1), ((1, 1),)),
+    "no-axes": ((2, 3), "f32", (), ((0, 2),)),
+    "f16": ((2, 5, 3), "f16", (1,), ((1, 4, 2),)),
+}
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("case", PROD_CASES)
+def test_reduce_prod_gradient_is_the_product_of_the_others_as_jax_vjp(case: str, target: str, rng: np.random.Generator) -> None:
+    """convc.grad through reduce_prod (one reduce_prod_grad) against jax.vjp of lax.reduce_prod: each element's
+    cotangent is out_grad times the product of the others, exact where a group holds one zero (only that
+    element's is non-zero) or two (all 0); the oracle rule too."""
+    shape, dtype, axes, zeros = PROD_CASES[case]
+    graph = reduce_graph("reduce_prod", shape, dtype, axes)
+    step = convc.grad(graph, ["x"])
+    assert [op.kind for op in step.ops].count("reduce_prod_grad") == 1
+    x = (rng.uniform(0.5, 1.5, shape) * rng.choice([-1, 1], shape)).astype(numpy_type(dtype))
+    for position in zeros:
+        x[position] = 0
+    g = draw(graph.outputs[0].type.shape, dtype, rng)
+    _, dx = compile_stablehlo(convc.compile_graph(step, target=target), "cpu")(x, g)
+    _, want_dx = lax_vjp(lambda x: lax.reduce_prod(x, axes), x, g)
+    assert dx.dtype == x.dtype
+    assert_close(dx, want_dx, dtype, "x.grad")
+    assert_close(evaluate_vjp(graph, ["x"], [x, g])[1], want_dx, dtype, "oracle x.grad")
+    if case == "two-zeros-in-a-group":
+        assert not np.any(dx[1, :, 0])
+
+
+def numpy_type(dtype: str) -> type:
+    return {"f32": np.float32, "f16": np.float16}[dtype]

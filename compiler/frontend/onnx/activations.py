@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from ...dtypes import is_float
 from ...ir import Value
 from .elementwise import plus, splat
-from .registry import Context, Node, Operand, converter
+from .registry import Context, Node, Operand, converter, one_of
 from .shared import broadcast_pair, normalized_axis, scaled
 
 
@@ -60,18 +60,15 @@ def hard_swish(node: Node, ctx: Context) -> Sequence[Operand]:
     return [ctx.op("multiply", x, _hard_sigmoid(ctx, x, 1 / 6, 0.5))]
 
 
-@converter("Gelu", since=20)
+@converter("Gelu", since=20, attrs=one_of(approximate=("none", "tanh")))
 def gelu(node: Node, ctx: Context) -> Sequence[Operand]:
     """approximate none: `x/2 * (1 + erf(x / sqrt(2)))`; tanh: `x/2 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3)))`."""
     x = _floating(ctx, node)
-    approximate = node.attrs["approximate"]
-    if approximate == "none":
-        inner = ctx.op("erf", scaled(ctx, x, 1 / math.sqrt(2)))
-    elif approximate == "tanh":
+    if node.attrs["approximate"] == "tanh":
         cube = ctx.op("multiply", ctx.op("multiply", x, x), x)
         inner = ctx.op("tanh", scaled(ctx, ctx.op("add", x, scaled(ctx, cube, 0.044715)), math.sqrt(2 / math.pi)))
     else:
-        raise ctx.error(f"approximate '{approximate}' is not one of none, tanh")
+        inner = ctx.op("erf", scaled(ctx, x, 1 / math.sqrt(2)))
     return [ctx.op("multiply", scaled(ctx, x, 0.5), plus(ctx, inner, 1.0))]
 
 

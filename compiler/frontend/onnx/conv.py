@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from ...ir import Value
 from ...ops.conv import dilate_dim
 from .registry import Context, Node, Operand, converter
-from .shared import AUTO_PADS, spatial_attr, unless_ones, window_pads
+from .shared import AUTO_PAD, spatial_attr, unless_ones, window_pads
 
 
 def _window_operands(node: Node, ctx: Context) -> tuple[Value, Value, tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
@@ -24,7 +24,7 @@ def _window_operands(node: Node, ctx: Context) -> tuple[Value, Value, tuple[int,
     return x, w, tuple(kernel), tuple(strides), tuple(dilations)
 
 
-@converter("Conv", since=11)
+@converter("Conv", since=11, attrs=AUTO_PAD)
 def conv(node: Node, ctx: Context) -> Sequence[Operand]:
     """`conv` (NCHW/OIHW kept, 1-D to 3-D), then `bias_add` on axis 1 for B; group, strides, dilations, pads, auto_pad
     (NOTSET, SAME_UPPER, SAME_LOWER, VALID), kernel_shape."""
@@ -55,8 +55,6 @@ def _transpose_geometry(ctx: Context, node: Node, in_spatial: Sequence[int], win
     `in * stride`; else `pads` (or VALID's zeros) give the sizes."""
     rank = len(in_spatial)
     auto_pad = node.attrs["auto_pad"]
-    if auto_pad not in AUTO_PADS:
-        raise ctx.error(f"auto_pad '{auto_pad}' is not one of {', '.join(AUTO_PADS)}")
     full = [s * (n - 1) + p + w for n, s, p, w in zip(in_spatial, strides, extra, windows)]  # the scatter's extent
     if node.attrs.get("output_shape"):
         shape = list(node.attrs["output_shape"])
@@ -73,7 +71,7 @@ def _transpose_geometry(ctx: Context, node: Node, in_spatial: Sequence[int], win
     return window_pads(ctx, node, in_spatial, windows, strides, [1] * rank), None
 
 
-@converter("ConvTranspose", since=11)
+@converter("ConvTranspose", since=11, attrs=AUTO_PAD)
 def conv_transpose(node: Node, ctx: Context) -> Sequence[Operand]:
     """`conv_backprop_input` (the scatter conv whose forward kernel is W as it stands, [C, M / group, *k]; 1-D to 3-D)
     with explicit pads, then `bias_add` on axis 1 for B; group, strides, dilations, pads, output_padding, auto_pad

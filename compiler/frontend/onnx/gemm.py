@@ -36,10 +36,16 @@ def _spreads(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:
 @converter("MatMul", since=13)
 def matmul(node: Node, ctx: Context) -> Sequence[Operand]:
     """`dot_general` over the last two dims, the leading ones as batch dims (spread by numpy broadcasting).
-    Not 1-D operands."""
+    A 1-D operand is a matrix by numpy's rule (A a row, B a column: a `reshape` before) whose
+    dim is dropped from the result (a `reshape` after)."""
     a, b = ctx.operand(node, 0), ctx.operand(node, 1)
-    if a.type.rank < 2 or b.type.rank < 2:
-        raise ctx.error(f"A {a.type} and B {b.type} must have rank 2 or more (1-D MatMul is not supported yet)")
+    if a.type.rank == 0 or b.type.rank == 0:
+        raise ctx.error(f"A {a.type} and B {b.type} must have rank 1 or more")
+    row, column = a.type.rank == 1, b.type.rank == 1
+    if row:
+        a = ctx.op("reshape", a, new_sizes=(1, *a.type.shape))
+    if column:
+        b = ctx.op("reshape", b, new_sizes=(*b.type.shape, 1))
     try:
         batch = np.broadcast_shapes(a.type.shape[:-2], b.type.shape[:-2])
     except ValueError:
@@ -47,5 +53,9 @@ def matmul(node: Node, ctx: Context) -> Sequence[Operand]:
     a = broadcast_to(ctx, a, (*batch, *a.type.shape[-2:]))
     b = broadcast_to(ctx, b, (*batch, *b.type.shape[-2:]))
     dims = tuple(range(len(batch)))
-    return [ctx.op("dot_general", a, b, lhs_batching_dimensions=dims, rhs_batching_dimensions=dims,
-                   lhs_contracting_dimensions=(len(batch) + 1,), rhs_contracting_dimensions=(len(batch),))]
+    y = ctx.op("dot_general", a, b, lhs_batching_dimensions=dims, rhs_batching_dimensions=dims,
+               lhs_contracting_dimensions=(len(batch) + 1,), rhs_contracting_dimensions=(len(batch),))
+    if not (row or column):
+        return [y]
+    shape = (*batch, *(() if row else a.type.shape[-2:-1]), *(() if column else b.type.shape[-1:]))
+    return [ctx.op("reshape", y, new_sizes=shape)]

@@ -79,7 +79,7 @@ def load_onnx(model: ModelSource, *, input_shapes: Mapping[str, Sequence[int]] |
     initializers = {t.name: t for t in proto.graph.initializer}
     check_names(input_shapes or {}, keep_as_inputs, proto, initializers, file)
     _check_supported(nodes, set(initializers) - set(keep_as_inputs), opset, file)
-    check_model(onnx, proto, file)
+    check_model(onnx, proto, file, opset)
     inputs = input_types(proto, initializers, input_shapes or {}, array_shapes or {}, file, log or _stderr)
     infer_shapes(onnx, proto, inputs, file)
     arrays = initializer_arrays(onnx, proto, file)
@@ -97,19 +97,40 @@ def foldable(node: Node, known: Mapping[str, Any] | set[str]) -> bool:
 
 
 def _check_supported(nodes: Sequence[Node], known: set[str], opset: int, file: str) -> None:
-    """One error listing every node that has no converter at this opset and is not evaluated at import."""
+    """One error listing every node that has no converter at this opset and is not evaluated at
+    import, and every node with an attribute value its converter does not handle (the first
+    such attribute): O5 when some op has no converter, else O6."""
     known = set(known)
-    unsupported = []
+    missing, refused = [], {}
     for node in nodes:
         found = lookup(node.op_type, opset)
-        if foldable(node, known) or (found is not None and found.known_output):
+        if foldable(node, known):
             known.update(node.outputs)
-        elif found is None:
-            unsupported.append(node)
-    if unsupported:
-        raise ConvcError(f"{len(unsupported)} node(s) with unsupported ops at opset {opset}: "
-                         f"{listed(unsupported, lambda node: node.op_type)} (docs/onnx.md lists the supported ones)",
-                         node_location(file, unsupported[0]), UNSUPPORTED_OP)
+            continue
+        if found is None:
+            missing.append(node)
+            continue
+        try:
+            reason = found.refusal(node)
+        except TypeError:  # an attribute of the wrong type (p='x'): onnx.checker, which runs next, reports it (O2)
+            reason = None
+        if reason is not None:
+            refused[node.index] = reason
+        if found.known_output:
+            known.update(node.outputs)
+    lacking = {node.index for node in missing}
+    offenders = [node for node in nodes if node.index in lacking or node.index in refused]
+    if not offenders:
+        return
+    first = node_location(file, offenders[0])
+    if not refused:
+        raise ConvcError(f"{len(missing)} node(s) with unsupported ops at opset {opset}: "
+                         f"{listed(missing, lambda node: node.op_type)} (docs/onnx.md lists the supported ones)", first, UNSUPPORTED_OP)
+    if len(offenders) == 1:
+        raise ConvcError(refused[offenders[0].index], first, UNSUPPORTED_ATTR)
+    described = listed(offenders, lambda node: f"{node.op_type}: {refused[node.index]}" if node.index in refused else node.op_type)
+    raise ConvcError(f"{len(offenders)} node(s) unsupported at opset {opset}: {described} (docs/onnx.md lists what is supported)",
+                     first, UNSUPPORTED_OP if missing else UNSUPPORTED_ATTR)
 
 
 # --- building -------------------------------------------------------------------------------

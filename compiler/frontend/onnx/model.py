@@ -170,11 +170,32 @@ def check_names(input_shapes: Mapping[str, Sequence[int]], keep_as_inputs: Seque
             raise ConvcError(f"keep_as_inputs names '{name}', which is no initializer", Location(file=file), INPUT_SPEC)
 
 
-def check_model(onnx: Any, proto: Any, file: str) -> None:
+# Ops onnx deprecated at an opset that still has a converter here (exporters of that opset
+# write them), and whose output has their first input's type: onnx.checker refuses them, so it
+# checks the model with an Identity of that input in their place; the converter checks the node.
+CONVERTED_DEPRECATED = frozenset({"GroupNormalization"})
+
+
+def check_model(onnx: Any, proto: Any, file: str, opset: int) -> None:
+    """onnx.checker on the model (on a copy with `CONVERTED_DEPRECATED` nodes as Identities, where it has any)."""
+    checked = proto
+    for index, node in enumerate(proto.graph.node):
+        if node.op_type in CONVERTED_DEPRECATED and node.domain in DEFAULT_DOMAINS and _deprecated(onnx, node.op_type, opset):
+            if checked is proto:
+                checked = onnx.ModelProto()
+                checked.CopyFrom(proto)
+            checked.graph.node[index].CopyFrom(onnx.helper.make_node("Identity", node.input[:1], node.output[:1], name=node.name))
     try:
-        onnx.checker.check_model(proto)
+        onnx.checker.check_model(checked)
     except (onnx.checker.ValidationError, ValueError) as err:  # ValueError: a model over protobuf's 2 GB
         raise ConvcError(f"invalid ONNX model (onnx.checker): {first_line(err)}", Location(file=file), INVALID_MODEL) from None
+
+
+def _deprecated(onnx: Any, op_type: str, opset: int) -> bool:
+    try:
+        return bool(onnx.defs.get_schema(op_type, opset).deprecated)
+    except onnx.defs.SchemaError:
+        return False
 
 
 def input_types(proto: Any, initializers: Mapping[str, Any], input_shapes: Mapping[str, Sequence[int]],

@@ -12,16 +12,14 @@ import numpy as np
 from ...dtypes import is_float, numpy_dtype
 from ...ir import Value
 from .elementwise import plus
-from .registry import Context, Node, Operand, converter
+from .registry import Context, Node, Operand, converter, one_of
 from .shared import broadcast_pair, normalized_axis, scaled
 
 
-@converter("BatchNormalization", since=9)
+@converter("BatchNormalization", since=9, attrs=one_of(training_mode=(0,)))
 def batch_normalization(node: Node, ctx: Context) -> Sequence[Operand]:
     """Inference mode: `multiply` by scale / sqrt(var + epsilon) and `bias_add` of B - mean * that, per channel
     (axis 1), computed at import; scale, B, mean and var must be known at import. Not training_mode."""
-    if node.attrs.get("training_mode"):
-        raise ctx.error("training_mode=1 is not supported (inference only)")
     ctx.refuse_outputs(node, 1, "the running mean and variance outputs (training mode)")
     x = ctx.operand(node, 0)
     if x.type.rank < 2:
@@ -52,10 +50,8 @@ def _floating(ctx: Context, x: Value) -> Value:
     return ctx.op("convert", x, new_dtype="f32") if x.type.dtype in ("f16", "bf16") else x
 
 
-def _stash_type(ctx: Context, node: Node) -> None:
-    """stash_type 1 (float) is the only precision these converters compute statistics in."""
-    if node.attrs.get("stash_type", 1) != 1:
-        raise ctx.error(f"stash_type {node.attrs['stash_type']} is not supported (only 1, float)")
+# stash_type 1 (float) is the only precision these converters compute statistics in.
+STASH_TYPE = one_of(stash_type=(1,))
 
 
 def spread_back(ctx: Context, reduced: Value, shape: Sequence[int], axes: Sequence[int]) -> Value:
@@ -118,12 +114,11 @@ def instance_normalization(node: Node, ctx: Context) -> Sequence[Operand]:
     return [_narrowed(ctx, _affine(ctx, y, ctx.operand(node, 1), ctx.operand(node, 2), (1,), "a per-channel"), x)]
 
 
-@converter("LayerNormalization", since=17)
+@converter("LayerNormalization", since=17, attrs=STASH_TYPE)
 def layer_normalization(node: Node, ctx: Context) -> Sequence[Operand]:
     """Over the dims from axis on: mean and variance as `reduce_sum` times 1/N, `subtract`, `multiply` by
     `rsqrt(var + epsilon)`, then Scale and optional B spread over X (numpy broadcasting). stash_type 1 (f16 and
     bf16 computed in f32). The Mean and InvStdDev outputs are those statistics, `reshape`d to keep the axes as 1s."""
-    _stash_type(ctx, node)
     x = ctx.operand(node, 0)
     axis = normalized_axis(ctx, node.attrs["axis"], x.type.rank)
     wide = _floating(ctx, x)
@@ -144,9 +139,9 @@ def layer_normalization(node: Node, ctx: Context) -> Sequence[Operand]:
     return [_narrowed(ctx, y, x)] + [ctx.op("reshape", s, new_sizes=kept) for s, name in zip((mean, inverse), node.outputs[1:]) if name]
 
 
-def _group_normalization(node: Node, ctx: Context) -> Value:
+def _group_normalization(node: Node, ctx: Context, per_group: bool) -> Value:
     """X reshaped to (N, num_groups, rest), standardized over its last dim, reshaped back, then
-    scale and bias per channel."""
+    scale and bias per channel (`per_group`: given per group, each spread over its group's channels)."""
     x = ctx.operand(node, 0)
     groups = node.attrs["num_groups"]
     if x.type.rank < 2 or groups < 1 or x.type.shape[1] % groups:
@@ -154,14 +149,37 @@ def _group_normalization(node: Node, ctx: Context) -> Value:
     wide = _floating(ctx, x)
     grouped = ctx.op("reshape", wide, new_sizes=(x.type.shape[0], groups, math.prod(x.type.shape[1:]) // groups))
     y = ctx.op("reshape", standardized(ctx, grouped, (2,), node.attrs["epsilon"]), new_sizes=x.type.shape)
-    return _narrowed(ctx, _affine(ctx, y, ctx.operand(node, 1), ctx.operand(node, 2), (1,), "a per-channel"), x)
+    scale, bias = ctx.operand(node, 1), ctx.operand(node, 2)
+    if per_group:
+        scale, bias = (_per_channel(ctx, p, groups, x.type.shape[1]) for p in (scale, bias))
+    return _narrowed(ctx, _affine(ctx, y, scale, bias, (1,), "a per-channel"), x)
 
 
-# Opset 18's GroupNormalization (scale and bias per group) is deprecated in onnx: onnx.checker
-# refuses a model using it, so it has no converter here (such a node is O5).
-@converter("GroupNormalization", since=21)
+def _per_channel(ctx: Context, parameter: Value, groups: int, channels: int) -> Value:
+    """A per-group parameter ([num_groups]) repeated over each group's channels: `broadcast_in_dim`
+    to [num_groups, channels / num_groups], `reshape` to [channels]."""
+    if parameter.type.shape != (groups,):
+        raise ctx.error(f"a per-group parameter {parameter.type} has shape {list(parameter.type.shape)}, expected [{groups}]")
+    spread = ctx.op("broadcast_in_dim", parameter, shape=(groups, channels // groups), broadcast_dimensions=(0,))
+    return ctx.op("reshape", spread, new_sizes=(channels,))
+
+
+def _group_attrs(node: Node) -> str | None:
+    """stash_type 1, and num_groups given (the checker, which does not see an opset-18 node, would require it)."""
+    return STASH_TYPE(node) or (None if "num_groups" in node.attrs else "num_groups is required")
+
+
+# Opset 18's GroupNormalization is deprecated in onnx (its checker refuses it; model.py checks
+# the model with an Identity in its place), but exporters of opsets 18-20 still write it.
+@converter("GroupNormalization", since=18, attrs=_group_attrs)
+def group_normalization_18(node: Node, ctx: Context) -> Sequence[Operand]:
+    """As opset 21's, with scale and bias one per group (each `broadcast_in_dim` over its group's channels and
+    `reshape`d to one per channel)."""
+    return [_group_normalization(node, ctx, per_group=True)]
+
+
+@converter("GroupNormalization", since=21, attrs=_group_attrs)
 def group_normalization(node: Node, ctx: Context) -> Sequence[Operand]:
     """`reshape` to (N, num_groups, rest), mean and variance over rest (`reduce_sum` times 1/N), `subtract`,
     `multiply` by `rsqrt(var + epsilon)`, `reshape` back, then scale and bias per channel; stash_type 1."""
-    _stash_type(ctx, node)
-    return [_group_normalization(node, ctx)]
+    return [_group_normalization(node, ctx, per_group=False)]

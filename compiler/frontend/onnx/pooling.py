@@ -1,5 +1,6 @@
-"""MaxPool, AveragePool and the global pools: `max_pool` and `sum_pool` windows (an average
-is a sum times each window's reciprocal count, known at import), and spatial sums."""
+"""MaxPool, AveragePool, LpPool and the global pools: `max_pool` and `sum_pool` windows (an
+average is a sum times each window's reciprocal count, known at import; an Lp norm the p-th
+root of a sum of p-th powers), and spatial sums."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from ...dtypes import numpy_dtype
 from ...ir import Value
 from ...ops.conv import dilate_dim
 from .registry import Context, Node, Operand, converter
-from .shared import scaled, spatial_attr, unless_ones, window_pads
+from .shared import AUTO_PAD, scaled, spatial_attr, unless_ones, window_pads
 
 
 def ceil_mode_pads(size: int, pads: tuple[int, int], window: int, stride: int) -> tuple[int, int]:
@@ -26,7 +27,7 @@ def ceil_mode_pads(size: int, pads: tuple[int, int], window: int, stride: int) -
     return lo, hi + max(0, (count - 1) * stride + window - (size + lo + hi))
 
 
-@converter("MaxPool", since=12)
+@converter("MaxPool", since=12, attrs=AUTO_PAD)
 def max_pool(node: Node, ctx: Context) -> Sequence[Operand]:
     """`max_pool` over the spatial dims (padding is -inf); kernel_shape, strides, dilations, pads, auto_pad, ceil_mode
     (as extra high padding). Not the Indices output."""
@@ -75,13 +76,13 @@ def pool_window(node: Node, ctx: Context, x: Value) -> PoolWindow:
         raise ctx.error(f"kernel_shape has {len(kernel)} entries, expected {rank} (one per spatial dimension)")
     pads = window_pads(ctx, node, x.type.shape[2:], kernel, strides, dilations)
     ceil_pads = pads
-    if node.attrs["ceil_mode"]:
+    if node.attrs.get("ceil_mode"):  # LpPool has it from opset 18 on
         ceil_pads = [ceil_mode_pads(size, p, dilate_dim(k, d), s)
                      for size, p, k, d, s in zip(x.type.shape[2:], pads, kernel, dilations, strides)]
     return PoolWindow(kernel, strides, dilations, pads, ceil_pads)
 
 
-@converter("AveragePool", since=11)
+@converter("AveragePool", since=11, attrs=AUTO_PAD)
 def average_pool(node: Node, ctx: Context) -> Sequence[Operand]:
     """`sum_pool` over the spatial dims (padding adds 0), `multiply` by 1/count per window (computed at import:
     count_include_pad counts the pads, never ceil_mode's extra ones); kernel_shape, strides, pads, auto_pad,
@@ -102,6 +103,58 @@ def divided(ctx: Context, value: Value, counts: np.ndarray, axes_from: int) -> V
     spread = ctx.op("broadcast_in_dim", reciprocal, shape=value.type.shape,
                     broadcast_dimensions=tuple(range(axes_from, value.type.rank)))
     return ctx.op("multiply", value, spread)
+
+
+def _positive_p(node: Node) -> str | None:
+    """GlobalLpPool's attribute check: p is a positive order (0 would be a count, not a norm)."""
+    return None if node.attrs["p"] >= 1 else f"p {node.attrs['p']} is not a positive order"
+
+
+def _lp_attrs(node: Node) -> str | None:
+    """LpPool's attribute check: auto_pad as every pool's, and p a positive order."""
+    return AUTO_PAD(node) or _positive_p(node)
+
+
+def _powered(ctx: Context, x: Value, p: int) -> Value:
+    """|x|^p: `abs` for 1, `multiply` by itself for 2, else `power` of `abs` by a constant p."""
+    if p == 2:
+        return ctx.op("multiply", x, x)
+    size = ctx.op("abs", x)
+    if p == 1:
+        return size
+    exponent = ctx.constant(np.asarray(p, numpy_dtype(x.type.dtype)), "p")
+    return ctx.op("power", size, ctx.op("broadcast_in_dim", exponent, shape=x.type.shape, broadcast_dimensions=()))
+
+
+def _root(ctx: Context, total: Value, p: int) -> Value:
+    """total^(1/p): itself for 1, `sqrt` for 2, else `power` by a constant 1/p."""
+    if p == 1:
+        return total
+    if p == 2:
+        return ctx.op("sqrt", total)
+    exponent = ctx.constant(np.asarray(1 / p, numpy_dtype(total.type.dtype)), "inverse_p")
+    return ctx.op("power", total, ctx.op("broadcast_in_dim", exponent, shape=total.type.shape, broadcast_dimensions=()))
+
+
+@converter("LpPool", since=11, attrs=_lp_attrs)
+def lp_pool(node: Node, ctx: Context) -> Sequence[Operand]:
+    """The p-th root of a `sum_pool` of |x|^p over the spatial dims (padding adds 0): p 1 is a sum of `abs`, p 2
+    the `sqrt` of a sum of squares, others `power`s; kernel_shape, strides, pads, auto_pad, ceil_mode and dilations
+    (opset 18)."""
+    x = ctx.operand(node, 0)  # floating: onnx.checker holds LpPool to its type constraint
+    p = node.attrs["p"]
+    window = pool_window(node, ctx, x)
+    return [_root(ctx, ctx.op("sum_pool", _powered(ctx, x, p), **window.attrs()), p)]
+
+
+@converter("GlobalLpPool", since=2, attrs=_positive_p)
+def global_lp_pool(node: Node, ctx: Context) -> Sequence[Operand]:
+    """The p-th root of a `reduce_sum` of |x|^p over the spatial dims (as LpPool's), `reshape`d to keep them as 1s."""
+    x = ctx.operand(node, 0)
+    p = node.attrs["p"]
+    total = ctx.op("reduce_sum", _powered(ctx, x, p), axes=tuple(range(2, x.type.rank)))
+    kept = ctx.op("reshape", total, new_sizes=(*x.type.shape[:2], *(1 for _ in x.type.shape[2:])))
+    return [_root(ctx, kept, p)]
 
 
 @converter("GlobalMaxPool", since=1)

@@ -62,6 +62,29 @@ class Node:
 
 
 ConvertFn = Callable[[Node, "Context"], Sequence[Operand]]
+# The first attribute value a converter does not handle, as a message; None when it handles them all.
+AttrCheck = Callable[[Node], str | None]
+
+
+def one_of(**choices: Sequence[Any]) -> AttrCheck:
+    """An `AttrCheck`: each named attribute the node has (given, or its schema's default) takes
+    one of its listed values; checked in the order given."""
+    def check(node: Node) -> str | None:
+        for name, allowed in choices.items():
+            if name in node.attrs and node.attrs[name] not in allowed:
+                return f"{name} {_shown(node.attrs[name])} is {_choices(allowed)}"
+        return None
+    return check
+
+
+def _shown(value: Any) -> str:
+    return f"'{value}'" if isinstance(value, str) else str(value)
+
+
+def _choices(allowed: Sequence[Any]) -> str:
+    if len(allowed) == 1:
+        return f"not supported (only {allowed[0]})"
+    return f"not one of {', '.join(map(str, allowed))}"
 
 
 @dataclass(frozen=True)
@@ -70,6 +93,11 @@ class Converter:
     since: int  # the opset from which this converter applies
     convert: ConvertFn
     known_output: bool  # its outputs are known at import whatever its inputs (Shape, Constant)
+    attrs: AttrCheck | None = None  # run on every node before anything is built (importer._check_supported)
+
+    def refusal(self, node: Node) -> str | None:
+        """The first of the node's attribute values this converter does not handle, as a message; else None."""
+        return None if self.attrs is None else self.attrs(node)
 
     @property
     def summary(self) -> str:
@@ -79,11 +107,14 @@ class Converter:
 CONVERTERS: dict[str, list[Converter]] = {}
 
 
-def converter(op_type: str, since: int, *, known_output: bool = False) -> Callable[[ConvertFn], ConvertFn]:
-    """Register a converter for `op_type` from opset `since` on."""
+def converter(op_type: str, since: int, *, known_output: bool = False,
+              attrs: AttrCheck | None = None) -> Callable[[ConvertFn], ConvertFn]:
+    """Register a converter for `op_type` from opset `since` on. `attrs` refuses the attribute
+    values it does not handle; the importer runs it on every node up front, so the converter
+    itself can take them as handled."""
     def register(function: ConvertFn) -> ConvertFn:
         entries = CONVERTERS.setdefault(op_type, [])
-        entries.append(Converter(op_type, since, function, known_output))
+        entries.append(Converter(op_type, since, function, known_output, attrs))
         entries.sort(key=lambda entry: entry.since)
         return function
     return register

@@ -2,7 +2,8 @@
 each resized axis is one `dot_general` with an (out x in) interpolation matrix built at import
 with numpy, from the mode's coefficients as ONNX's reference implementation
 (onnx/reference/ops/op_resize.py) computes them: one-hot rows for nearest, two weights per
-row for linear, the source indices clamped to the edge."""
+row for linear, four (Keys' cubic convolution, coefficient `cubic_coeff_a`) for cubic, the
+source indices clamped to the edge."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import numpy as np
 
 from ...dtypes import is_float, numpy_dtype
 from ...ir import Value
-from .registry import Context, Node, Operand, converter
+from .registry import Context, Node, Operand, converter, one_of
 from .shared import normalized_axis
 
 # tf_half_pixel_for_nn left the spec at opset 13, but tf2onnx still writes it for TensorFlow's
@@ -47,13 +48,48 @@ def source_coordinates(mode: str, out_size: int, in_size: int, scale: float) -> 
     return (y + half) / factor - half  # half_pixel, pytorch_half_pixel
 
 
+def _keys_inner(t: np.ndarray, a: float) -> np.ndarray:
+    """Keys' cubic kernel at distance t <= 1."""
+    return ((a + 2) * t - (a + 3)) * t * t + 1
+
+
+def _keys_outer(t: np.ndarray, a: float) -> np.ndarray:
+    """Keys' cubic kernel at distance 1 < t < 2."""
+    return ((a * t - 5 * a) * t + 8 * a) * t - 4 * a
+
+
+def cubic_weights(ratio: np.ndarray, a: float) -> np.ndarray:
+    """Keys' cubic convolution weights of the four taps around each source coordinate (the
+    reference's `_cubic_coeffs`): `ratio` in (0, 1] is its distance from the second tap."""
+    return np.stack([_keys_outer(ratio + 1, a), _keys_inner(ratio, a), _keys_inner(1 - ratio, a), _keys_outer(2 - ratio, a)],
+                    axis=1)
+
+
+def _cubic_matrix(x: np.ndarray, in_size: int, a: float, exclude_outside: bool) -> np.ndarray:
+    """Rows of four cubic weights on the taps base - 1 .. base + 2, base the tap left of x (x
+    itself minus 1 when integral: the ratio is in (0, 1], as the reference has it); with
+    `exclude_outside` the taps outside the input weigh 0 and each row is renormalized."""
+    base = np.ceil(x) - 1
+    weights = cubic_weights(x - base, a)
+    taps = base.astype(np.int64)[:, None] + np.arange(-1, 3)
+    if exclude_outside:
+        weights = np.where((taps >= 0) & (taps < in_size), weights, 0.0)
+        weights /= weights.sum(axis=1, keepdims=True)
+    matrix = np.zeros((len(x), in_size))
+    np.add.at(matrix, (np.repeat(np.arange(len(x)), 4), np.clip(taps, 0, in_size - 1).reshape(-1)), weights.reshape(-1))
+    return matrix
+
+
 def interpolation_matrix(mode: str, coordinate_mode: str, nearest_mode: str, out_size: int, in_size: int,
-                         scale: float) -> np.ndarray:
+                         scale: float, cubic_a: float = -0.75, exclude_outside: bool = False) -> np.ndarray:
     """The (out_size, in_size) float64 matrix taking an axis of the input to the resized one:
     nearest picks floor or floor + 1 of each source coordinate by `nearest_mode` (an integral
-    coordinate itself); linear weighs them 1 - r and r (r the fractional part). Indices past
-    either end take the edge element, as the reference's edge padding does."""
+    coordinate itself); linear weighs them 1 - r and r (r the fractional part); cubic weighs
+    four taps (`_cubic_matrix`). Indices past either end take the edge element, as the
+    reference's edge padding does."""
     x = source_coordinates(coordinate_mode, out_size, in_size, scale).astype(np.float64)
+    if mode == "cubic":
+        return _cubic_matrix(x, in_size, cubic_a, exclude_outside)
     low = np.floor(x)
     ratio = x - low
     low = low.astype(np.int64)
@@ -108,8 +144,6 @@ def _sizes_and_scales(ctx: Context, node: Node, shape: Sequence[int]) -> tuple[l
         return out, factors
     wanted = [int(s) for s in sizes]  # type: ignore[union-attr]
     policy = node.attrs.get("keep_aspect_ratio_policy", "stretch")
-    if policy not in ASPECT_POLICIES:
-        raise ctx.error(f"keep_aspect_ratio_policy '{policy}' is not one of {', '.join(ASPECT_POLICIES)}")
     ratios = [size / shape[axis] for axis, size in zip(axes, wanted)]
     if policy != "stretch":
         common = min(ratios) if policy == "not_larger" else max(ratios)
@@ -121,22 +155,18 @@ def _sizes_and_scales(ctx: Context, node: Node, shape: Sequence[int]) -> tuple[l
     return out, factors
 
 
-def _check_modes(ctx: Context, node: Node) -> tuple[str, str, str]:
-    """mode, coordinate_transformation_mode and nearest_mode, each one these converters handle."""
-    mode, coordinate_mode, nearest_mode = (node.attrs.get(name, default) for name, default in
-                                           (("mode", "nearest"), ("coordinate_transformation_mode", "half_pixel"),
-                                            ("nearest_mode", "round_prefer_floor")))
-    if mode not in ("nearest", "linear"):
-        raise ctx.error(f"mode '{mode}' is not supported (only nearest and linear)")
-    if coordinate_mode not in COORDINATE_MODES:
-        raise ctx.error(f"coordinate_transformation_mode '{coordinate_mode}' is not supported (only {', '.join(COORDINATE_MODES)})")
-    if mode == "nearest" and nearest_mode not in NEAREST_MODES:
-        raise ctx.error(f"nearest_mode '{nearest_mode}' is not one of {', '.join(NEAREST_MODES)}")
-    if node.attrs.get("antialias"):
-        raise ctx.error("antialias=1 is not supported")
-    if node.attrs.get("exclude_outside"):
-        raise ctx.error("exclude_outside=1 is not supported")
-    return mode, coordinate_mode, nearest_mode
+_RESIZE_VALUES = one_of(mode=("nearest", "linear", "cubic"), coordinate_transformation_mode=COORDINATE_MODES,
+                        nearest_mode=NEAREST_MODES, antialias=(0,), exclude_outside=(0, 1), keep_aspect_ratio_policy=ASPECT_POLICIES)
+
+
+def resize_attrs(node: Node) -> str | None:
+    """The attribute values the Resize converter handles, refused up front otherwise;
+    exclude_outside with cubic mode only (the runtimes differ on it for the others)."""
+    if (found := _RESIZE_VALUES(node)) is not None:
+        return found
+    if node.attrs["exclude_outside"] and node.attrs["mode"] != "cubic":
+        return f"exclude_outside 1 is supported with mode cubic only, not '{node.attrs['mode']}'"
+    return None
 
 
 def resize_axis(ctx: Context, x: Value, axis: int, matrix: np.ndarray) -> Value:
@@ -153,15 +183,16 @@ def resize_axis(ctx: Context, x: Value, axis: int, matrix: np.ndarray) -> Value:
     return ctx.op("transpose", out, permutation=permutation)
 
 
-@converter("Resize", since=13)
+@converter("Resize", since=13, attrs=resize_attrs)
 def resize(node: Node, ctx: Context) -> Sequence[Operand]:
     """Per resized spatial axis, a `dot_general` (precision HIGHEST) with an (out x in) interpolation matrix computed
     at import, then a
-    `transpose` back: mode nearest (nearest_mode round_prefer_floor, round_prefer_ceil, floor, ceil) or linear;
+    `transpose` back: mode nearest (nearest_mode round_prefer_floor, round_prefer_ceil, floor, ceil), linear or
+    cubic (cubic_coeff_a, exclude_outside);
     coordinate_transformation_mode half_pixel, pytorch_half_pixel, align_corners, asymmetric, half_pixel_symmetric (opset 19),
     tf_half_pixel_for_nn (opset 11's, which tf2onnx writes at any opset, as ONNX Runtime accepts); scales or sizes known
     at import; axes and keep_aspect_ratio_policy (opset 18). N and C keep their size."""
-    mode, coordinate_mode, nearest_mode = _check_modes(ctx, node)
+    mode, coordinate_mode, nearest_mode = (node.attrs[name] for name in ("mode", "coordinate_transformation_mode", "nearest_mode"))
     x = ctx.operand(node, 0)
     if not is_float(x.type.dtype):
         raise ctx.error(f"X has element type {x.type.dtype}; Resize interpolates floating tensors")
@@ -175,6 +206,7 @@ def resize(node: Node, ctx: Context) -> Sequence[Operand]:
             continue
         if out[axis] < 1:
             raise ctx.error(f"axis {axis} would be resized to {out[axis]} elements")
-        matrix = interpolation_matrix(mode, coordinate_mode, nearest_mode, out[axis], x.type.shape[axis], scales[axis])
+        matrix = interpolation_matrix(mode, coordinate_mode, nearest_mode, out[axis], x.type.shape[axis], scales[axis],
+                                      node.attrs["cubic_coeff_a"], bool(node.attrs["exclude_outside"]))
         y = resize_axis(ctx, y, axis, matrix)
     return [y]

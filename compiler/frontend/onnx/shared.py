@@ -10,9 +10,10 @@ import numpy as np
 from ...dtypes import numpy_dtype
 from ...ir import Value
 from ...ops.conv import dilate_dim, same_pads
-from .registry import Context, Node
+from .registry import Context, Node, one_of
 
 AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
+AUTO_PAD = one_of(auto_pad=AUTO_PADS)  # the attribute check of every windowed op
 
 
 def normalized_axis(ctx: Context, axis: int, rank: int, attr: str = "axis") -> int:
@@ -52,10 +53,8 @@ def window_pads(ctx: Context, node: Node, in_spatial: Sequence[int], kernel: Seq
                 dilations: Sequence[int]) -> list[tuple[int, int]]:
     """The [lo, hi] pads of each spatial dim from `auto_pad` (SAME_UPPER puts the odd one
     high, SAME_LOWER low, as lax's SAME and SAME_LOWER) or from `pads` (begins, then ends)."""
-    auto_pad = node.attrs["auto_pad"]
+    auto_pad = node.attrs["auto_pad"]  # one of AUTO_PADS (the converters declare AUTO_PAD)
     rank = len(in_spatial)
-    if auto_pad not in AUTO_PADS:
-        raise ctx.error(f"auto_pad '{auto_pad}' is not one of {', '.join(AUTO_PADS)}")
     if auto_pad == "VALID":
         return [(0, 0)] * rank
     if auto_pad != "NOTSET":

@@ -10,7 +10,7 @@ import numpy as np
 
 from ...builders import DimRange, pad, slice_along
 from ...ir import Value
-from .registry import Context, Node, Operand, converter
+from .registry import Context, Node, Operand, converter, one_of
 from .shared import broadcast_to, normalized_axis
 
 PAD_MODES = ("constant", "reflect", "edge", "wrap")
@@ -75,15 +75,13 @@ def _wrap_pad(ctx: Context, x: Value, axis: int, lo: int, hi: int) -> Value:
 _MODE_PADS = {"edge": _edge_pad, "reflect": _reflect_pad, "wrap": _wrap_pad}
 
 
-@converter("Pad", since=13)
+@converter("Pad", since=13, attrs=one_of(mode=PAD_MODES))
 def pad_op(node: Node, ctx: Context) -> Sequence[Operand]:
     """constant: `pad` with constant_value (negative pads crop); reflect, edge, wrap: a crop (`pad` by the negative
     pads), then per padded axis `slice`s (and `reverse`s for reflect, `broadcast_in_dim` for edge) `concatenate`d
     around it. pads, constant_value and axes (opset 18) must be known at import."""
     x = ctx.operand(node, 0)
     rank, mode = x.type.rank, node.attrs["mode"]
-    if mode not in PAD_MODES:
-        raise ctx.error(f"mode '{mode}' is not one of {', '.join(PAD_MODES)}")
     pads = known_ints(ctx, node, 1, "pads")
     axes = known_axes(ctx, node, 3, rank, len(pads) // 2)
     if len(pads) != 2 * len(axes):

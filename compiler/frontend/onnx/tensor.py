@@ -98,13 +98,15 @@ def gather(node: Node, ctx: Context) -> Sequence[Operand]:
     return [ctx.op("reshape", joined, new_sizes=(*x.type.shape[:axis], *indices.shape, *x.type.shape[axis + 1:]))]
 
 
-@converter("Cast", since=13)
+def _cast_to(node: Node) -> str | None:
+    to = node.attrs.get("to")
+    return None if to in ONNX_DTYPES else f"to={to} is an element type convc lacks (it has {', '.join(ONNX_DTYPES.values())})"
+
+
+@converter("Cast", since=13, attrs=_cast_to)
 def cast(node: Node, ctx: Context) -> Sequence[Operand]:
     """`convert` to `to` (an element type convc has: float, float16, bfloat16, double, int8, int32)."""
-    to = node.attrs.get("to")
-    if to not in ONNX_DTYPES:
-        raise ctx.error(f"to={to} is an element type convc lacks (it has {', '.join(ONNX_DTYPES.values())})")
-    return [ctx.op("convert", ctx.operand(node, 0), new_dtype=ONNX_DTYPES[to])]
+    return [ctx.op("convert", ctx.operand(node, 0), new_dtype=ONNX_DTYPES[node.attrs["to"]])]
 
 
 @converter("Identity", since=13)
@@ -126,14 +128,17 @@ _CONSTANT_ATTRS = {"value": None, "value_float": np.float32, "value_floats": np.
                    "value_ints": np.int64}
 
 
-@converter("Constant", since=13, known_output=True)
+def _constant_value(node: Node) -> str | None:
+    if any(name in node.attrs for name in _CONSTANT_ATTRS):
+        return None
+    return f"a Constant with {', '.join(node.attrs) or 'no value'} is not supported (value, value_float(s), value_int(s) are)"
+
+
+@converter("Constant", since=13, known_output=True, attrs=_constant_value)
 def constant(node: Node, ctx: Context) -> Sequence[Operand]:
     """A value known at import (value, value_float(s), value_int(s)); a `constant` where an op reads it."""
-    for name, dtype in _CONSTANT_ATTRS.items():
-        if name in node.attrs:
-            return [np.asarray(node.attrs[name], dtype)]
-    raise ctx.error(f"a Constant with {', '.join(node.attrs) or 'no value'} is not supported (value, value_float(s), "
-                    "value_int(s) are)")
+    name = next(name for name in _CONSTANT_ATTRS if name in node.attrs)
+    return [np.asarray(node.attrs[name], _CONSTANT_ATTRS[name])]
 
 
 @converter("Shape", since=13, known_output=True)

@@ -43,15 +43,28 @@ def flatten_view() -> tuple[list, dict, dict]:
     return nodes, {"x": ["batch", 2, 3, 3]}, consts
 
 
-MODELS = {"classifier": classifier, "flatten_view": flatten_view}
+def pool_reduce_matvec() -> tuple[list, dict, dict]:
+    """LpPool (p 2) + ReduceMin + ReduceProd + MatMul by a 1-D B (a matrix-vector product)."""
+    nodes = [
+        helper.make_node("LpPool", ["x"], ["lp"], kernel_shape=[2, 2], strides=[2, 2], p=2, name="lp"),
+        helper.make_node("ReduceMin", ["lp"], ["low"], axes=[3], keepdims=0, name="low"),
+        helper.make_node("ReduceProd", ["low"], ["prod"], axes=[0], keepdims=0, name="prod"),
+        helper.make_node("MatMul", ["prod", "v"], ["y"], name="matvec"),
+    ]
+    return nodes, {"x": [1, 2, 4, 4]}, {"v": _weights(2)}
+
+
+MODELS = {"classifier": classifier, "flatten_view": flatten_view, "pool_reduce_matvec": pool_reduce_matvec}
+OPSETS: dict[str, int] = {}  # a model's opset where it is not 17
+OUTPUT_SHAPES: dict[str, list[int]] = {}  # a model's output shape where onnx's shape inference cannot infer it
 
 
 def main(name: str, out: str) -> None:
     nodes, inputs, initializers = MODELS[name]()
     graph = helper.make_graph(nodes, name, [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs.items()],
-                              [helper.make_tensor_value_info(nodes[-1].output[0], TensorProto.FLOAT, None)],
+                              [helper.make_tensor_value_info(nodes[-1].output[0], TensorProto.FLOAT, OUTPUT_SHAPES.get(name))],
                               [numpy_helper.from_array(a, n) for n, a in initializers.items()])
-    opsets = [helper.make_opsetid("", 17)]
+    opsets = [helper.make_opsetid("", OPSETS.get(name, 17))]
     # the oldest IR version the opset allows: an ONNX Runtime older than the onnx package refuses newer ones
     model = helper.make_model(graph, opset_imports=opsets, ir_version=helper.find_min_ir_version_for(opsets))
     from onnx import shape_inference
