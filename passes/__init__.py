@@ -68,7 +68,8 @@ _CANONICAL = (
 
 # What XLA compiles (the cpu and gpu targets) holds no quantized type: after the canonical
 # pipeline (explicit pads), before the cpu rewrites (which then see the integer convs).
-_QUANTIZED = ("lower-quantized",)
+# XLA:GPU compiles no integer conv (cuDNN has none of this form): the gpu pipeline's are f64.
+_QUANTIZED = {"cpu": ("lower-quantized",), "gpu": ("lower-quantized{integer_conv=false}",)}
 
 # After the canonical pipeline, so they see only plain convs with explicit dimension
 # numbers and pads, whichever lowering produced them; cpu-conv-eigen-path last, so it also
@@ -121,7 +122,7 @@ def default_pipeline(target: str = "generic", autotune: bool = False) -> str:
     if autotune and target != "cpu":
         raise PipelineError(f"autotuning chooses among the cpu target's lowerings; target '{target}' has none")
     cpu = _CPU[:1] + ("autotune-conv-lowering",) + _CPU[1:] if autotune else _CPU
-    runnable = _QUANTIZED if target in ("cpu", "gpu") else ()
+    runnable = _QUANTIZED.get(target, ())
     return ",".join(_CANONICAL + runnable + (cpu if target == "cpu" else ()))
 
 

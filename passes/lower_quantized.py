@@ -10,7 +10,9 @@ graph inputs and outputs too, which is what `--inputs` feeds and `--outputs` wri
   [storage_min, storage_max], `round_nearest_even`, converted to the storage type (a
   quantized operand is dequantized first);
 - a quantized `conv` is an integer conv of the zero-point-shifted operands, (lhs - z_lhs) and
-  (rhs - z_rhs[o]), in i32 (8-bit storage; i64 for wider, whose products i32 cannot hold).
+  (rhs - z_rhs[o]), in i32 (8-bit storage; i64 for wider, whose products i32 cannot hold);
+  with `integer_conv=false` (the gpu pipeline: XLA:GPU compiles no integer conv, as cuDNN
+  offers none of this form) in f64, which holds those integer sums exactly.
   Its padding pads the shifted operand with 0, which is the real value 0, as the spec's
   dequantized conv pads; so every window, at the border too, sums exactly
   sum((l - z_l) * (r - z_r)). The sum times s_lhs * s_rhs[o] (in f64, rounded once to the
@@ -85,8 +87,12 @@ def quantize(b: OpFactory, x: Value, quant: QuantType, axis: int | None, suffix:
     return b.create("convert", value, suffix=suffix, new_dtype=quant.storage_dtype())
 
 
-def _accumulator(quant: QuantType) -> str:
-    """i32 holds the sums of 8-bit products (each below 2^16 in magnitude); wider storage, i64."""
+def _accumulator(quant: QuantType, integer_conv: bool) -> str:
+    """i32 holds the sums of 8-bit products (each below 2^16 in magnitude); wider storage, i64.
+    Without integer convs (XLA:GPU has none: cuDNN's integer convs take no such form), f64,
+    which holds every such sum below 2^53 exactly."""
+    if not integer_conv:
+        return "f64"
     return "i32" if quant.storage in ("i8", "u8") else "i64"
 
 
@@ -96,6 +102,7 @@ class _Lowering:
 
     graph: Graph
     stored: dict[int, Value]
+    integer_conv: bool
 
     def storage(self, value: Value) -> Value:
         return self.stored[id(value)]
@@ -121,14 +128,14 @@ class _Lowering:
             kernel = dequantize(b, self.storage(rhs), q_rhs, "rhs_real")
             return b.create("conv", lhs, kernel, suffix="conv", **attrs)
         q_lhs, q_out = _quant(lhs.type), _quant(op.result.type)
-        wide = _accumulator(q_lhs)
+        wide = _accumulator(q_lhs, self.integer_conv)
         shifted_lhs = _shifted(b, self.storage(lhs), q_lhs, None, wide, "lhs")
         shifted_rhs = _shifted(b, self.storage(rhs), q_rhs, None if q_rhs.axis is None else dn.rhs_spec[0], wide, "rhs")
         acc = b.create("conv", shifted_lhs, shifted_rhs, suffix="acc", **attrs)
         expressed = numpy_dtype(q_out.expressed)
         multipliers = (np.float64(np.asarray(q_lhs.scales[0]).astype(expressed))
                        * np.asarray(q_rhs.scales, np.float64).astype(expressed).astype(np.float64))
-        wide_acc = b.create("convert", acc, suffix="acc_f64", new_dtype="f64")
+        wide_acc = acc if wide == "f64" else b.create("convert", acc, suffix="acc_f64", new_dtype="f64")
         axis = None if q_rhs.axis is None else dn.out_spec[1]
         scaled = b.create("multiply", wide_acc, _per_slice(b, multipliers, axis, wide_acc.type, "multiplier"), suffix="real_f64")
         real = b.create("convert", scaled, suffix="real", new_dtype=q_out.expressed)
@@ -143,13 +150,14 @@ def _involves_quantized(op: Op) -> bool:
 class LowerQuantized(Pass):
     name = "lower-quantized"
     summary = "quantized types and ops become integer and float ops on the stored integers (XLA runs no !quant type)"
+    integer_conv: bool = True  # false: the shifted operands' conv in f64 (exact), for XLA:GPU, which has no integer conv
 
     def run(self, graph: Graph) -> bool:
         quantized_inputs = [v for v in graph.inputs if is_quantized(v.type.dtype)]
         ops = [op for op in graph.ops if op.kind in QUANTIZED_KINDS and _involves_quantized(op)]
         if not ops and not quantized_inputs:
             return False
-        lowering = _Lowering(graph, {})
+        lowering = _Lowering(graph, {}, self.integer_conv)
         for index, value in enumerate(graph.inputs):
             if is_quantized(value.type.dtype):
                 stored = Value(value.name, TensorType(value.type.shape, _quant(value.type).storage_dtype()))

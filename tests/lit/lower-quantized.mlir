@@ -1,5 +1,6 @@
 // RUN: convc-opt %s --split-input-file -p lower-quantized | filecheck %s
 // RUN: convc-opt %s --split-input-file --default-pipeline cpu --emit=stablehlo | filecheck %s --check-prefix=CPU
+// RUN: convc-opt %s --split-input-file --default-pipeline gpu --emit=stablehlo | filecheck %s --check-prefix=GPU
 
 // lower-quantized: quantized values become their stored integers (inputs and outputs too)
 // and each quantized op the spec's arithmetic on them (docs/passes.md).
@@ -42,6 +43,16 @@ module @per_axis_conv {
 // CPU: stablehlo.convolution
 // CPU-SAME: (tensor<1x2x5x5xi32>, tensor<3x2x3x3xi32>) -> tensor<1x3x5x5xi32>
 // CPU: stablehlo.round_nearest_even
+
+// XLA:GPU has no integer conv: the gpu pipeline's conv of the shifted operands is f64.
+// GPU-LABEL: module @per_axis_conv
+// GPU-NOT: quant
+// GPU: stablehlo.convert %x : (tensor<1x2x5x5xi8>) -> tensor<1x2x5x5xf64>
+// GPU: stablehlo.convolution
+// GPU-SAME: (tensor<1x2x5x5xf64>, tensor<3x2x3x3xf64>) -> tensor<1x3x5x5xf64>
+// GPU-NOT: stablehlo.convert %{{[^ ]+}} : (tensor<1x3x5x5xf64>) -> tensor<1x3x5x5xf64>
+// GPU: stablehlo.multiply
+// GPU-SAME: tensor<1x3x5x5xf64>
 
 // -----
 
