@@ -40,3 +40,21 @@ module @storage_forms {
     func.return %d : tensor<4xi16>
   }
 }
+
+// -----
+
+// Quantized element types as attribute values (uniform_quantize's new_dtype, a quantized
+// conv's preferred_element_type) print quoted and canonical, and read back the same.
+// CHECK-LABEL: module @quantized_attributes
+// CHECK: "convc.uniform_quantize"(%x) {new_dtype = "!quant.uniform<i8:f32, 5.000000e-01:-3>"}
+// CHECK: "convc.conv"
+// CHECK-SAME: preferred_element_type = "!quant.uniform<i8:f32, 2.500000e-01:4>"
+// CHECK: "convc.uniform_dequantize"
+module @quantized_attributes {
+  func.func @main(%x: tensor<1x2x5x5xf32>, %w: tensor<3x2x3x3x!quant.uniform<i8:f32:0, {0.1:1, 0.2:-2, 0.05}>>) -> tensor<1x3x3x3xf32> {
+    %xq = "convc.uniform_quantize"(%x) {new_dtype = "!quant.uniform<i8:f32, 0.5:-3>"} : (tensor<1x2x5x5xf32>) -> tensor<1x2x5x5x!quant.uniform<i8:f32, 0.5:-3>>
+    %c = "convc.conv"(%xq, %w) {preferred_element_type = "!quant.uniform<i8:f32, 0.25:4>"} : (tensor<1x2x5x5x!quant.uniform<i8:f32, 0.5:-3>>, tensor<3x2x3x3x!quant.uniform<i8:f32:0, {0.1:1, 0.2:-2, 0.05}>>) -> tensor<1x3x3x3x!quant.uniform<i8:f32, 0.25:4>>
+    %y = "convc.uniform_dequantize"(%c) : (tensor<1x3x3x3x!quant.uniform<i8:f32, 0.25:4>>) -> tensor<1x3x3x3xf32>
+    func.return %y : tensor<1x3x3x3xf32>
+  }
+}
