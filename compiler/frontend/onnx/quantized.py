@@ -48,9 +48,15 @@ def _params(ctx: Context, node: Node, first: int, rank: int, axis: int | None = 
     zero_point = ctx.array(node.input(first + 1)) if node.input(first + 1) else None
     if node.input(first + 1) and zero_point is None:
         raise ctx.error(f"the zero point (input {first + 1}) must be known at import")
-    if axis is None:  # opset 10's nodes have no `axis` (its schema default is 1 from opset 13)
-        axis = node.attrs["axis"] if "axis" in node.attrs else 1
-    return _quant_spelling(ctx, node, scale, zero_point, rank, axis)
+    return _quant_spelling(ctx, node, scale, zero_point, rank, _node_axis(node) if axis is None else axis)
+
+
+def _node_axis(node: Node) -> int:
+    """The node's `axis`; opset 10 declares none (per-tensor only), where it is 1 as from opset 13."""
+    try:
+        return int(node.attrs["axis"])
+    except KeyError:
+        return 1
 
 
 def _checked_type(ctx: Context, spelling: str, rank: int) -> str:
