@@ -168,17 +168,20 @@ def check_outputs(result: RunResult, source: Graph, wrt: Sequence[str] | None = 
     except TypeDisagreement as err:  # convc's shape rule and jax.lax's differ: no value comparison can pass
         return CheckReport([f"{err} (MISMATCH)"], False)
     precision = tolerance_for([source, result.graph], result.platform)
-    compared = [_compare_output(value, precision, got, want, stepped)
-                for value, stepped, got, want in zip(result.graph.outputs, source.outputs, result.outputs, expected)]
+    forward = list(source.outputs) if wrt is None else []  # a gradient step's outputs are not the source's
+    compared = [_compare_output(value, precision, got, want, forward[index] if index < len(forward) else None)
+                for index, (value, got, want) in enumerate(zip(result.graph.outputs, result.outputs, expected))]
     return CheckReport([line for line, _ in compared], all(passed for _, passed in compared))
 
 
-def _compare_output(value: Value, precision: str, got: np.ndarray, want: np.ndarray, source: Value) -> tuple[str, bool]:
+def _compare_output(value: Value, precision: str, got: np.ndarray, want: np.ndarray, source: Value | None) -> tuple[str, bool]:
     """One --check line: in quantization steps for a quantized output of the source graph and
     for a dequantized one (`uniform_dequantize`'s result), else within the tolerance."""
     from .dtypes import is_quantized
     from .runtime_inputs import compare, compare_steps, quantized_steps
 
+    if source is None:
+        return compare(value.name, precision, got, want)
     if is_quantized(source.type.dtype):
         dtype, stored = source.type.dtype, True
     elif source.producer is not None and source.producer.kind == "uniform_dequantize":
