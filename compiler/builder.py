@@ -32,7 +32,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from .diagnostics import ConvcError, Location, suggest
-from .dtypes import canonical_dtype, from_numpy, numpy_dtype
+from .dtypes import QuantTypeError, canonical_dtype, from_numpy, numpy_dtype, tensor_element_type
 from .ir import Graph, Op, TensorType, Value, unused_name
 from .ops import OPS, Attr, OpDef
 from .ops.attr_kinds import shown
@@ -118,7 +118,10 @@ class Builder:
     def input(self, name: str, shape: Sequence[int], dtype: str = "f32", sharding: Sequence[Any] | None = None) -> Value:
         """A graph input; `sharding` (per dimension None, an axis or a tuple of axes) pins the argument's."""
         loc = _call_site()
-        canonical = canonical_dtype(dtype)
+        try:
+            canonical = tensor_element_type(dtype, tuple(shape))
+        except QuantTypeError as err:
+            raise ConvcError(err.message, loc, err.constraint or "U1") from None
         if canonical is None:
             raise ConvcError(f"unknown dtype '{dtype}'", loc, "U1")
         if any(isinstance(d, bool) or not isinstance(d, int | np.integer) or d < 0 for d in shape):
@@ -332,10 +335,13 @@ _API = [name for name in vars(Builder) if not name.startswith("_")]
 
 def _constant_array(value: Any, dtype: str | None) -> np.ndarray:
     """A constant's array: Python scalars and lists f32 / i32 unless `dtype` says, numpy
-    arrays their own dtype (one convc lacks: f32 for floats, i32 otherwise)."""
+    arrays their own dtype (int64 i32, as JAX without x64 and as before convc had i64; one
+    convc lacks: f32 for floats, i32 otherwise)."""
     array = np.asarray(value)
     if dtype is None and not isinstance(value, np.ndarray | np.generic):
         dtype = "f32" if array.dtype.kind == "f" else "i32" if array.dtype.kind in "iub" else None
+    if dtype is None and array.dtype == np.int64:
+        dtype = "i32"
     if dtype is not None:
         canonical = canonical_dtype(dtype)
         if canonical is None:

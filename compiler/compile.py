@@ -64,6 +64,25 @@ def target_for(platform: str | None) -> str | None:
     return platform if platform in ("cpu", "gpu") else "generic"
 
 
+def check_runnable(graph: Graph) -> None:
+    """A module headed for XLA (`--run`) holds no quantized type, which XLA cannot compile:
+    one left by the pipeline (`--target generic`, a `-p` without lower-quantized) is a
+    located error naming the pass (E3)."""
+    from convc.dtypes import is_quantized
+    from convc.passes import LOWERED_FOR_XLA
+
+    for op in graph.ops:
+        if any(is_quantized(v.type.dtype) for v in (*op.operands, op.result)):
+            lowering = LOWERED_FOR_XLA.get(op.kind, "lower-quantized")
+            raise ConvcError(f"XLA runs no quantized type ({op.result.type}): the pipeline must run {lowering} (as the cpu and "
+                             "gpu targets' pipelines do; --target generic keeps quantized StableHLO)", op.loc, "E3")
+    for value in graph.inputs:
+        if is_quantized(value.type.dtype):
+            raise ConvcError(f"XLA runs no quantized type: input '{value.name}' is {value.type}; the pipeline must run "
+                             "lower-quantized (as the cpu and gpu targets' pipelines do)", graph.input_locs.get(value.name, Location()),
+                             "E3")
+
+
 @dataclass
 class Compiler:
     """JSON/text -> passes -> emitted text; what both command lines and `convc.run` share."""

@@ -18,20 +18,44 @@ def _modules() -> tuple[Any, Any, Any]:
     return jax_mlir, ir, stablehlo
 
 
-def context(allow_unregistered: bool = False) -> Any:
-    """A context with func, stablehlo, chlo and friends loaded, as JAX makes it."""
+def context(allow_unregistered: bool = False, quant: bool = False) -> Any:
+    """A context with func, stablehlo, chlo and friends loaded, as JAX makes it; with
+    `quant`, MLIR's quant dialect (`!quant.uniform` types) too."""
     jax_mlir, _, _ = _modules()
     ctx = jax_mlir.make_ir_context()
     ctx.allow_unregistered_dialects = allow_unregistered
+    if quant:
+        _load_quant_dialect(ctx)
     return ctx
+
+
+_QUANT_PROBE = """func.func @main(%arg0: tensor<1x!quant.uniform<i8:f32, 1.0>>) -> tensor<1x!quant.uniform<i8:f32, 1.0>> {
+  return %arg0 : tensor<1x!quant.uniform<i8:f32, 1.0>>
+}"""
+
+
+@functools.cache
+def _quant_probe_artifact() -> bytes:
+    _, _, stablehlo = _modules()
+    return bytes(stablehlo.serialize_portable_artifact_str(_QUANT_PROBE, stablehlo.get_current_version()))
+
+
+def _load_quant_dialect(ctx: Any) -> None:
+    """jaxlib's Python context registers no quant dialect, but StableHLO's own deserializer
+    (which parses in a context that has it) loads it into the context it reads into: reading
+    a one-function artifact with a quantized type makes the dialect available to the parser."""
+    from jax._src.lib import _jax
+
+    with ctx:
+        _jax.mlir.deserialize_portable_artifact(_quant_probe_artifact(), ctx)
 
 
 def parse_module(text: str, allow_unregistered: bool = False) -> Any:
     """Parse and verify; raises ValueError with MLIR's diagnostics on failure. MLIR's parser
     runs the verifier on what it parsed (its default), so a parsed module is a verified one
-    and is not verified a second time."""
+    and is not verified a second time. Quantized types load the quant dialect first."""
     _, ir, _ = _modules()
-    with context(allow_unregistered):
+    with context(allow_unregistered, quant="!quant." in text):
         try:
             return ir.Module.parse(text)
         except ir.MLIRError as err:

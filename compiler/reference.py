@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from .dtypes import QuantType, is_quantized
 from .ir import Graph, Op, TensorType
 from .ops import view
 from .ops.base import ConvDimensionNumbers
@@ -143,9 +144,15 @@ def _crops(padding: Any) -> bool:
 
 @lax_rule("conv")
 def _conv(op: Op, args: Sequence[Any]) -> Any:
+    if any(is_quantized(v.type.dtype) for v in (*op.operands, op.result)):
+        return _quantized_conv(op, args)
+    return as_result(op, args, _lax_conv(op, args[0], args[1], compute_dtype(op, args)))
+
+
+def _lax_conv(op: Op, lhs: Any, rhs: Any, preferred: Any) -> Any:
+    """The conv `op` names on `lhs` and `rhs`, accumulated in `preferred` (None: theirs)."""
     from jax import lax
 
-    lhs, rhs = args
     v = view(op)
     n = lhs.ndim - 2
     padding = v.padding
@@ -156,12 +163,12 @@ def _conv(op: Op, args: Sequence[Any]) -> Any:
     if _crops(padding):
         lhs = _padded_lhs(lhs, rhs, dims, padding, lhs_dilation)
         padding, lhs_dilation = [(0, 0)] * n, None
-    return as_result(op, args, lax.conv_general_dilated(
+    return lax.conv_general_dilated(
         lhs, rhs, v.window_strides, padding,
         lhs_dilation=lhs_dilation, rhs_dilation=v.rhs_dilation,
         dimension_numbers=dims,
         feature_group_count=v.feature_group_count, batch_group_count=v.batch_group_count,
-        precision=exact_precision(), preferred_element_type=compute_dtype(op, args)))
+        precision=exact_precision(), preferred_element_type=preferred)
 
 
 # --- transposed and gradient convs: lax.conv_transpose and jax.vjp of the forward conv ---
@@ -587,6 +594,77 @@ def _max_pool_grad(op: Op, args: Sequence[Any]) -> Any:
     v = view(op)
     _, pullback = jax.vjp(lambda x: _lax_max_pool(x, v.window_dimensions, v.window_strides, _lax_padding(v.padding)), x)
     return as_result(op, args, pullback(out_grad)[0])
+
+
+# --- quantized ops: the spec's own semantics ("Quantization computations"): dequantize,
+# the float op, quantize. A quantized value is its stored integers (the storage dtype).
+
+
+def _quant_params(name: str, shape: Sequence[int]) -> tuple[QuantType, Any, Any]:
+    """The type's parameters, and its zero points (i32) and scales (expressed type) shaped to
+    broadcast against a tensor of `shape` (per axis: along the quantization dimension)."""
+    from .dtypes import numpy_dtype, quant_type
+
+    quant = quant_type(name)
+    assert quant is not None
+    where = [1] * len(shape)
+    if quant.axis is not None:
+        where[quant.axis] = len(quant.scales)
+    zero_points = np.asarray(quant.zero_points, np.int32).reshape(where)
+    scales = np.asarray(quant.scales, np.float64).astype(numpy_dtype(quant.expressed)).reshape(where)
+    return quant, zero_points, scales
+
+
+def dequantize(x: Any, name: str) -> Any:
+    """`dequantize`: (stored - zero_point) * scale in the expressed type. The spec subtracts in
+    the storage type, which can overflow (i8 127 - (-128)); the oracle subtracts exactly, in i32."""
+    import jax.numpy as jnp
+
+    _, zero_points, scales = _quant_params(name, x.shape)
+    return (x.astype(jnp.int32) - zero_points).astype(scales.dtype) * scales
+
+
+def quantize(x: Any, name: str) -> Any:
+    """`quantize`: x / scale + zero_point, clamped to [storage_min, storage_max], rounded to
+    nearest even, converted to the storage type; in the expressed type, in the spec's order."""
+    from jax import lax
+
+    quant, zero_points, scales = _quant_params(name, x.shape)
+    low, high = quant.limits()
+    dtype = scales.dtype
+    scaled = x.astype(dtype) / scales + zero_points.astype(dtype)
+    clamped = lax.clamp(np.asarray(low, dtype), scaled, np.asarray(high, dtype))
+    return lax.round(clamped, lax.RoundingMethod.TO_NEAREST_EVEN).astype(quant.storage_numpy())
+
+
+@lax_rule("round_nearest_even")
+def _round_nearest_even(op: Op, args: Sequence[Any]) -> Any:
+    from jax import lax
+
+    return lax.round(args[0], lax.RoundingMethod.TO_NEAREST_EVEN)
+
+
+@lax_rule("uniform_quantize")
+def _uniform_quantize(op: Op, args: Sequence[Any]) -> Any:
+    x, source = args[0], op.operands[0].type.dtype
+    return quantize(dequantize(x, source) if is_quantized(source) else x, op.result.type.dtype)
+
+
+@lax_rule("uniform_dequantize")
+def _uniform_dequantize(op: Op, args: Sequence[Any]) -> Any:
+    return dequantize(args[0], op.operands[0].type.dtype)
+
+
+def _quantized_conv(op: Op, args: Sequence[Any]) -> Any:
+    """`dequantize_op_quantize` (both quantized) or `hybrid_dequantize_then_op` (a float lhs):
+    the float conv of the dequantized operands, exact (f64 on the CPU) and rounded once to
+    the expressed type, then quantized to the result type when that is quantized."""
+    (lhs, rhs), types = args, [v.type.dtype for v in op.operands]
+    floats = [dequantize(a, t) if is_quantized(t) else a for a, t in zip((lhs, rhs), types)]
+    expressed = floats[1].dtype
+    value = _lax_conv(op, floats[0], floats[1], np.float64 if _WIDE.get() else None).astype(expressed)
+    result = op.result.type.dtype
+    return quantize(value, result) if is_quantized(result) else value
 
 
 def lax_function(graph: Graph) -> Callable[..., list[Any]]:

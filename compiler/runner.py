@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from .compile import DEFAULT_MAX_BYTES, Compiler, gc_paused, target_for
+from .compile import DEFAULT_MAX_BYTES, Compiler, check_runnable, gc_paused, target_for
 from .diagnostics import ConvcError, Location, one_line
 from .ir import Graph, Op, Value
 from .pass_manager import PassManager, parse_pipeline
@@ -136,6 +136,7 @@ def run_lowered(compiler: Compiler, graph: Graph, stablehlo: str, inputs: Inputs
     mismatch = target_platform_warning(compiler, platform)
     if mismatch is not None:
         warn(mismatch)
+    check_runnable(graph)
     runnable = _runnable(compiler, graph, stablehlo, platform, file, warn)
     with compiler.timed("inputs"):
         arrays = run_inputs(graph, inputs, seed, compiler.max_bytes, file, warn)
@@ -160,15 +161,34 @@ def check_outputs(result: RunResult, source: Graph, wrt: Sequence[str] | None = 
     thing the module computes on the platform that ran it (docs/cli.md, --check). With `wrt`
     the result is `source`'s gradient step (`convc.grad`), compared with `jax.vjp` of it."""
     from .reference import TypeDisagreement, evaluate, evaluate_vjp
-    from .runtime_inputs import compare, tolerance_for
+    from .runtime_inputs import tolerance_for
 
     try:
         expected = evaluate(source, result.inputs) if wrt is None else evaluate_vjp(source, wrt, result.inputs)
     except TypeDisagreement as err:  # convc's shape rule and jax.lax's differ: no value comparison can pass
         return CheckReport([f"{err} (MISMATCH)"], False)
     precision = tolerance_for([source, result.graph], result.platform)
-    compared = [compare(value.name, precision, got, want) for value, got, want in zip(result.graph.outputs, result.outputs, expected)]
+    forward = list(source.outputs) if wrt is None else []  # a gradient step's outputs are not the source's
+    compared = [_compare_output(value, precision, got, want, forward[index] if index < len(forward) else None)
+                for index, (value, got, want) in enumerate(zip(result.graph.outputs, result.outputs, expected))]
     return CheckReport([line for line, _ in compared], all(passed for _, passed in compared))
+
+
+def _compare_output(value: Value, precision: str, got: np.ndarray, want: np.ndarray, source: Value | None) -> tuple[str, bool]:
+    """One --check line: in quantization steps for a quantized output of the source graph and
+    for a dequantized one (`uniform_dequantize`'s result), else within the tolerance."""
+    from .dtypes import is_quantized
+    from .runtime_inputs import compare, compare_steps, quantized_steps
+
+    if source is None:
+        return compare(value.name, precision, got, want)
+    if is_quantized(source.type.dtype):
+        dtype, stored = source.type.dtype, True
+    elif source.producer is not None and source.producer.kind == "uniform_dequantize":
+        dtype, stored = source.producer.operands[0].type.dtype, False
+    else:
+        return compare(value.name, precision, got, want)
+    return compare_steps(value.name, quantized_steps(got, dtype, stored), quantized_steps(want, dtype, stored))
 
 
 def target_platform_warning(compiler: Compiler, platform: str | None) -> str | None:

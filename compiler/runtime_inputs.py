@@ -10,7 +10,7 @@ import numpy as np
 
 from .arrayfile import ArrayFileError, as_dtype, open_array_file
 from .diagnostics import ConvcError, Location, one_line
-from .dtypes import is_float, numpy_dtype
+from .dtypes import is_float, numpy_dtype, quant_type
 from .fileio import write_atomic
 from .ir import Graph, Op
 
@@ -135,6 +135,39 @@ def save_outputs(path: str, graph: Graph, outputs: list[np.ndarray]) -> None:
     arrays: dict[str, Any] = {v.name: out for v, out in zip(graph.outputs, outputs)}
     np.savez(buffer, **arrays)
     write_atomic(path, buffer.getvalue())
+
+
+# A quantized output (or a dequantized one) is compared in steps of its type: the integer
+# lowering and the spec's float computation may round a value on a step boundary apart.
+QUANTIZED_IDENTICAL = 0.999  # the least fraction of elements that must be identical
+QUANTIZED_MAX_STEPS = 1  # and no element more steps apart
+
+
+def quantized_steps(array: np.ndarray, dtype: str, stored: bool) -> np.ndarray:
+    """`array` in steps of quantized type `dtype`: the stored integers as they are, or real
+    values (a dequantized output) divided by the scale (per axis, the slice's), rounded."""
+    values = np.asarray(array, np.float64)
+    if stored:
+        return values
+    quant = quant_type(dtype)
+    assert quant is not None
+    where = [1] * values.ndim
+    if quant.axis is not None:
+        where[quant.axis] = len(quant.scales)
+    return np.round(values / np.asarray(quant.scales, np.float64).reshape(where))
+
+
+def compare_steps(name: str, got: np.ndarray, want: np.ndarray, against: str = "jax.lax") -> tuple[str, bool]:
+    """One --check line for a quantized output, in steps: identical on QUANTIZED_IDENTICAL of
+    the elements and never more than QUANTIZED_MAX_STEPS apart."""
+    if got.shape != want.shape:
+        return f"{name}: shape {list(got.shape)} != reference {list(want.shape)}", False
+    apart = np.abs(got - want)
+    worst = float(apart.max()) if apart.size else 0.0
+    identical = float((apart == 0).mean()) if apart.size else 1.0
+    passed = worst <= QUANTIZED_MAX_STEPS and identical >= QUANTIZED_IDENTICAL
+    return (f"{name}: {identical:.2%} identical, at most {worst:g} quantization steps apart vs {against} "
+            f"({'ok' if passed else 'MISMATCH'})"), passed
 
 
 def compare(name: str, precision: str, got: np.ndarray, want: np.ndarray, against: str = "jax.lax") -> tuple[str, bool]:

@@ -9,11 +9,12 @@ from typing import Any
 import numpy as np
 
 from .diagnostics import ConvcError, Location, VerifyError, suggest
+from .dtypes import check_quant_tensor, is_quantized
 from .ir import Graph, Op, TensorType, attrs_key
 from .memo import memoized
 from .ops import OPS, OpDef, attribute_hint
 from .ops.attr_kinds import TensorKind
-from .ops.base import ATTR_KNOWN, ATTR_REQUIRED, KNOWN_OP, OPERAND_COUNT, SIZE_LIMIT
+from .ops.base import ATTR_KNOWN, ATTR_REQUIRED, KNOWN_OP, OPERAND_COUNT, QUANTIZED_OPERAND, SIZE_LIMIT
 
 
 def coerce_attrs(kind: str, raw: dict[str, Any], loc: Location) -> dict[str, Any]:
@@ -124,12 +125,24 @@ def infer_type(kind: str, operand_types: Sequence[TensorType], attrs: dict[str, 
         names = ", ".join(opdef.operands) or "none"
         raise ConvcError(f"'{kind}' takes {expected} inputs ({names}), got {len(operand_types)}", loc.child("inputs"),
                          OPERAND_COUNT)
+    if not opdef.quantized:
+        _refuse_quantized(kind, operand_types, loc)
     try:
         result = opdef.infer(opdef.bind(operand_types, attrs))
     except VerifyError as err:
         raise locate(err, loc) from None
     _check_result_size(result, loc)
+    problem = check_quant_tensor(result.shape, result.dtype)
+    if problem is not None:
+        raise ConvcError(f"result type {result}: {problem.message}", loc, problem.constraint)
     return result
+
+
+def _refuse_quantized(kind: str, operand_types: Sequence[TensorType], loc: Location) -> None:
+    for index, t in enumerate(operand_types):
+        if is_quantized(t.dtype):
+            raise ConvcError(f"'{kind}' does not take quantized operands (operand {index} is {t}); uniform_dequantize it first",
+                             loc.child("inputs").child(index), QUANTIZED_OPERAND)
 
 
 MAX_RESULT_DIM = 2**31 - 1  # as the JSON loader's input dimensions

@@ -33,6 +33,7 @@ from .infer_shapes import InferShapes
 from .lower_conv_backprop_filter import LowerConvBackpropFilter
 from .lower_conv_backprop_input import LowerConvBackpropInput
 from .lower_conv_transpose import LowerConvTranspose
+from .lower_quantized import QUANTIZED_KINDS, LowerQuantized
 from .resolve_padding import ResolvePadding
 
 ALL_PASSES: tuple[type[Pass], ...] = (
@@ -44,6 +45,7 @@ ALL_PASSES: tuple[type[Pass], ...] = (
     CanonicalizeDimensionNumbers,
     ResolvePadding,
     DeadCodeElimination,
+    LowerQuantized,
     CpuConv1x1ToDot,
     CpuDepthwiseTapSum,
     CpuBatchGroupTapReduce,
@@ -63,6 +65,11 @@ _CANONICAL = (
     "infer-shapes", "lower-conv-transpose", "lower-conv-backprop-input", "lower-conv-backprop-filter",
     "canonicalize-dimension-numbers", "resolve-padding", "dce")
 
+
+# What XLA compiles (the cpu and gpu targets) holds no quantized type: after the canonical
+# pipeline (explicit pads), before the cpu rewrites (which then see the integer convs).
+# XLA:GPU compiles no integer conv (cuDNN has none of this form): the gpu pipeline's are f64.
+_QUANTIZED = {"cpu": ("lower-quantized",), "gpu": ("lower-quantized{integer_conv=false}",)}
 
 # After the canonical pipeline, so they see only plain convs with explicit dimension
 # numbers and pads, whichever lowering produced them; cpu-conv-eigen-path last, so it also
@@ -100,6 +107,10 @@ def _lowered_kind(cls: type[Pass]) -> str | None:
 # it has (`lower-*`): what a pipeline must run before emitting a model that holds one.
 LOWERED_BY: dict[str, str] = {kind: cls.name for cls in ALL_PASSES if (kind := _lowered_kind(cls)) is not None}
 
+# Op kinds StableHLO has (`--target generic` emits them) but XLA runs only once this pass has
+# lowered them: the quantized ones (E3, when a module to run still holds one).
+LOWERED_FOR_XLA: dict[str, str] = {kind: LowerQuantized.name for kind in QUANTIZED_KINDS}
+
 
 def default_pipeline(target: str = "generic", autotune: bool = False) -> str:
     """What `convc` runs before emitting, per target: `cpu` adds rewrites of the conv
@@ -111,7 +122,8 @@ def default_pipeline(target: str = "generic", autotune: bool = False) -> str:
     if autotune and target != "cpu":
         raise PipelineError(f"autotuning chooses among the cpu target's lowerings; target '{target}' has none")
     cpu = _CPU[:1] + ("autotune-conv-lowering",) + _CPU[1:] if autotune else _CPU
-    return ",".join(_CANONICAL + (cpu if target == "cpu" else ()))
+    runnable = _QUANTIZED.get(target, ())
+    return ",".join(_CANONICAL + runnable + (cpu if target == "cpu" else ()))
 
 
-__all__ = ["ALL_PASSES", "CONV_LOWERINGS", "LOWERED_BY", "PASSES", "TARGETS", "default_pipeline"]
+__all__ = ["ALL_PASSES", "CONV_LOWERINGS", "LOWERED_BY", "LOWERED_FOR_XLA", "PASSES", "TARGETS", "default_pipeline"]

@@ -94,11 +94,14 @@ def static_defs() -> dict[str, Any]:
     return {
         "value_name": {"type": "string", "minLength": 1, "pattern": NO_NUL},
         "dtype": {"enum": dtype_spellings(), "description": "element type; numpy names are accepted too"},
+        "quantized_dtype": {"type": "string", "pattern": r"^!quant\.uniform<.*>$",
+                            "description": "a quantized element type as StableHLO spells it: "
+                                           "!quant.uniform<i8:f32, 0.5:-3> or, per axis, !quant.uniform<i8:f32:0, {0.1:1,0.2:2}>"},
         "shape": {"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": MAX_DIM}},
         "input": {
             "type": "object",
             "properties": {"name": {"$ref": "#/$defs/value_name"}, "shape": {"$ref": "#/$defs/shape"},
-                           "dtype": {"$ref": "#/$defs/dtype", "default": "f32"}},
+                           "dtype": {"anyOf": [{"$ref": "#/$defs/dtype"}, {"$ref": "#/$defs/quantized_dtype"}], "default": "f32"}},
             "required": ["name", "shape"],
             "additionalProperties": False,
         },

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..arrayfile import ArrayFileError, ArrayTooLarge, as_dtype, open_array_file
 from ..diagnostics import ConvcError, Location, suggest
-from ..dtypes import DTYPES, canonical_dtype, from_numpy, is_float, numpy_dtype
+from ..dtypes import DTYPES, QuantTypeError, canonical_dtype, from_numpy, is_float, is_quantized, numpy_dtype, tensor_element_type
 from ..ir import Graph, Op, TensorType, Value
 from ..ops import OPS
 from ..ops.base import KNOWN_OP
@@ -186,7 +186,7 @@ class _ModelReader:
         _check_keys(entry, INPUT_KEYS, loc)
         name = self._define(_required(entry, "name", loc), loc)
         shape = _shape(_required(entry, "shape", loc), loc, "shape")
-        dtype = _dtype(entry.get("dtype", "f32"), loc, "dtype")
+        dtype = _input_dtype(entry.get("dtype", "f32"), shape, loc.child("dtype"))
         value = Value(name, TensorType(shape, dtype))
         graph.inputs.append(value)
         graph.input_locs[name] = loc
@@ -469,6 +469,19 @@ def _brief(value: Any) -> str:
     except (ValueError, RecursionError):
         return _type_name(value)
     return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _input_dtype(value: Any, shape: tuple[int, ...], loc: Location) -> str:
+    """An input's element type: a plain dtype, or a quantized one in its StableHLO spelling
+    (checked by the spec's quantized-type rules, quant.C1..C13)."""
+    if not (isinstance(value, str) and is_quantized(value)):
+        return _dtype(value, loc)
+    try:
+        name = tensor_element_type(value, shape)
+    except QuantTypeError as err:
+        raise ConvcError(err.message, loc, err.constraint or "J11") from None
+    assert name is not None
+    return name
 
 
 # Spellings from other frameworks that name one convc dtype, for the suggestion only.

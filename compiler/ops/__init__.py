@@ -22,13 +22,14 @@ from .dot import DOT_GENERAL
 from .elementwise import ELEMENTWISE_OPS
 from .pool import MAX_POOL, SUM_POOL
 from .pool_grad import MAX_POOL_GRAD
+from .quantized import QUANTIZED_OPS
 from .reduce import REDUCE_MAX, REDUCE_MAX_GRAD, REDUCE_MIN, REDUCE_PROD, REDUCE_PROD_GRAD, REDUCE_SUM, STACKED_REDUCE_SUM
 from .relu_grad import RELU_GRAD
 from .tensor import TENSOR_OPS
 
 OPS: dict[str, OpDef] = {op.name: op for op in (CONV, *CONV_GRAD_OPS, *TENSOR_OPS, DOT_GENERAL, BROADCAST_IN_DIM, REDUCE_SUM,
                                                   STACKED_REDUCE_SUM, REDUCE_MAX, REDUCE_MAX_GRAD, REDUCE_MIN, REDUCE_PROD, REDUCE_PROD_GRAD,
-                                                  MAX_POOL,                                                  MAX_POOL_GRAD,                                                  SUM_POOL, RELU_GRAD, *ELEMENTWISE_OPS)}
+                                                  MAX_POOL, MAX_POOL_GRAD, SUM_POOL, RELU_GRAD, *ELEMENTWISE_OPS, *QUANTIZED_OPS)}
 
 
 def register(opdef: OpDef) -> OpDef:

@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..diagnostics import VerifyError
-from ..dtypes import canonical_dtype
+from ..dtypes import DTYPES, QuantTypeError, canonical_dtype, element_type
 from ..literals import dense_literal, float_literal, i64_array, i64_rows, quote
 
 PADDING_MODES = ("SAME", "SAME_LOWER", "VALID")
@@ -223,7 +223,7 @@ class DtypeKind(AttrKind):
     def check(self, value: Any, attr: str) -> str:
         name = canonical_dtype(value) if isinstance(value, str) else None
         if name is None:
-            raise VerifyError(f"{attr} must be a dtype (f32, f16, bf16, f64, i8, i32), got {shown(value)}", attr=attr)
+            raise VerifyError(f"{attr} must be a dtype ({', '.join(DTYPES)}), got {shown(value)}", attr=attr)
         return name
 
     def print(self, value: Any) -> str:
@@ -383,4 +383,28 @@ class TensorKind(AttrKind):
 
 
 INT, INTS, PADDING, DIMS, PRECISION = IntKind(), IntsKind(), PaddingKind(), DimsKind(), PrecisionKind()
+class ElementTypeKind(DtypeKind):
+    """A dtype or a quantized element type in its StableHLO spelling (`!quant.uniform<...>`);
+    a quantized spelling that breaks a rule of the spec's quantized types names that rule."""
+
+    label = "element type"
+
+    def check(self, value: Any, attr: str) -> str:
+        try:
+            name = element_type(value) if isinstance(value, str) else None
+        except QuantTypeError as err:
+            raise VerifyError(err.message, err.constraint, attr=attr) from None
+        if name is None:
+            raise VerifyError(f"{attr} must be a dtype ({', '.join(DTYPES)}) or a !quant.uniform<...> type, got {shown(value)}",
+                              attr=attr)
+        return name
+
+    def print(self, value: Any) -> str:
+        return quote(value) if value.startswith("!") else str(value)
+
+    def schema(self) -> dict[str, Any]:
+        return {"anyOf": [{"$ref": "#/$defs/dtype"}, {"$ref": "#/$defs/quantized_dtype"}]}
+
+
 DTYPE, FLOAT, BOOL, STR, TENSOR = DtypeKind(), FloatKind(), BoolKind(), StrKind(), TensorKind()
+ELEMENT_TYPE = ElementTypeKind()

@@ -39,6 +39,7 @@ OPERAND_COUNT = "A4"  # the op gets its declared number of operands
 RESULT_TYPE = "A5"  # a written result type is the inferred one
 SIZE_LIMIT = "A6"  # sizes stay within what MLIR, numpy and XLA can hold
 KNOWN_OP = "A7"  # the op kind is one convc declares
+QUANTIZED_OPERAND = "Q1"  # only ops declared `quantized` take quantized operands
 
 
 def any_result_mismatch(written: TensorType, inferred: TensorType) -> str:
@@ -119,8 +120,8 @@ class Attr:
             return None
         try:
             return self.kind.check(value, name)
-        except VerifyError as err:
-            raise VerifyError(err.message, self.constraint, attr=name) from None
+        except VerifyError as err:  # a kind that names a finer rule (a quantized type's) keeps it
+            raise VerifyError(err.message, err.constraint or self.constraint, attr=name) from None
 
 
 # The default of a conv's strides and dilations; of a window op's or slice's, per dimension.
@@ -164,6 +165,7 @@ class OpDef:
     result_constraint: Callable[[TensorType, TensorType], str] = any_result_mismatch  # (written, inferred) -> id
     vjp: VjpRule | None = None  # the gradient rule; None: convc.grad refuses a model that needs one
     foreign: dict[str, ForeignAttr] = field(default_factory=dict)  # undeclared names with a meaning here (A3's hints)
+    quantized: bool = False  # takes quantized (`!quant.uniform`) operands; other ops refuse them (Q1)
     view_class: type[OpView] = field(init=False, repr=False)  # an accessor per attribute, from `attrs`
 
     def __post_init__(self) -> None:

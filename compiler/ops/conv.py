@@ -13,9 +13,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..diagnostics import VerifyError
+from ..dtypes import is_quantized
 from ..ir import TensorType, Value
 from ..lowering_pins import lowering_pins
 from ..memo import memoized
+from .attr_kinds import ELEMENT_TYPE
 from .base import (
     DIMS,
     DTYPE,
@@ -28,6 +30,7 @@ from .base import (
     ConvDimensionNumbers,
     Derived,
     ForeignAttr,
+    NoGradientRule,
     OpDef,
     OpFactory,
     OpView,
@@ -36,6 +39,7 @@ from .base import (
     ones_per_spatial_dim,
     shown,
 )
+from .quantized import quantized_conv_dtype
 
 # --- dimension numbers ------------------------------------------------------
 
@@ -202,7 +206,8 @@ def check_ranks(lhs: TensorType, rhs: TensorType) -> int:
         raise VerifyError(f"lhs rank {lhs.rank} and rhs rank {rhs.rank} differ", "C1", operand=1)
     if lhs.rank < 2:
         raise VerifyError(f"operands must have rank at least 2, got {lhs.rank}", "C1", operand=0)
-    check_same_dtype(lhs, rhs, "C27")
+    if not (is_quantized(lhs.dtype) or is_quantized(rhs.dtype)):  # quantized operands: C28-C34 instead
+        check_same_dtype(lhs, rhs, "C27")
     return lhs.rank
 
 
@@ -268,7 +273,7 @@ def infer_conv(v: OpView) -> TensorType:
         raise VerifyError(f"rhs spatial dimensions {list(kernel_spatial)} must be positive: a conv window cannot be empty", "M1", operand=1)
     pads = explicit_padding(v.padding, in_spatial, kernel_spatial, fwd.strides, fwd.rhs_dilation)
     out_spatial = conv_output_spatial(in_spatial, kernel_spatial, fwd.strides, pads, fwd.lhs_dilation, fwd.rhs_dilation)
-    dtype = v.preferred_element_type or lhs.dtype
+    dtype = quantized_conv_dtype(lhs, rhs, v.preferred_element_type, dn) or v.preferred_element_type or lhs.dtype
     check_lowering(v.lowering)
     return TensorType(assemble(dn.out_spec, batch // bgc, out_features, out_spatial), dtype)
 
@@ -334,6 +339,9 @@ CONV_FOREIGN: dict[str, ForeignAttr] = {
 LOWERING_ATTR = Attr(LoweringPinKind(),
                      doc='which lowering the cpu target uses: "xla" (XLA\'s own conv) or a cpu-* rewrite pass; default: its cost model')
 
+# The forward conv's result type may be quantized (the spec's quantized conv: C28-C34).
+QUANTIZED_PREFERRED = Attr(ELEMENT_TYPE, doc="result/accumulation element type; a quantized conv's result type (!quant.uniform<...>)")
+
 # --- gradient rule ----------------------------------------------------------------------
 
 
@@ -364,6 +372,8 @@ def conv_vjp(b: OpFactory, v: OpView, operands: Sequence[Value], g: Value) -> tu
     the operands', the other operand is converted to the cotangent's type and each gradient
     back to its primal's, as JAX's rules do. An empty cotangent flows nowhere."""
     lhs, rhs = operands
+    if is_quantized(lhs.type.dtype) or is_quantized(rhs.type.dtype):
+        raise NoGradientRule("a quantized conv has no gradient rule: its result is rounded to a quantized type")
     if g.type.num_elements() == 0:
         return None, None
     attrs = gradient_conv_attrs(v, lhs.type, rhs.type)
@@ -384,9 +394,10 @@ CONV = OpDef(
     "conv",
     ("lhs", "rhs"),
     infer_conv,
-    {**CONV_ATTRS, "lowering": LOWERING_ATTR},
+    {**CONV_ATTRS, "preferred_element_type": QUANTIZED_PREFERRED, "lowering": LOWERING_ATTR},
     doc="jax.lax.conv_general_dilated; emitted as stablehlo.convolution",
     result_constraint=result_type_rule,
     vjp=conv_vjp,
     foreign=CONV_FOREIGN,
+    quantized=True,
 )

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from ..diagnostics import ConvcError, Location, suggest
-from ..dtypes import canonical_dtype, numpy_dtype
+from ..dtypes import QuantTypeError, canonical_dtype, is_quantized, numpy_dtype, tensor_element_type
 from ..ir import Graph, Op, TensorType, Value
 from ..ops import OPS
 from ..ops.attr_kinds import parse_dimension_numbers
@@ -24,7 +24,7 @@ from ..verify import check_result_type, coerce_attrs, infer_type
 _TOKEN = re.compile(
     r"""
     (?P<ws>\s+|//[^\n]*)
-  | (?P<type>tensor<(?:\d+x)*[a-wyz]+\d*>)
+  | (?P<type>tensor<(?:\d+x)*(?:[a-wyz]+\d*|!quant\.uniform<[^<>]*(?:<[^<>]*>[^<>]*)?>)>)
   | (?P<array>array<i64(?::[^>]*)?>)
   | (?P<dense>dense<[^>]*>)
   | (?P<resource>dense_resource<[^>]*>)
@@ -72,7 +72,10 @@ def _tokenize(text: str, file: str) -> list[_Token]:
 
 Item = TypeVar("Item")
 
-_ATTR_INT = "i64"  # element type of integer-row attributes; not a tensor dtype convc computes in
+_ATTR_INT = "i64"  # element type of integer-row attributes (padding, padding_config)
+# Integer element types a dense attribute may hold though no convc tensor does: read, so that
+# the op that takes the array (a constant) names its own rule (constant.C1) rather than X3.
+_ATTR_ONLY_INTS: dict[str, np.dtype] = {"ui16": np.dtype(np.uint16), "ui32": np.dtype(np.uint32), "ui64": np.dtype(np.uint64)}
 
 
 def _unquote(text: str) -> str:
@@ -99,9 +102,14 @@ def _symbol_name(text: str) -> str:
     return _unquote(text[1:]) if text.startswith('@"') else text[1:]
 
 
+_SHAPE = re.compile(r"((?:\d+x)*)(.*)", re.S)
+
+
 def _tensor_type(text: str) -> TensorType:
-    body = text[len("tensor<"):-1].split("x")
-    return TensorType(tuple(int(d) for d in body[:-1]), body[-1])
+    """`tensor<2x3xf32>` or `tensor<2x!quant.uniform<...>>`, the element type as written."""
+    match = _SHAPE.fullmatch(text[len("tensor<"):-1])
+    assert match is not None
+    return TensorType(tuple(int(d) for d in match[1].split("x")[:-1]), match[2])
 
 
 class _Parser:
@@ -159,13 +167,24 @@ class _Parser:
     def type(self) -> TensorType:
         tok = self.expect_kind("type", "a tensor type")
         t = _tensor_type(tok.text)
+        if is_quantized(t.dtype):
+            return self.quantized(t, tok)
         if canonical_dtype(t.dtype) is None:
             raise self.error(f"unknown element type '{t.dtype}'", "X3", tok)
         return t
 
+    def quantized(self, t: TensorType, tok: _Token) -> TensorType:
+        """A quantized tensor type, its element type canonicalized and checked (quant.C1..C13)."""
+        try:
+            name = tensor_element_type(t.dtype, t.shape)
+        except QuantTypeError as err:
+            raise self.error(err.message, err.constraint or "X3", tok) from None
+        assert name is not None
+        return TensorType(t.shape, name)
+
     def attr_type(self) -> TensorType:
         """A dense attribute's type: a tensor type, or i64 rows (padding, padding_config)."""
-        if self.tok.kind == "type" and _tensor_type(self.tok.text).dtype == _ATTR_INT:
+        if self.tok.kind == "type" and _tensor_type(self.tok.text).dtype in (_ATTR_INT, *_ATTR_ONLY_INTS):
             return _tensor_type(self.next().text)
         return self.type()
 
@@ -379,7 +398,7 @@ class _Parser:
 
     def dense(self, tok: _Token, t: TensorType) -> np.ndarray:
         body = tok.text[len("dense<"):-1].strip()
-        dtype = np.dtype(np.int64) if t.dtype == _ATTR_INT else numpy_dtype(t.dtype)
+        dtype = _ATTR_ONLY_INTS.get(t.dtype) or numpy_dtype(t.dtype)
         try:
             if body.startswith('"0x'):
                 array = np.frombuffer(bytes.fromhex(body[3:-1]), dtype=dtype.newbyteorder("<")).astype(dtype)

@@ -522,8 +522,8 @@ module @precision_unknown {
 // preferred_element_type is a dtype convc knows.
 module @preferred_element_type_unknown {
   func.func @main(%x: tensor<2x4x8x8xf32>, %w: tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32> {
-    // expected-error@+1 {{'c' (conv): preferred_element_type must be a dtype (f32, f16, bf16, f64, i8, i32), got 'int64' [A1]}}
-    %c = "convc.conv"(%x, %w) {preferred_element_type = "int64"} : (tensor<2x4x8x8xf32>, tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32>
+    // expected-error@+1 {{'c' (conv): preferred_element_type must be a dtype (f32, f16, bf16, f64, i8, i16, i32, i64, ui8) or a !quant.uniform<...> type, got 'int4' [A1]}}
+    %c = "convc.conv"(%x, %w) {preferred_element_type = "int4"} : (tensor<2x4x8x8xf32>, tensor<6x4x3x3xf32>) -> tensor<2x6x6x6xf32>
     func.return %c : tensor<2x6x6x6xf32>
   }
 }

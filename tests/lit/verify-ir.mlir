@@ -132,7 +132,7 @@ module @return_types {
 
 // -----
 
-// Element types are convc's (f32, f16, bf16, f64, i8, i32).
+// Element types are convc's (f32, f16, bf16, f64, i8, i16, i32, i64, ui8, and !quant.uniform types).
 module @unknown_element_type {
   // expected-error@+1 {{unknown element type 'f8' [X3]}}
   func.func @main(%x: tensor<4xf8>) -> tensor<4xf32> {

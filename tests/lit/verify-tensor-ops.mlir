@@ -18,11 +18,11 @@ module @constant_value_required {
 
 // -----
 
-// constant: only convc's element types (i64 is not one).
+// constant: only convc's element types (ui16 is not one).
 module @constant_element_type {
   func.func @main() -> tensor<2xi32> {
-    // expected-error@+1 {{'r' (constant): constant has unsupported element type int64 [constant.C1]}}
-    %r = "convc.constant"() {value = dense<1> : tensor<2xi64>} : () -> tensor<2xi32>
+    // expected-error@+1 {{'r' (constant): constant has unsupported element type uint16 [constant.C1]}}
+    %r = "convc.constant"() {value = dense<1> : tensor<2xui16>} : () -> tensor<2xi32>
     func.return %r : tensor<2xi32>
   }
 }
@@ -307,7 +307,7 @@ module @convert_new_dtype_required {
 // convert: new_dtype is a dtype convc knows.
 module @convert_new_dtype_known {
   func.func @main(%x: tensor<4xf32>) -> tensor<4xf16> {
-    // expected-error@+1 {{'r' (convert): new_dtype must be a dtype (f32, f16, bf16, f64, i8, i32), got 'complex64' [A1]}}
+    // expected-error@+1 {{'r' (convert): new_dtype must be a dtype (f32, f16, bf16, f64, i8, i16, i32, i64, ui8), got 'complex64' [A1]}}
     %r = "convc.convert"(%x) {new_dtype = "complex64"} : (tensor<4xf32>) -> tensor<4xf16>
     func.return %r : tensor<4xf16>
   }

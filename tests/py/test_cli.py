@@ -465,7 +465,7 @@ NEWCOMER_MISTAKES = [
                  r"model\.json:/nodes/0/op: error: 'y': unknown op 'ReLU' \(did you mean 'relu'\?\) \[A7\]", id="op-case"),
     pytest.param({**tiny_model(), "inputs": [{"name": "x", "shape": [1, 2, 5, 5], "dtype": "float"}]},
                  r"model\.json:/inputs/0/dtype: error: unknown dtype \"float\" \(did you mean 'f32'\?\); "
-                 r"expected one of f32, f16, bf16, f64, i8, i32 \[J11\]", id="dtype-float"),
+                 r"expected one of f32, f16, bf16, f64, i8, i16, i32, i64, ui8 \[J11\]", id="dtype-float"),
     pytest.param({**tiny_model(), "inputs": [{"name": "x", "shape": [1, 5, 5, 2], "dtype": "f32"}]},
                  r"model\.json:/nodes/0/inputs/1: error: 'c' \(conv\): rhs input feature dimension 2 must equal lhs feature "
                  r"dimension 5 / feature_group_count 1 = 5; the shapes fit if lhs dimension 3 \(size 2\) holds the features, not "

@@ -274,7 +274,9 @@ def test_cpu_pipeline_runs_the_rewrites_after_the_canonical_lowerings() -> None:
     cpu = default_pipeline("cpu").split(",")
     assert cpu[:len(generic)] == generic
     assert {r.name for r in REWRITES} <= set(cpu[len(generic):])
-    assert default_pipeline("gpu") == default_pipeline("generic")
+    # gpu: the canonical forms, then lower-quantized with f64 convs (XLA:GPU has no integer conv)
+    assert default_pipeline("gpu") == default_pipeline("generic") + ",lower-quantized{integer_conv=false}"
+    assert cpu[len(generic)] == "lower-quantized"
     assert set(TARGETS) == {"generic", "cpu", "gpu"}
 
 

@@ -68,6 +68,16 @@ def test_every_namespaced_id_and_shared_rule_has_a_negative_lit_test() -> None:
     assert {i for i in _op_module_ids() if f"[{i}]" not in tested} == set()
 
 
+def test_every_quantized_type_id_is_documented_and_has_a_negative_lit_test() -> None:
+    """The spec's quantized-type rules (compiler/dtypes.py) and Q1 (compiler/ops/base.py)."""
+    ids = set(re.findall(r'"(quant\.C[0-9]+)"', (COMPILER / "dtypes.py").read_text(encoding="utf-8"))) | {"Q1"}
+    text = (DOCS / "diagnostics.md").read_text(encoding="utf-8")
+    lit = Path(__file__).resolve().parents[1] / "lit"
+    tested = "\n".join(path.read_text(encoding="utf-8") for path in lit.glob("*.mlir"))
+    assert len(ids) >= 13
+    assert {i for i in ids if f"| {i} |" not in text or f"[{i}]" not in tested} == set()
+
+
 # An id of a family outside the op declarations (files, JSON, convc text, builder, graph,
 # emitter, run, sharding, gradients, ONNX models), written as a string anywhere in the compiler.
 _STAGE_ID = re.compile(r'"([IJXUVERGO][0-9]+|S[0-9]+)"')

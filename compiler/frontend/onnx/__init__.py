@@ -9,6 +9,7 @@ plans and runs the conversion, `check.py` is `--check`'s comparison with ONNX Ru
 """
 
 from . import activations, conv, elementwise, gemm, normalization, pooling, reduce, resize, slicing, tensor  # noqa: F401  (each registers its converters)
+from . import quantized as quantized_converters  # noqa: F401  (QuantizeLinear, DequantizeLinear, QLinearConv: issue 19)
 from .importer import load_onnx
 from .registry import CONVERTERS, lookup, op_table
 

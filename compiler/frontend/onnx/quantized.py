@@ -1,0 +1,146 @@
+"""QuantizeLinear, DequantizeLinear and QLinearConv: convc's quantized types and ops (issue 19).
+
+A quantized ONNX tensor (int8/uint8/int16 with a scale and zero point) is a convc value of
+a `!quant.uniform` type with the same parameters: QuantizeLinear is `uniform_quantize`,
+DequantizeLinear `uniform_dequantize`, and QLinearConv a `conv` of the quantized input with
+the weights (an initializer, made a quantized constant) whose result type is y's. ONNX rounds
+x / scale to nearest even and then adds the zero point, the StableHLO spec adds first and
+then rounds: the zero point is an integer, so the two agree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ...dtypes import parse_quant, quant_type
+from ...ir import Value
+from .registry import Context, Node, Operand, converter
+from .shared import normalized_axis, spatial_attr, unless_ones, window_pads
+
+# ONNX zero-point dtype -> the quantized storage type of the same values
+_STORAGE = {np.dtype(np.int8): "i8", np.dtype(np.uint8): "u8", np.dtype(np.int16): "i16"}
+
+
+def _quant_spelling(ctx: Context, node: Node, scale: np.ndarray, zero_point: np.ndarray | None, rank: int, axis: int) -> str:
+    """The `!quant.uniform` type of ONNX's (scale, zero_point) for a tensor of `rank`: per
+    tensor for one scale, else per axis along `axis`. No zero point: uint8, 0."""
+    if node.attrs.get("block_size", 0):
+        raise ctx.error(f"block_size {node.attrs['block_size']} (blocked quantization) is not supported")
+    storage = _STORAGE.get(np.dtype(np.uint8) if zero_point is None else zero_point.dtype)
+    if storage is None:
+        raise ctx.error(f"zero point type {zero_point.dtype if zero_point is not None else ''} is not one of int8, uint8, int16")
+    scales = np.asarray(scale, np.float32).reshape(-1)
+    zero_points = np.zeros(scales.shape, np.int64) if zero_point is None else np.asarray(zero_point, np.int64).reshape(-1)
+    if zero_points.size != scales.size or scale.ndim > 1:
+        raise ctx.error(f"scale {list(scale.shape)} and zero point {list(zero_points.shape)} must be scalars or of one 1-D size")
+    params = [f"{float(s)!r}:{int(z)}" for s, z in zip(scales, zero_points, strict=True)]
+    if scales.size == 1:  # a scalar, or one scale for a dimension of size 1: the same values
+        return f"!quant.uniform<{storage}:f32, {params[0]}>"
+    return f"!quant.uniform<{storage}:f32:{normalized_axis(ctx, axis, rank)}, {{{', '.join(params)}}}>"
+
+
+def _params(ctx: Context, node: Node, first: int, rank: int, axis: int | None = None) -> str:
+    """The quantized type of inputs `first` (scale) and `first + 1` (zero point), known at
+    import, per axis along `axis` (default: the node's `axis` attribute, 1 when absent)."""
+    scale = ctx.required_array(node, first, "the scale")
+    zero_point = ctx.array(node.input(first + 1)) if node.input(first + 1) else None
+    if node.input(first + 1) and zero_point is None:
+        raise ctx.error(f"the zero point (input {first + 1}) must be known at import")
+    return _quant_spelling(ctx, node, scale, zero_point, rank, _node_axis(node) if axis is None else axis)
+
+
+def _node_axis(node: Node) -> int:
+    """The node's `axis`; opset 10 declares none (per-tensor only), where it is 1 as from opset 13."""
+    try:
+        return int(node.attrs["axis"])
+    except KeyError:
+        return 1
+
+
+def _checked_type(ctx: Context, spelling: str, rank: int) -> str:
+    """`spelling` canonicalized and checked by the quantized-type rules (as an O6 here)."""
+    from ...dtypes import QuantTypeError, tensor_element_type
+
+    try:
+        name = tensor_element_type(spelling, (0,) * rank)
+    except QuantTypeError as err:
+        if err.constraint not in ("quant.C13",):  # the shape is checked by the op itself
+            raise ctx.error(f"quantization parameters: {err.message}") from None
+        name = parse_quant(spelling).spelling()
+    assert name is not None
+    return name
+
+
+@converter("QuantizeLinear", since=10)
+def quantize_linear(node: Node, ctx: Context) -> Sequence[Operand]:
+    """`uniform_quantize` to the type of y_scale and y_zero_point (per tensor, or per axis along `axis`; int8, uint8,
+    int16)."""
+    x = ctx.operand(node, 0)
+    spelling = _checked_type(ctx, _params(ctx, node, 1, x.type.rank), x.type.rank)
+    return [ctx.op("uniform_quantize", x, new_dtype=spelling)]
+
+
+@converter("DequantizeLinear", since=10)
+def dequantize_linear(node: Node, ctx: Context) -> Sequence[Operand]:
+    """`uniform_dequantize` of a value quantized with x_scale and x_zero_point (the output of a QuantizeLinear or
+    QLinearConv with those parameters)."""
+    x = ctx.operand(node, 0)
+    expected = _checked_type(ctx, _params(ctx, node, 1, x.type.rank), x.type.rank)
+    if x.type.dtype != expected:
+        raise ctx.error(f"x is {x.type}, not quantized with this node's parameters ({expected}): convc dequantizes a value "
+                        "produced by QuantizeLinear or QLinearConv with the same scale and zero point")
+    return [ctx.op("uniform_dequantize", x)]
+
+
+def _quantized_weights(ctx: Context, node: Node, storage: str) -> Value:
+    """W (an initializer) as a quantized constant of X's storage type: its real values as an
+    f32 constant, quantized again (which gives back exactly the stored integers). An int8 W
+    for a uint8 X is the same reals with 128 added to values and zero points."""
+    w = ctx.required_array(node, 3, "W")
+    spelling = _checked_type(ctx, _params(ctx, node, 4, w.ndim, axis=0), w.ndim)
+    quant = parse_quant(spelling)
+    stored, zero_points = w.astype(np.int64), np.asarray(quant.zero_points, np.int64)
+    if quant.storage != storage:
+        if {quant.storage, storage} != {"i8", "u8"}:
+            raise ctx.error(f"W's storage type {quant.storage} cannot be made X's ({storage})")
+        shift = 128 if storage == "u8" else -128
+        stored, zero_points = stored + shift, zero_points + shift
+    scales = np.asarray(quant.scales, np.float64)
+    where = (-1,) + (1,) * (w.ndim - 1) if quant.axis is not None else ()
+    real = ((stored - zero_points.reshape(where)) * scales.reshape(where)).astype(np.float32)
+    params = [f"{s!r}:{int(z)}" for s, z in zip(quant.scales, zero_points, strict=True)]
+    body = params[0] if quant.axis is None else "{" + ", ".join(params) + "}"
+    target = f"!quant.uniform<{storage}:f32{'' if quant.axis is None else ':0'}, {body}>"
+    return ctx.create("uniform_quantize", ctx.constant(real, "w_real"), suffix="w", new_dtype=target)
+
+
+@converter("QLinearConv", since=10)
+def qlinear_conv(node: Node, ctx: Context) -> Sequence[Operand]:
+    """`conv` of the quantized x with W made a quantized constant (per tensor or per output channel), its result of
+    y's type; with B, the float conv of the dequantized x (the hybrid form), `bias_add` of B * x_scale * w_scale,
+    and `uniform_quantize` to y's type. group, strides, dilations, pads, auto_pad."""
+    x = ctx.operand(node, 0)
+    x_type = _checked_type(ctx, _params(ctx, node, 1, x.type.rank), x.type.rank)
+    if x.type.dtype != x_type:
+        raise ctx.error(f"x is {x.type}, not quantized with x_scale and x_zero_point ({x_type})")
+    x_quant = quant_type(x_type)
+    assert x_quant is not None
+    w = _quantized_weights(ctx, node, x_quant.storage)
+    y_type = _checked_type(ctx, _params(ctx, node, 6, x.type.rank), x.type.rank)
+    rank = x.type.rank - 2
+    kernel = w.type.shape[2:]
+    strides, dilations = spatial_attr(ctx, node, "strides", rank), spatial_attr(ctx, node, "dilations", rank)
+    pads = window_pads(ctx, node, x.type.shape[2:], kernel, strides, dilations)
+    group = node.attrs["group"]
+    attrs = {"window_strides": unless_ones(strides), "padding": pads, "rhs_dilation": unless_ones(dilations),
+             "feature_group_count": None if group == 1 else group}
+    if not node.input(8):
+        return [ctx.op("conv", x, w, preferred_element_type=y_type, **attrs)]
+    bias = ctx.required_array(node, 8, "B")
+    w_scales = np.asarray(ctx.required_array(node, 4, "w_scale"), np.float64).reshape(-1)
+    real_bias = (bias.astype(np.float64) * x_quant.scales[0] * w_scales).astype(np.float32)
+    y = ctx.op("conv", ctx.op("uniform_dequantize", x), w, **attrs)
+    y = ctx.op("bias_add", y, ctx.constant(real_bias, "bias"), axis=1)
+    return [ctx.op("uniform_quantize", y, new_dtype=y_type)]
