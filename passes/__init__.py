@@ -28,6 +28,8 @@ from .cpu_crop_negative_padding import CpuCropNegativePadding
 from .cpu_depthwise_tap_sum import CpuDepthwiseTapSum
 from .cpu_transposed_conv_phases import CpuTransposedConvPhases
 from .dce import DeadCodeElimination
+from .fold_constants import FoldConstants
+from .fold_conv_affine import FoldConvAffine
 from .grad import Grad
 from .infer_shapes import InferShapes
 from .lower_conv_backprop_filter import LowerConvBackpropFilter
@@ -44,6 +46,8 @@ ALL_PASSES: tuple[type[Pass], ...] = (
     CanonicalizeDimensionNumbers,
     ResolvePadding,
     DeadCodeElimination,
+    FoldConstants,
+    FoldConvAffine,
     CpuConv1x1ToDot,
     CpuDepthwiseTapSum,
     CpuBatchGroupTapReduce,
