@@ -7,10 +7,11 @@ exact math rounded once to each result's element type): every foldable op of the
 evaluated in one jitted call, and only the results something else still reads become
 constants (the ops and constants left without users are `dce`'s).
 
-Not folded: a `broadcast_in_dim` that grows its operand (a broadcast is free where its user
-reads it, and materialized it only costs memory; XLA's own folder leaves them too), and any
-result with more elements than both `max_elements` and its largest operand, so that a fold
-never writes a huge constant into the module.
+Never written as a constant: a `broadcast_in_dim` that grows its operand (a broadcast is free
+where its user reads it, and materialized it only costs memory; XLA's own folder leaves them
+too), and any result with more elements than both `max_elements` and its largest operand, so
+that a fold never writes a huge constant into the module. Such an op stays (its operands are
+folded); inside a chain, where only the chain's last result is written, it folds away.
 """
 
 from __future__ import annotations
@@ -29,8 +30,14 @@ class FoldConstants(Pass):
     max_elements: int = 1 << 16  # a result larger than this and than every operand is left alone
 
     def run(self, graph: Graph) -> bool:
-        folded = self._foldable(graph)
-        frontier = _frontier(graph, folded)
+        folded = _foldable(graph)
+        kept: set[int] = set()  # folded ops whose results stay computed: too large to write as constants
+        while True:
+            frontier = _frontier(graph, folded, kept)
+            too_large = [op for op in frontier if not self._small_enough(op)]
+            if not too_large:
+                break
+            kept.update(id(op) for op in too_large)
         if not frontier:
             return False
         values = _evaluate(graph, folded, frontier)
@@ -39,20 +46,8 @@ class FoldConstants(Pass):
             _replace_with_constant(graph, op, value, position[id(op)])
         return True
 
-    def _foldable(self, graph: Graph) -> list[Op]:
-        """The ops, in program order, whose operands are constants or results of foldable ops."""
-        known: set[int] = set()
-        folded: list[Op] = []
-        for op in graph.ops:
-            if op.kind == "constant":
-                known.add(id(op.result))
-            elif op.operands and all(id(v) in known for v in op.operands) and self._small_enough(op):
-                known.add(id(op.result))
-                folded.append(op)
-        return folded
-
     def _small_enough(self, op: Op) -> bool:
-        """Whether folding `op` keeps the module small: a growing broadcast never does."""
+        """Whether `op`'s result may be written as a constant: a growing broadcast never is."""
         size = op.result.type.num_elements()
         largest = max(v.type.num_elements() for v in op.operands)
         if op.kind == "broadcast_in_dim":
@@ -60,11 +55,26 @@ class FoldConstants(Pass):
         return size <= max(largest, self.max_elements)
 
 
-def _frontier(graph: Graph, folded: list[Op]) -> list[Op]:
-    """The foldable ops whose results are read by an op that is not folded, or are outputs."""
-    inside = {id(op) for op in folded}
+def _foldable(graph: Graph) -> list[Op]:
+    """The ops, in program order, whose operands are constants or results of foldable ops."""
+    known: set[int] = set()
+    folded: list[Op] = []
+    for op in graph.ops:
+        if op.kind == "constant":
+            known.add(id(op.result))
+        elif op.operands and all(id(v) in known for v in op.operands):
+            known.add(id(op.result))
+            folded.append(op)
+    return folded
+
+
+def _frontier(graph: Graph, folded: list[Op], kept: set[int]) -> list[Op]:
+    """The folded ops to write as constants: those not `kept` whose results an op outside
+    them (a kept one, or one not folded) reads, or that are outputs."""
+    inside = {id(op) for op in folded if id(op) not in kept}
     outputs = {id(v) for v in graph.outputs}
-    return [op for op in folded if id(op.result) in outputs or any(id(user) not in inside for user in op.result.users)]
+    return [op for op in folded if id(op) in inside
+            and (id(op.result) in outputs or any(id(user) not in inside for user in op.result.users))]
 
 
 def _evaluate(graph: Graph, folded: list[Op], frontier: list[Op]) -> list[object]:
