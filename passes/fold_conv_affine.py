@@ -57,8 +57,9 @@ def per_channel(value: Value, axis: int, channels: int) -> np.ndarray | None:
     return rows[:, 0] if np.array_equal(rows, np.repeat(rows[:, :1], rows.shape[1], axis=1)) else None
 
 
-def _single_use(value: Value) -> bool:
-    return len(value.users) == 1
+def _single_use(value: Value, graph: Graph) -> bool:
+    """Whether one op reads `value` and it is no result of the function."""
+    return len(value.users) == 1 and all(out is not value for out in graph.outputs)
 
 
 def _rounded(array: np.ndarray, like: np.ndarray) -> np.ndarray:
@@ -77,15 +78,15 @@ class _Conv:
     feature: int
 
 
-def _scalable_conv(value: Value) -> _Conv | None:
+def _scalable_conv(value: Value, graph: Graph) -> _Conv | None:
     """The conv that produces `value` (directly or through a constant `bias_add` on its
     feature dim), when its kernel is a float constant it alone reads through this use."""
     bias_add, bias = None, None
     op = value.producer
-    if op is not None and op.kind == "bias_add" and _single_use(value):
+    if op is not None and op.kind == "bias_add" and _single_use(value, graph):
         bias = _constant(op.operands[1])
         bias_add, op = op, op.operands[0].producer
-    if op is None or op.kind != "conv" or not _single_use(op.result):
+    if op is None or op.kind != "conv" or not _single_use(op.result, graph):
         return None
     dn = view(op).dimension_numbers
     kernel = _constant(op.operands[1])
@@ -106,7 +107,7 @@ class ScaleIntoConv(RewritePattern):
 
     def match_and_rewrite(self, op: Op, rewriter: Rewriter) -> None:
         for produced, other in ((op.operands[0], op.operands[1]), (op.operands[1], op.operands[0])):
-            conv = _scalable_conv(produced)
+            conv = _scalable_conv(produced, rewriter.graph)
             if conv is None:
                 continue
             channels = conv.op.result.type.shape[conv.feature]
@@ -163,7 +164,7 @@ def _merge(op: Op, axis: int, shift: np.ndarray, rewriter: Rewriter, inner: Valu
     one bias_add, when `inner` is a single-use float bias_add of a constant on the same axis."""
     inner = op.operands[0] if inner is None else inner
     first = inner.producer
-    if first is None or first.kind != "bias_add" or not _single_use(inner) or not is_float(op.result.type.dtype):
+    if first is None or first.kind != "bias_add" or not _single_use(inner, rewriter.graph) or not is_float(op.result.type.dtype):
         return
     bias = _constant(first.operands[1])
     if bias is None or view(first).axis % inner.type.rank != axis:
