@@ -145,6 +145,7 @@ module @conv_used_twice {
 // Not merged: the first bias_add is also a result of the function.
 // CHECK-LABEL: module @bias_is_result
 // CHECK: %[[CB:[^ ]+]] = "convc.bias_add"(%c, %b)
+// CHECK-NEXT: %s = "convc.constant"
 // CHECK-NEXT: %[[Y:[^ ]+]] = "convc.bias_add"(%[[CB]], %s)
 // CHECK-NEXT: func.return %[[Y]], %[[CB]]
 module @bias_is_result {
