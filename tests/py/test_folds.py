@@ -1,0 +1,135 @@
+"""`fold-constants` and `fold-conv-affine` on convs followed by an inference-form
+BatchNormalization (multiply by a broadcast per-channel scale, bias_add of a shift), as the
+ONNX importer writes it: the folded graph, compiled by PJRT (XLA CPU), against the jax.lax
+oracle of the unfolded graph (`convc.reference.evaluate`), in f32 and f64, for plain,
+grouped and depthwise convs and transposed convs (whose reversed kernel fold-constants
+turns into a constant first). Every case also checks that the folds fired: no multiply and
+no reverse is left. With the kernel as a graph input (`--grad` over the weights) nothing
+may be folded, and the gradient step still matches `jax.vjp` of the oracle."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import convc
+import numpy as np
+import pytest
+from convc.passes import default_pipeline
+from convc.reference import evaluate, evaluate_vjp
+
+RunStablehlo = Callable[..., list[np.ndarray]]
+
+CANONICAL = default_pipeline("generic")
+FOLDED = CANONICAL.replace("resolve-padding,", "resolve-padding,fold-constants,fold-conv-affine,")
+
+
+@dataclass(frozen=True)
+class Case:
+    """A conv (or transposed conv) of `groups` groups, optionally with a bias, then BN."""
+
+    name: str
+    layouts: tuple[str, str, str]
+    in_features: int
+    out_features: int
+    groups: int = 1
+    bias: bool = False
+    transposed: bool = False
+    strides: tuple[int, int] = (1, 1)
+
+    def graph(self, dtype: str, rng: np.random.Generator, kernel_as_input: bool = False) -> convc.Graph:
+        np_dtype = np.dtype(dtype.replace("f", "float"))
+        lhs, rhs, _ = self.layouts
+        sizes = {"N": 2, "C": self.in_features, "H": 6, "W": 5}
+        kernel = {"O": self.out_features, "I": self.in_features // self.groups, "H": 3, "W": 3}
+        b = convc.Builder(self.name)
+        x = b.input("x", tuple(sizes[c] for c in lhs), dtype)
+        w_value = rng.standard_normal(tuple(kernel[c] for c in rhs)).astype(np_dtype)
+        w = b.input("w", w_value.shape, dtype) if kernel_as_input else b.constant("w", w_value)
+        if self.transposed:
+            y = b.conv_transpose(x, w, strides=self.strides, padding="SAME", dimension_numbers=self.layouts,
+                                 feature_group_count=self.groups, transpose_kernel=False)
+        else:
+            y = b.conv(x, w, window_strides=self.strides, padding="SAME", dimension_numbers=self.layouts,
+                       feature_group_count=self.groups)
+        axis = self.layouts[2].index("C")
+        channels = self.out_features
+        if self.bias:
+            y = b.bias_add(y, b.constant("b", rng.standard_normal(channels).astype(np_dtype)), axis=axis)
+        scale = b.constant("scale", rng.uniform(0.5, 2.0, channels).astype(np_dtype))
+        spread = b.op("broadcast_in_dim", scale, shape=y.type.shape, broadcast_dimensions=(axis,))
+        y = b.multiply(y, spread)
+        y = b.bias_add(y, b.constant("shift", rng.standard_normal(channels).astype(np_dtype)), axis=axis)
+        b.output(b.relu(y))
+        return b.build()
+
+
+CASES = [
+    Case("nchw_bias", ("NCHW", "OIHW", "NCHW"), 3, 4, bias=True),
+    Case("nhwc_strided", ("NHWC", "HWIO", "NHWC"), 3, 5, strides=(2, 1)),
+    Case("grouped", ("NCHW", "OIHW", "NCHW"), 4, 6, groups=2, bias=True),
+    Case("depthwise", ("NHWC", "HWIO", "NHWC"), 4, 4, groups=4),
+    Case("transposed", ("NHWC", "HWIO", "NHWC"), 3, 4, transposed=True, strides=(2, 2)),
+    Case("transposed_nchw_bias", ("NCHW", "OIHW", "NCHW"), 4, 2, bias=True, transposed=True, strides=(2, 1)),
+]
+
+TOLERANCE = {"f32": 2e-5, "f64": 1e-12}  # max |folded - oracle| / max |oracle|
+
+
+def _kinds_after(graph: convc.Graph, pipeline: str) -> list[str]:
+    from convc.compile import Compiler
+
+    return [op.kind for op in Compiler(pipeline=pipeline).run_passes(graph.clone()).ops]
+
+
+def _relative_error(got: np.ndarray, want: np.ndarray) -> float:
+    return float(np.abs(got - want).max() / max(np.abs(want).max(), 1e-30))
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_folded_batchnorm_matches_oracle_of_unfolded_graph(case: Case, dtype: str, rng: np.random.Generator,
+                                                           run_stablehlo: RunStablehlo) -> None:
+    """The folds remove the BN multiply (and a transposed conv's reverse) and the PJRT result
+    of the folded graph equals the oracle's value of the graph as built."""
+    graph = case.graph(dtype, rng)
+    kinds = _kinds_after(graph, FOLDED)
+    assert "multiply" not in kinds and "reverse" not in kinds, kinds
+    assert kinds.count("bias_add") == 1, kinds  # the conv's bias and the shift, merged
+    x = rng.standard_normal(graph.inputs[0].type.shape).astype(np.dtype(dtype.replace("f", "float")))
+    (want,) = evaluate(graph, [x])
+    (got,) = run_stablehlo(convc.compile_graph(graph, pipeline=FOLDED), [x], platform="cpu")
+    assert got.dtype == want.dtype
+    assert _relative_error(got, want) <= TOLERANCE[dtype]
+
+
+@pytest.mark.parametrize("case", [CASES[0], CASES[4]], ids=lambda c: c.name)
+def test_cpu_pipeline_folds_and_matches_oracle(case: Case, rng: np.random.Generator, run_stablehlo: RunStablehlo) -> None:
+    """The cpu target's default pipeline holds the folds (no BN multiply is left) and its
+    module equals the oracle of the graph as built."""
+    graph = case.graph("f32", rng)
+    assert "multiply" not in _kinds_after(graph, default_pipeline("cpu"))
+    x = rng.standard_normal(graph.inputs[0].type.shape).astype(np.float32)
+    (want,) = evaluate(graph, [x])
+    (got,) = run_stablehlo(convc.compile_graph(graph, target="cpu"), [x], platform="cpu")
+    assert _relative_error(got, want) <= TOLERANCE["f32"]
+
+
+@pytest.mark.parametrize("case", [CASES[0], CASES[4]], ids=lambda c: c.name)
+def test_kernel_as_gradient_input_is_not_folded(case: Case, rng: np.random.Generator, run_stablehlo: RunStablehlo) -> None:
+    """The gradient step with respect to the kernel, a graph input: the BN multiply stays
+    (the kernel is no constant) and the step's outputs and kernel gradient equal jax.vjp
+    of the oracle."""
+    graph = case.graph("f64", rng, kernel_as_input=True)
+    step = convc.grad(graph, ["w"])
+    from convc.compile import Compiler
+
+    folded = Compiler(pipeline=FOLDED).run_passes(step.clone())
+    kernel_inputs = [op for op in folded.ops if op.kind == "conv" and op.operands[1] is folded.inputs[1]]
+    assert kernel_inputs and "multiply" in [op.kind for op in folded.ops]
+    inputs = [rng.standard_normal(v.type.shape) for v in step.inputs]
+    want = evaluate_vjp(graph, ["w"], inputs)
+    got = run_stablehlo(convc.compile_graph(step, pipeline=FOLDED), inputs, platform="cpu")
+    assert len(got) == len(want)
+    for g, w in zip(got, want, strict=True):
+        assert _relative_error(g, w) <= TOLERANCE["f64"]
