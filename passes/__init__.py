@@ -67,6 +67,13 @@ _CANONICAL = (
     "infer-shapes", "lower-conv-transpose", "lower-conv-backprop-input", "lower-conv-backprop-filter",
     "canonicalize-dimension-numbers", "resolve-padding", "dce")
 
+# Folds of work that depends only on the weights, for the targets that compile for speed
+# (cpu, gpu): before the final dce of the canonical pipeline, which drops the kernels they
+# replace, and before the cpu rewrites, which would hide a conv's kernel behind slices.
+# fold-constants is not among them: XLA folds constant subgraphs itself, and the jit that
+# evaluates them costs compile time (docs/passes.md).
+_FOLDS = ("fold-conv-affine",)
+
 
 # After the canonical pipeline, so they see only plain convs with explicit dimension
 # numbers and pads, whichever lowering produced them; cpu-conv-eigen-path last, so it also
@@ -106,8 +113,9 @@ LOWERED_BY: dict[str, str] = {kind: cls.name for cls in ALL_PASSES if (kind := _
 
 
 def default_pipeline(target: str = "generic", autotune: bool = False) -> str:
-    """What `convc` runs before emitting, per target: `cpu` adds rewrites of the conv
-    forms XLA CPU runs slowly; `gpu` keeps the canonical forms cuDNN maps well. With
+    """What `convc` runs before emitting, per target: `cpu` and `gpu` fold per-channel
+    scales into constant conv kernels; `cpu` adds rewrites of the conv forms XLA CPU runs
+    slowly; `gpu` keeps the canonical forms cuDNN maps well; `generic` keeps JAX's forms. With
     `autotune` (cpu only), measurements choose each conv's rewrite instead of the cost model.
     Another target is a usage error, as `--target` outside its choices is."""
     if target not in TARGETS:
@@ -115,7 +123,9 @@ def default_pipeline(target: str = "generic", autotune: bool = False) -> str:
     if autotune and target != "cpu":
         raise PipelineError(f"autotuning chooses among the cpu target's lowerings; target '{target}' has none")
     cpu = _CPU[:1] + ("autotune-conv-lowering",) + _CPU[1:] if autotune else _CPU
-    return ",".join(_CANONICAL + (cpu if target == "cpu" else ()))
+    if target == "generic":
+        return ",".join(_CANONICAL)
+    return ",".join(_CANONICAL[:-1] + _FOLDS + _CANONICAL[-1:] + (cpu if target == "cpu" else ()))
 
 
 __all__ = ["ALL_PASSES", "CONV_LOWERINGS", "LOWERED_BY", "PASSES", "TARGETS", "default_pipeline"]

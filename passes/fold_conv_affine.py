@@ -10,7 +10,10 @@ every call for what the weights alone decide:
     bias_add(bias_add(y, b), shift)    ->  bias_add(y, b + shift)
 
 (a scale indexed by output channel scales that channel's kernel slice and bias entry; the
-shift may also be an `add` of a per-channel constant). Exact in real arithmetic; the new
+shift may also be an `add` of a per-channel constant). A kernel that is a `reverse` or
+`transpose` of a constant (a lowered transposed conv's) takes the scale in that constant,
+the relayouts built again on it; other kernel forms (a grouped transposed conv's reshapes)
+need `fold-constants` first. Exact in real arithmetic; the new
 kernel and bias are computed in f64 and rounded once. Only float convs whose result has the
 kernel's element type, and only where the conv (and its bias) feeds nothing else: a conv
 read elsewhere too would be computed twice. A kernel that is a graph input (weights kept
@@ -66,13 +69,47 @@ def _rounded(array: np.ndarray, like: np.ndarray) -> np.ndarray:
     return np.asarray(array.astype(like.dtype))
 
 
+# Ops a kernel may pass through from its constant and still take the scale: they move or
+# flip whole dims, so the scale goes into the constant along the dim that becomes the
+# kernel's output features (lower-conv-transpose's kernel reverse and I/O swap).
+_RELAYOUTS = ("reverse", "transpose")
+
+
+@dataclass(frozen=True)
+class _Kernel:
+    """A conv kernel: a constant, then `chain` (relayouts, first applied first); `out_dim`
+    is the constant's dim that becomes the kernel's output features, `flipped` whether a
+    reverse turns it around on the way."""
+
+    array: np.ndarray
+    chain: tuple[Op, ...]
+    out_dim: int
+    flipped: bool
+
+
+def _kernel(value: Value, out_dim: int) -> _Kernel | None:
+    """`value` traced back through relayouts to its constant; None when it is no constant."""
+    chain: list[Op] = []
+    flipped = False
+    while value.producer is not None and value.producer.kind in _RELAYOUTS:
+        op = value.producer
+        if op.kind == "transpose":
+            out_dim = view(op).permutation[out_dim]
+        elif out_dim in view(op).dimensions:
+            flipped = not flipped
+        chain.append(op)
+        value = op.operands[0]
+    array = _constant(value)
+    return None if array is None else _Kernel(array, tuple(reversed(chain)), out_dim, flipped)
+
+
 @dataclass(frozen=True)
 class _Conv:
     """A conv that a per-channel scale may enter: its op, kernel, bias (a `bias_add` of a
     constant, or None) and output feature dim."""
 
     op: Op
-    kernel: np.ndarray
+    kernel: _Kernel
     bias_add: Op | None
     bias: np.ndarray | None
     feature: int
@@ -89,10 +126,12 @@ def _scalable_conv(value: Value, graph: Graph) -> _Conv | None:
     if op is None or op.kind != "conv" or not _single_use(op.result, graph):
         return None
     dn = view(op).dimension_numbers
-    kernel = _constant(op.operands[1])
-    if not isinstance(dn, ConvDimensionNumbers) or kernel is None or not is_float(op.result.type.dtype):
+    if not isinstance(dn, ConvDimensionNumbers) or not is_float(op.result.type.dtype):
         return None
-    if kernel.dtype != numpy_dtype(op.result.type.dtype):
+    kernel = _kernel(op.operands[1], dn.rhs_spec[0])
+    if kernel is None:
+        return None
+    if kernel.array.dtype != numpy_dtype(op.result.type.dtype):
         return None  # a preferred_element_type wider than the kernel: the product would be rounded coarser
     feature = dn.out_spec[1]
     if bias_add is not None and (bias is None or view(bias_add).axis % op.result.type.rank != feature):
@@ -118,16 +157,19 @@ class ScaleIntoConv(RewritePattern):
 
 
 def _scaled(conv: _Conv, scale: np.ndarray, rewriter: Rewriter) -> Value:
-    """The conv with its kernel (and bias) scaled by `scale`, computed in f64, rounded once."""
-    out_dim = view(conv.op).dimension_numbers.rhs_spec[0]
-    shape = [1] * conv.kernel.ndim
-    shape[out_dim] = scale.size
-    kernel = rewriter.create("constant", suffix="kernel_scaled",
-                             value=_rounded(conv.kernel.astype(np.float64) * scale.reshape(shape), conv.kernel))
+    """The conv with its kernel (and bias) scaled by `scale`, computed in f64, rounded once;
+    a kernel's relayouts are built again on its scaled constant."""
+    original = conv.kernel.array
+    shape = [1] * original.ndim
+    shape[conv.kernel.out_dim] = scale.size
+    along = (scale[::-1] if conv.kernel.flipped else scale).reshape(shape)
+    kernel = rewriter.create("constant", suffix="kernel_scaled", value=_rounded(np.multiply(original, along, dtype=np.float64), original))
+    for op in conv.kernel.chain:
+        kernel = rewriter.create(op.kind, kernel, suffix=f"kernel_scaled.{op.kind}", **dict(op.attrs))
     result = rewriter.create("conv", conv.op.operands[0], kernel, suffix="scaled", **dict(conv.op.attrs))
     if conv.bias_add is None or conv.bias is None:
         return result
-    bias = rewriter.create("constant", suffix="bias_scaled", value=_rounded(conv.bias.astype(np.float64) * scale, conv.bias))
+    bias = rewriter.create("constant", suffix="bias_scaled", value=_rounded(np.multiply(conv.bias, scale, dtype=np.float64), conv.bias))
     return rewriter.create("bias_add", result, bias, suffix="bias", axis=conv.feature)
 
 

@@ -176,3 +176,47 @@ module @integer_conv {
     func.return %m : tensor<1x2x3x3xi32>
   }
 }
+
+// -----
+
+// A lowered transposed conv's kernel, reverse of a constant over the spatial dims and the
+// out-feature dim (o is dim 3 here): the scale goes into the constant, reversed along o to
+// meet the reverse, and the reverse is built again on it. [1, 2] * reversed [3, 5] = [5, 6].
+// CHECK-LABEL: module @reversed_kernel
+// CHECK: %[[K:[^ ]+]] = "convc.constant"() {value = dense<{{\[\[\[\[}}5.0, 6.0]]]]> : tensor<1x1x1x2xf32>}
+// CHECK-NEXT: %[[R:[^ ]+]] = "convc.reverse"(%[[K]]) {dimensions = array<i64: 0, 1, 3>}
+// CHECK-NEXT: %[[C:[^ ]+]] = "convc.conv"(%x, %[[R]])
+// CHECK-NOT: "convc.multiply"
+// CHECK: func.return %[[C]]
+module @reversed_kernel {
+  func.func @main(%x: tensor<1x3x3x1xf32>) -> tensor<1x3x3x2xf32> {
+    %w = "convc.constant"() {value = dense<[[[[1.0, 2.0]]]]> : tensor<1x1x1x2xf32>} : () -> tensor<1x1x1x2xf32>
+    %r = "convc.reverse"(%w) {dimensions = array<i64: 0, 1, 3>} : (tensor<1x1x1x2xf32>) -> tensor<1x1x1x2xf32>
+    %c = "convc.conv"(%x, %r) {dimension_numbers = #convc.dims<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>} : (tensor<1x3x3x1xf32>, tensor<1x1x1x2xf32>) -> tensor<1x3x3x2xf32>
+    %scale = "convc.constant"() {value = dense<[3.0, 5.0]> : tensor<2xf32>} : () -> tensor<2xf32>
+    %spread = "convc.broadcast_in_dim"(%scale) {broadcast_dimensions = array<i64: 3>, shape = array<i64: 1, 3, 3, 2>} : (tensor<2xf32>) -> tensor<1x3x3x2xf32>
+    %m = "convc.multiply"(%c, %spread) : (tensor<1x3x3x2xf32>, tensor<1x3x3x2xf32>) -> tensor<1x3x3x2xf32>
+    func.return %m : tensor<1x3x3x2xf32>
+  }
+}
+
+// -----
+
+// A kernel transposed from its constant: the conv's o (dim 3) is the constant's dim 0.
+// [[1], [2]] * [3, 5] = [[3], [10]].
+// CHECK-LABEL: module @transposed_kernel
+// CHECK: %[[K:[^ ]+]] = "convc.constant"() {value = dense<{{\[\[\[\[}}3.0]]], {{\[\[\[}}10.0]]]]> : tensor<2x1x1x1xf32>}
+// CHECK-NEXT: %[[T:[^ ]+]] = "convc.transpose"(%[[K]]) {permutation = array<i64: 1, 2, 3, 0>}
+// CHECK-NEXT: "convc.conv"(%x, %[[T]])
+// CHECK-NOT: "convc.multiply"
+module @transposed_kernel {
+  func.func @main(%x: tensor<1x3x3x1xf32>) -> tensor<1x3x3x2xf32> {
+    %w = "convc.constant"() {value = dense<[[[[1.0]]], [[[2.0]]]]> : tensor<2x1x1x1xf32>} : () -> tensor<2x1x1x1xf32>
+    %t = "convc.transpose"(%w) {permutation = array<i64: 1, 2, 3, 0>} : (tensor<2x1x1x1xf32>) -> tensor<1x1x1x2xf32>
+    %c = "convc.conv"(%x, %t) {dimension_numbers = #convc.dims<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>} : (tensor<1x3x3x1xf32>, tensor<1x1x1x2xf32>) -> tensor<1x3x3x2xf32>
+    %scale = "convc.constant"() {value = dense<[3.0, 5.0]> : tensor<2xf32>} : () -> tensor<2xf32>
+    %spread = "convc.broadcast_in_dim"(%scale) {broadcast_dimensions = array<i64: 3>, shape = array<i64: 1, 3, 3, 2>} : (tensor<2xf32>) -> tensor<1x3x3x2xf32>
+    %m = "convc.multiply"(%c, %spread) : (tensor<1x3x3x2xf32>, tensor<1x3x3x2xf32>) -> tensor<1x3x3x2xf32>
+    func.return %m : tensor<1x3x3x2xf32>
+  }
+}
