@@ -26,12 +26,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-
 from convc.dtypes import is_float, numpy_dtype
 from convc.ir import Graph, Op, Value
 from convc.ops import ConvDimensionNumbers, view
 from convc.pass_manager import Pass
-from convc.rewrite import Rewriter, RewritePattern, apply_patterns
+from convc.rewrite import RewritePattern, Rewriter, apply_patterns
 
 
 def _constant(value: Value) -> np.ndarray | None:
