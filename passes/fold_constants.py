@@ -93,6 +93,7 @@ def _evaluate(graph: Graph, folded: list[Op], frontier: list[Op]) -> list[object
 
 
 def _constant_value(value: Value) -> object:
+    """The array of a constant op's result (the region's inputs are nothing else)."""
     assert value.producer is not None and value.producer.kind == "constant"
     return value.producer.attrs["value"]
 

@@ -10,15 +10,15 @@ every call for what the weights alone decide:
     bias_add(bias_add(y, b), shift)    ->  bias_add(y, b + shift)
 
 (a scale indexed by output channel scales that channel's kernel slice and bias entry; the
-shift may also be an `add` of a per-channel constant). A kernel that is a `reverse` or
+shift may also be an `add` of a per-channel constant). Exact in real arithmetic; the new
+kernel and bias are computed in f64 and rounded once. A kernel that is a `reverse` or
 `transpose` of a constant (a lowered transposed conv's) takes the scale in that constant,
 the relayouts built again on it; other kernel forms (a grouped transposed conv's reshapes)
-need `fold-constants` first. Exact in real arithmetic; the new
-kernel and bias are computed in f64 and rounded once. Only float convs whose result has the
-kernel's element type, and only where the conv (and its bias) feeds nothing else: a conv
-read elsewhere too would be computed twice. A kernel that is a graph input (weights kept
-as inputs, a gradient's wrt) is not a constant and is left alone. Run `dce` after it: the
-old kernels and biases stay until then.
+need `fold-constants` first. Only float convs whose result has the kernel's element type,
+and only where the conv (and its bias) feeds nothing else: a conv read elsewhere too would
+be computed twice. A kernel that is a graph input (weights kept as inputs, a gradient's
+wrt) is not a constant and is left alone. Run `dce` after it: the old kernels and biases
+stay until then.
 """
 
 from __future__ import annotations
@@ -65,6 +65,7 @@ def _single_use(value: Value, graph: Graph) -> bool:
 
 
 def _rounded(array: np.ndarray, like: np.ndarray) -> np.ndarray:
+    """`array` (computed in f64) rounded once to `like`'s element type."""
     return np.asarray(array.astype(like.dtype))
 
 
