@@ -145,3 +145,27 @@ def test_kernel_as_gradient_input_is_not_folded(case: Case, rng: np.random.Gener
     assert len(got) == len(want)
     for g, w in zip(got, want, strict=True):
         assert _relative_error(g, w) <= TOLERANCE["f64"]
+
+
+def test_imported_onnx_conv_batchnorm_is_folded_and_agrees_with_onnxruntime(rng: np.random.Generator,
+                                                                            run_stablehlo: RunStablehlo) -> None:
+    """An ONNX Conv (with B) then BatchNormalization, as load_onnx imports them: the cpu
+    target's pipeline leaves one conv and one bias_add, and its result equals ONNX Runtime's."""
+    pytest.importorskip("onnx")
+    ort = pytest.importorskip("onnxruntime")
+    from onnx import TensorProto, helper, numpy_helper
+
+    weights = {"w": rng.standard_normal((6, 3, 3, 3)), "b": rng.standard_normal(6), "gamma": rng.uniform(0.5, 2, 6),
+               "beta": rng.standard_normal(6), "mean": rng.standard_normal(6), "var": rng.uniform(0.5, 2, 6)}
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1], strides=[2, 1]),
+             helper.make_node("BatchNormalization", ["c", "gamma", "beta", "mean", "var"], ["y"], epsilon=1e-3)]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 8, 7])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 6, 4, 7])],
+                              [numpy_helper.from_array(v.astype(np.float32), k) for k, v in weights.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+    imported = convc.load_onnx(model)
+    assert sorted(_kinds_after(imported, default_pipeline("cpu"))) == ["bias_add", "constant", "constant", "conv"]
+    x = rng.standard_normal((2, 3, 8, 7)).astype(np.float32)
+    (want,) = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    (got,) = run_stablehlo(convc.compile_graph(imported, target="cpu"), [x], platform="cpu")
+    assert _relative_error(got, want) <= 1e-5
