@@ -270,11 +270,13 @@ def test_every_cpu_pass_is_registered_and_tested() -> None:
 
 
 def test_cpu_pipeline_runs_the_rewrites_after_the_canonical_lowerings() -> None:
+    """gpu is generic's pipeline with fold-conv-affine before its final dce; cpu is gpu's, then the cpu rewrites."""
     generic = default_pipeline("generic").split(",")
+    gpu = default_pipeline("gpu").split(",")
     cpu = default_pipeline("cpu").split(",")
-    assert cpu[:len(generic)] == generic
-    assert {r.name for r in REWRITES} <= set(cpu[len(generic):])
-    assert default_pipeline("gpu") == default_pipeline("generic")
+    assert gpu == generic[:-1] + ["fold-conv-affine"] + generic[-1:]
+    assert cpu[:len(gpu)] == gpu
+    assert {r.name for r in REWRITES} <= set(cpu[len(gpu):])
     assert set(TARGETS) == {"generic", "cpu", "gpu"}
 
 
