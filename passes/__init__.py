@@ -28,6 +28,8 @@ from .cpu_crop_negative_padding import CpuCropNegativePadding
 from .cpu_depthwise_tap_sum import CpuDepthwiseTapSum
 from .cpu_transposed_conv_phases import CpuTransposedConvPhases
 from .dce import DeadCodeElimination
+from .fold_constants import FoldConstants
+from .fold_conv_affine import FoldConvAffine
 from .grad import Grad
 from .infer_shapes import InferShapes
 from .lower_conv_backprop_filter import LowerConvBackpropFilter
@@ -46,6 +48,8 @@ ALL_PASSES: tuple[type[Pass], ...] = (
     ResolvePadding,
     DeadCodeElimination,
     LowerQuantized,
+    FoldConstants,
+    FoldConvAffine,
     CpuConv1x1ToDot,
     CpuDepthwiseTapSum,
     CpuBatchGroupTapReduce,
@@ -64,6 +68,13 @@ TARGETS = ("generic", "cpu", "gpu")
 _CANONICAL = (
     "infer-shapes", "lower-conv-transpose", "lower-conv-backprop-input", "lower-conv-backprop-filter",
     "canonicalize-dimension-numbers", "resolve-padding", "dce")
+
+# Folds of work that depends only on the weights, for the targets that compile for speed
+# (cpu, gpu): before the final dce of the canonical pipeline, which drops the kernels they
+# replace, and before the cpu rewrites, which would hide a conv's kernel behind slices.
+# fold-constants is not among them: XLA folds constant subgraphs itself, and the jit that
+# evaluates them costs compile time (docs/passes.md).
+_FOLDS = ("fold-conv-affine",)
 
 
 # What XLA compiles (the cpu and gpu targets) holds no quantized type: after the canonical
@@ -113,8 +124,9 @@ LOWERED_FOR_XLA: dict[str, str] = {kind: LowerQuantized.name for kind in QUANTIZ
 
 
 def default_pipeline(target: str = "generic", autotune: bool = False) -> str:
-    """What `convc` runs before emitting, per target: `cpu` adds rewrites of the conv
-    forms XLA CPU runs slowly; `gpu` keeps the canonical forms cuDNN maps well. With
+    """What `convc` runs before emitting, per target: `cpu` and `gpu` fold per-channel
+    scales into constant conv kernels; `cpu` adds rewrites of the conv forms XLA CPU runs
+    slowly; `gpu` keeps the canonical forms cuDNN maps well; `generic` keeps JAX's forms. With
     `autotune` (cpu only), measurements choose each conv's rewrite instead of the cost model.
     Another target is a usage error, as `--target` outside its choices is."""
     if target not in TARGETS:
@@ -122,8 +134,10 @@ def default_pipeline(target: str = "generic", autotune: bool = False) -> str:
     if autotune and target != "cpu":
         raise PipelineError(f"autotuning chooses among the cpu target's lowerings; target '{target}' has none")
     cpu = _CPU[:1] + ("autotune-conv-lowering",) + _CPU[1:] if autotune else _CPU
-    runnable = _QUANTIZED.get(target, ())
-    return ",".join(_CANONICAL + runnable + (cpu if target == "cpu" else ()))
+    if target == "generic":
+        return ",".join(_CANONICAL)
+    folded = _CANONICAL[:-1] + _FOLDS + _CANONICAL[-1:]
+    return ",".join(folded + _QUANTIZED[target] + (cpu if target == "cpu" else ()))
 
 
 __all__ = ["ALL_PASSES", "CONV_LOWERINGS", "LOWERED_BY", "LOWERED_FOR_XLA", "PASSES", "TARGETS", "default_pipeline"]

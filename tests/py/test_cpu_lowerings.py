@@ -270,13 +270,15 @@ def test_every_cpu_pass_is_registered_and_tested() -> None:
 
 
 def test_cpu_pipeline_runs_the_rewrites_after_the_canonical_lowerings() -> None:
+    """gpu is generic's pipeline with fold-conv-affine before its final dce; cpu is gpu's, then the cpu rewrites."""
     generic = default_pipeline("generic").split(",")
+    gpu = default_pipeline("gpu").split(",")
     cpu = default_pipeline("cpu").split(",")
-    assert cpu[:len(generic)] == generic
-    assert {r.name for r in REWRITES} <= set(cpu[len(generic):])
-    # gpu: the canonical forms, then lower-quantized with f64 convs (XLA:GPU has no integer conv)
-    assert default_pipeline("gpu") == default_pipeline("generic") + ",lower-quantized{integer_conv=false}"
-    assert cpu[len(generic)] == "lower-quantized"
+    folded = generic[:-1] + ["fold-conv-affine"] + generic[-1:]
+    # gpu: the canonical forms with the folds, then lower-quantized with f64 convs (XLA:GPU has no integer conv)
+    assert gpu == folded + ["lower-quantized{integer_conv=false}"]
+    assert cpu[:len(folded) + 1] == folded + ["lower-quantized"]
+    assert {r.name for r in REWRITES} <= set(cpu[len(folded) + 1:])
     assert set(TARGETS) == {"generic", "cpu", "gpu"}
 
 

@@ -72,6 +72,9 @@ SMALLER: list[tuple[str, list[list[str]], str]] = [
      "the sgemm peak still checks every result against JAX"),
     ("convc.tools.bench_frontend", [["--sizes", "100"], ["--repeat", "1"]],
      "chains of 1000 and 10000 convs, five times, take about 20 s; one chain of 100 runs the same code once"),
+    ("convc.tools.bench_folds", [["--cases", "resnet"], ["--size", "32"], ["--budget", "0.05"]],
+     "four networks at 224x224, each compiled twice and timed for 4 s, take minutes; one network at 32x32 "
+     "still checks both compilations against ONNX Runtime"),
 ]
 
 FENCE = re.compile(r"^```(?P<lang>[^\n`]*)\n(?P<body>.*?)^```[ \t]*$", re.S | re.M)
