@@ -4,6 +4,6 @@
 Shardy mesh and sharding attributes of a graph with a mesh.
 """
 
-from .stablehlo import emit_stablehlo, emits
+from .stablehlo import emit_stablehlo, emits, weight_constants
 
-__all__ = ["emit_stablehlo", "emits"]
+__all__ = ["emit_stablehlo", "emits", "weight_constants"]
