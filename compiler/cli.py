@@ -307,8 +307,10 @@ def _convc_main(args: argparse.Namespace) -> int:
     source = model.clone() if args.check else None  # with --grad, --check takes jax.vjp of the model
     compiler.run_passes(graph)
     payload = compiler.emit(graph, args.emit)
-    with compiler.timed("pack weights (.npz)"):
-        weights = compiler.weights_npz() if weights_file is not None else b""  # the payload's (a run may emit a cropped copy)
+    weights = b""
+    if weights_file is not None:  # packed now: the payload's weights (a run may emit a cropped copy)
+        with compiler.timed("pack weights (.npz)"):
+            weights = compiler.weights_npz()
     if args.run or args.check:  # before writing -o: a failed run or check leaves it untouched
         _run_and_check(compiler, graph, payload, source, args)
     if weights_file is not None:  # first: a module is never left beside weights that are not its own

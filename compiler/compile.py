@@ -234,6 +234,8 @@ class Compiler:
         from . import mlir
 
         if self.verify or kind == "bytecode":
+            with self.timed("import jaxlib (MLIR, JAX)"):
+                mlir.load()
             with self.timed("mlir verify"):
                 mlir.verify_stablehlo(text)
         if kind == "bytecode":
