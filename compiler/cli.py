@@ -297,7 +297,7 @@ def _convc_main(args: argparse.Namespace) -> int:
                         max_bytes=args.max_bytes, autotune=args.autotune, autotune_cache=args.autotune_cache,
                         autotune_platform=args.platform, elide_constants_larger=elide, mesh=args.mesh, grad=args.grad,
                         input_shapes=input_shapes(args.input_shape), keep_as_inputs=args.keep_as_inputs or (), inputs=args.inputs,
-                        weights_larger=_weights_larger(args))
+                        weights_larger=_weights_larger(args), keep_bytecode=args.run or args.check)
     model = compiler.load(args.model)
     graph = compiler.differentiate(model, args.model)
     if args.run or args.check:

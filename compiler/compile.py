@@ -91,6 +91,8 @@ class Compiler:
     onnx_source: tuple[bytes, str] | None = field(default=None, init=False)  # the ONNX model read (bytes, file): --check's ONNX Runtime run
     weights_larger: int | None = None  # --weights-as-inputs: constants of more than N elements become @main's leading arguments
     weights: dict[str, np.ndarray] = field(default_factory=dict, init=False)  # those arguments' arrays, in order (the last emit's)
+    keep_bytecode: bool = False  # a run follows: keep the verified module as MLIR bytecode for PJRT (`for_pjrt`)
+    verified: tuple[str, bytes] | None = field(default=None, init=False)  # (text, its bytecode), the last verified with keep_bytecode
 
     def __post_init__(self) -> None:
         if self.mesh is not None:  # a malformed --mesh is a usage error before anything is read
@@ -237,11 +239,19 @@ class Compiler:
             with self.timed("import jaxlib (MLIR, JAX)"):
                 mlir.load()
             with self.timed("mlir verify"):
-                mlir.verify_stablehlo(text)
+                code = mlir.verify_stablehlo(text, bytecode=self.keep_bytecode and kind == "stablehlo")
+            self.verified = None if code is None else (text, code)
         if kind == "bytecode":
             with self.timed("serialize bytecode"):
                 return mlir.portable_artifact(text, sharded=graph.mesh is not None)
         return text.encode()
+
+    def for_pjrt(self, text: str) -> str | bytes:
+        """What PJRT compiles for module `text`: its bytecode when it is the module last
+        verified with `keep_bytecode` (PJRT parses no hex again), else the text itself."""
+        if self.verified is not None and self.verified[0] == text:
+            return self.verified[1]
+        return text
 
     def stablehlo(self, graph: Graph) -> str:
         """The StableHLO text of a lowered graph, not yet verified by MLIR. With

@@ -87,7 +87,7 @@ def run(model: Graph | str | os.PathLike[str], inputs: Inputs = None, *, seed: i
     arrays themselves; `max_bytes` what `--max-bytes` means; `weights_larger` what
     `--weights-as-inputs --weights-larger N` means (None: every constant in the module). A graph with a mesh runs on that many devices: on the CPU, convc
     asks for as many host devices, which works only before JAX's backend has started."""
-    compiler = Compiler(target=target, pipeline=pipeline, max_bytes=max_bytes, weights_larger=weights_larger)
+    compiler = Compiler(target=target, pipeline=pipeline, max_bytes=max_bytes, weights_larger=weights_larger, keep_bytecode=True)
     file = None if isinstance(model, Graph) else os.fspath(model)
     graph = model.clone() if isinstance(model, Graph) else compiler.load(os.fspath(model))
     prepare_run(graph, platform)
@@ -148,7 +148,7 @@ def run_lowered(compiler: Compiler, graph: Graph, stablehlo: str, inputs: Inputs
         ran_on = platform_name(platform)
     else:
         with compiler.timed("pjrt compile"):
-            executable = compile_stablehlo(runnable, platform)
+            executable = compile_stablehlo(compiler.for_pjrt(runnable), platform)
         with compiler.timed("pjrt run"):
             outputs = executable(*compiler.weights.values(), *arrays)  # --weights-as-inputs: the weights lead
         ran_on = executable.platform

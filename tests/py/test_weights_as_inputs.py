@@ -137,3 +137,30 @@ def test_a_model_with_a_mesh_is_refused_with_weights_as_inputs(tmp_path: Path, c
     assert convc_main([str(model), "--target", "generic", "--weights-as-inputs", "-o", str(tmp_path / "m.mlir")]) == 2
     assert "does not apply to a model with a mesh" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_run_hands_pjrt_the_verified_modules_bytecode_not_its_text(rng: np.random.Generator) -> None:
+    """With keep_bytecode (what --run sets), PJRT gets the module MLIR verified as bytecode
+    (no second parse of its hex); a module that was not the one verified goes as text. Both
+    compile to the same outputs."""
+    compiler = Compiler(target="cpu", keep_bytecode=True)
+    graph = compiler.load(str(REPO_ROOT / "examples" / "mobilenet_block.json"))
+    compiler.run_passes(graph)
+    text = compiler.emit(graph, "stablehlo").decode()
+    handed = compiler.for_pjrt(text)
+    assert isinstance(handed, bytes) and handed.startswith(b"ML\xefR")
+    assert compiler.for_pjrt(text + "\n") == text + "\n"
+    x = rng.standard_normal((1, 16, 16, 8)).astype(np.float32)
+    (from_bytecode,), (from_text,) = compile_stablehlo(handed)(x), compile_stablehlo(text)(x)
+    np.testing.assert_array_equal(from_bytecode, from_text)
+    assert Compiler(target="cpu").for_pjrt(text) == text  # without keep_bytecode nothing is kept
+
+
+def test_bench_compile_reports_every_phase_of_both_forms(capsys: pytest.CaptureFixture[str]) -> None:
+    from convc.tools import bench_compile
+
+    lines: list[str] = []
+    assert bench_compile.main([str(REPO_ROOT / "examples" / "mobilenet_block.json"), "--rounds", "1"], out=lines.append) == 0
+    rows = {line.split(" | ")[0].lstrip("| "): line for line in lines[3:]}
+    assert list(rows) == [*bench_compile.PHASES, "total"]
+    assert all(len(re.findall(r"\d+\.\d\d", row)) == 4 for row in rows.values())
