@@ -1,4 +1,5 @@
-"""Reading .npy/.npz files a model or `--inputs` names, without trusting them.
+"""Reading .npy/.npz files a model or `--inputs` names, without trusting them; writing
+an .npz (`npz_bytes`).
 
 Pickles are never loaded (object arrays are refused), the size an array's header
 declares is checked against a limit before any array memory is allocated, and only
@@ -8,13 +9,14 @@ is an `ArrayFileError` with a one-line reason, for the caller to locate.
 
 from __future__ import annotations
 
+import io
 import lzma
 import os
 import stat
 import tokenize
 import zipfile
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import IO
 
@@ -149,3 +151,15 @@ def as_dtype(array: np.ndarray, dtype: np.dtype) -> np.ndarray:
             return array.view(dtype)
         raise ValueError(f"raw {array.dtype.itemsize}-byte voids are read only as bf16 (np.save stores bfloat16 as 2-byte voids)")
     return array.astype(dtype)
+
+
+def npz_bytes(arrays: Mapping[str, np.ndarray]) -> bytes:
+    """An uncompressed .npz of `arrays` in the mapping's order, as `np.savez` writes one,
+    for any names (`np.savez`'s keyword arguments cannot be called `file`). Types numpy
+    lacks (bf16, f8) are stored as raw bytes of their width (`|V2`, `|V1`)."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
+        for name, array in arrays.items():
+            with archive.open(f"{name}.npy", "w", force_zip64=True) as member:
+                npy.write_array(member, np.asanyarray(array), allow_pickle=False)
+    return buffer.getvalue()

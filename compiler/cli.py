@@ -18,6 +18,7 @@ from .diagnostics import ConvcError, InternalError, Location, UsageError, one_li
 from .fileio import write_atomic
 from .frontend.onnx.check import onnxruntime_mismatch, onnxruntime_report
 from .ir import Graph
+from .literals import INLINE_ELEMENTS
 from .runner import check_outputs, prepare_run, run_lowered
 from .runtime import PlatformUnavailableError, require_platform
 from .verify_diagnostics import split_chunks, verify_diagnostics
@@ -170,6 +171,15 @@ def convc_parser() -> argparse.ArgumentParser:
                              f"as dense_resource<__elided__> (default {DEFAULT_ELIDE_LARGER}; such text cannot be read back)")
     parser.add_argument("--print-constants-whole", action="store_true",
                         help="print every constant whole in printed IR (text that reads back)")
+    parser.add_argument("--weights-as-inputs", action="store_true",
+                        help="make constants of more than --weights-larger elements leading arguments of @main, and write "
+                             "their arrays to an .npz beside the output (--weights-file); --run and --check feed them")
+    parser.add_argument("--weights-larger", type=_element_count, metavar="N",
+                        help=f"with --weights-as-inputs: which constants become arguments (default {INLINE_ELEMENTS}: every one "
+                             "that would be a hex blob; smaller ones and splats stay dense<...>)")
+    parser.add_argument("--weights-file", metavar="PATH",
+                        help="with --weights-as-inputs: the .npz to write (default: the output's name with .weights.npz "
+                             "for its suffix)")
     parser.add_argument("--grad", metavar="NAME,...", type=_names,
                         help="compile the model's gradient step with respect to these inputs or constants (convc.grad): "
                              "inputs gain a cotangent per output (<output>.grad), outputs the gradients (<name>.grad)")
@@ -257,16 +267,38 @@ def _check_binary_to_terminal(args: argparse.Namespace) -> None:
         raise UsageError("--emit bytecode: refusing to write binary to a terminal; use -o FILE or redirect stdout")
 
 
+def weights_path(args: argparse.Namespace) -> str | None:
+    """Where --weights-as-inputs writes the weights: --weights-file, else beside -o FILE as
+    NAME.weights.npz; None when there is neither and --run needs no file. Usage errors for
+    --weights-* flags without --weights-as-inputs, and for weights that have nowhere to go."""
+    if not args.weights_as_inputs:
+        for flag in ("weights_larger", "weights_file"):
+            if getattr(args, flag) is not None:
+                raise UsageError(f"--{flag.replace('_', '-')} needs --weights-as-inputs")
+        return None
+    if args.emit == "convc":
+        raise UsageError("--weights-as-inputs applies to emitted StableHLO (--emit stablehlo or bytecode), not convc IR")
+    to_file = args.output is not None and args.output != "-"
+    path = args.weights_file or (str(Path(args.output).with_name(Path(args.output).stem + ".weights.npz")) if to_file else None)
+    if path is None and not (args.run or args.check):
+        raise UsageError("--weights-as-inputs writes the weights beside the module: give -o FILE or --weights-file PATH")
+    if path is not None and to_file and Path(path).resolve() == Path(args.output).resolve():
+        raise UsageError(f"--weights-file {path} is the output file too")
+    return path
+
+
 def _convc_main(args: argparse.Namespace) -> int:
     _check_run_flags(args)
     _check_binary_to_terminal(args)
+    weights_file = weights_path(args)
     elide = None if args.print_constants_whole else args.elide_constants_larger
     target = args.target or (target_for(args.platform) if args.pipeline is None else None)
     compiler = Compiler(pipeline=args.pipeline, target=target, verify=not args.no_verify,
                         print_ir_after_all=args.print_ir_after_all, allow_external_data=args.allow_external_data,
                         max_bytes=args.max_bytes, autotune=args.autotune, autotune_cache=args.autotune_cache,
                         autotune_platform=args.platform, elide_constants_larger=elide, mesh=args.mesh, grad=args.grad,
-                        input_shapes=input_shapes(args.input_shape), keep_as_inputs=args.keep_as_inputs or (), inputs=args.inputs)
+                        input_shapes=input_shapes(args.input_shape), keep_as_inputs=args.keep_as_inputs or (), inputs=args.inputs,
+                        weights_larger=_weights_larger(args), keep_bytecode=args.run or args.check)
     model = compiler.load(args.model)
     graph = compiler.differentiate(model, args.model)
     if args.run or args.check:
@@ -276,14 +308,27 @@ def _convc_main(args: argparse.Namespace) -> int:
     source = model.clone() if args.check else None  # with --grad, --check takes jax.vjp of the model
     compiler.run_passes(graph)
     payload = compiler.emit(graph, args.emit)
+    weights = b""
+    if weights_file is not None:  # packed now: the payload's weights (a run may emit a cropped copy)
+        with compiler.timed("pack weights (.npz)"):
+            weights = compiler.weights_npz()
     if args.run or args.check:  # before writing -o: a failed run or check leaves it untouched
         _run_and_check(compiler, graph, payload, source, args)
+    if weights_file is not None:  # first: a module is never left beside weights that are not its own
+        with compiler.timed("write weights"):
+            write_atomic(weights_file, weights)
     if args.output is not None or not (args.run or args.check):
         with compiler.timed("write"):
             _write(args.output, payload)
     if args.timing:
         print(compiler.timing_report(), file=sys.stderr)
     return EXIT_OK
+
+
+def _weights_larger(args: argparse.Namespace) -> int | None:
+    if not args.weights_as_inputs:
+        return None
+    return INLINE_ELEMENTS if args.weights_larger is None else int(args.weights_larger)
 
 
 def _run_and_check(compiler: Compiler, graph: Graph, payload: bytes, source: Graph | None, args: argparse.Namespace) -> None:

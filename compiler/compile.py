@@ -12,10 +12,12 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+import numpy as np
+
 from .diagnostics import ConvcError, Location, UsageError
-from .emit import emit_stablehlo, emits
+from .emit import emit_stablehlo, emits, weight_constants
 from .frontend import load_model_text
-from .ir import Graph
+from .ir import Graph, Op, unused_name
 from .pass_manager import Pass, PassManager, PipelineError, parse_pipeline
 from .textual import parse_ir, print_graph
 
@@ -40,6 +42,15 @@ def gc_paused() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
+
+
+def weight_arguments(constants: Sequence[Op]) -> dict[str, Op]:
+    """The constants emitted as arguments by argument name (each constant's value name,
+    made unique), in argument order: the names of the .npz that --weights-as-inputs writes."""
+    named: dict[str, Op] = {}
+    for op in constants:
+        named[unused_name(op.name, named)] = op
+    return named
 
 
 def check_lowered(graph: Graph) -> None:
@@ -106,6 +117,10 @@ class Compiler:
     keep_as_inputs: Sequence[str] = ()  # --keep-as-inputs: an ONNX model's initializers kept as graph inputs
     inputs: str | None = None  # --inputs .npz: its arrays' shapes fill an ONNX model's other symbolic dims
     onnx_source: tuple[bytes, str] | None = field(default=None, init=False)  # the ONNX model read (bytes, file): --check's ONNX Runtime run
+    weights_larger: int | None = None  # --weights-as-inputs: constants of more than N elements become @main's leading arguments
+    weights: dict[str, np.ndarray] = field(default_factory=dict, init=False)  # those arguments' arrays, in order (the last emit's)
+    keep_bytecode: bool = False  # a run follows: keep the verified module as MLIR bytecode for PJRT (`for_pjrt`)
+    verified: tuple[str, bytes] | None = field(default=None, init=False)  # (text, its bytecode), the last verified with keep_bytecode
 
     def __post_init__(self) -> None:
         if self.mesh is not None:  # a malformed --mesh is a usage error before anything is read
@@ -249,18 +264,45 @@ class Compiler:
         from . import mlir
 
         if self.verify or kind == "bytecode":
+            with self.timed("import jaxlib (MLIR, JAX)"):
+                mlir.load()
             with self.timed("mlir verify"):
-                mlir.verify_stablehlo(text)
+                code = mlir.verify_stablehlo(text, bytecode=self.keep_bytecode and kind == "stablehlo")
+            self.verified = None if code is None else (text, code)
         if kind == "bytecode":
             with self.timed("serialize bytecode"):
                 return mlir.portable_artifact(text, sharded=graph.mesh is not None)
         return text.encode()
 
+    def for_pjrt(self, text: str) -> str | bytes:
+        """What PJRT compiles for module `text`: its bytecode when it is the module last
+        verified with `keep_bytecode` (PJRT parses no hex again), else the text itself."""
+        if self.verified is not None and self.verified[0] == text:
+            return self.verified[1]
+        return text
+
     def stablehlo(self, graph: Graph) -> str:
-        """The StableHLO text of a lowered graph, not yet verified by MLIR."""
+        """The StableHLO text of a lowered graph, not yet verified by MLIR. With
+        `weights_larger`, its large constants are arguments instead, and `weights` holds
+        their arrays by name in argument order (docs/cli.md, --weights-as-inputs)."""
         check_lowered(graph)
+        weights = weight_arguments(self._weight_constants(graph))
         with self.timed("emit stablehlo"):
-            return emit_stablehlo(graph)
+            self.weights = {name: op.attrs["value"] for name, op in weights.items()}
+            return emit_stablehlo(graph, weights)
+
+    def _weight_constants(self, graph: Graph) -> list[Op]:
+        if self.weights_larger is None:
+            return []
+        if graph.mesh is not None:
+            raise UsageError("--weights-as-inputs does not apply to a model with a mesh (its arguments would need shardings)")
+        return weight_constants(graph, self.weights_larger)
+
+    def weights_npz(self) -> bytes:
+        """`weights` as the bytes of an .npz, one array per argument name, in argument order."""
+        from .arrayfile import npz_bytes
+
+        return npz_bytes(self.weights)
 
     def timing_report(self) -> str:
         """`--timing`: every phase in order, passes indented under theirs, as `mlir-opt --mlir-timing`."""

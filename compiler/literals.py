@@ -3,6 +3,7 @@ shared by the attribute kinds, the convc printer and the StableHLO emitter."""
 
 from __future__ import annotations
 
+import binascii
 import math
 import re
 from collections.abc import Sequence
@@ -69,17 +70,39 @@ def dense_literal(array: np.ndarray) -> str:
     type_text = TensorType(tuple(array.shape), dtype).mlir()
     if array.size == 0:  # `dense<[]>` would claim shape [0]
         return f"dense<> : {type_text}"
-    if array.size > 1 and not any(array.strides):  # a broadcast scalar: a splat without looking
-        first = array.flat[0]
-        if not is_float(dtype) or math.isfinite(float(first)):
-            return f"dense<{_scalar(first, dtype)}> : {type_text}"
-    finite = not is_float(dtype) or bool(np.isfinite(array.astype(np.float64)).all())
-    if finite and array.size > 1 and bool((array == array.flat[0]).all()):
+    finite = _all_finite(array, dtype)
+    if finite and is_splat(array):
         return f"dense<{_scalar(array.flat[0], dtype)}> : {type_text}"
     if array.size <= INLINE_ELEMENTS and finite:
         return f"dense<{_nested(array, dtype)}> : {type_text}"
+    return f'dense<"0x{hex_blob(array)}"> : {type_text}'
+
+
+def is_splat(array: np.ndarray) -> bool:
+    """More than one element, all the same finite value: what MLIR prints as `dense<v>`.
+    A broadcast scalar (all strides zero) is one without looking at its elements."""
+    if array.size <= 1:
+        return False
+    if not any(array.strides):
+        first = array.flat[0]
+        return not np.issubdtype(array.dtype, np.inexact) or math.isfinite(float(first))
+    return bool((array == array.flat[0]).all()) and _all_finite(array.flat[:1], from_numpy(array.dtype) or "")
+
+
+def hex_blob(array: np.ndarray) -> str:
+    """The elements as MLIR's dense hex blob: little-endian bytes, upper-case hex digits.
+    (`binascii` on bytes, then one ASCII decode: a fraction of the cost of `str.upper`.)"""
     data = np.ascontiguousarray(array).astype(array.dtype.newbyteorder("<"), copy=False).tobytes()
-    return f'dense<"0x{data.hex().upper()}"> : {type_text}'
+    return binascii.hexlify(data).upper().decode("ascii")
+
+
+def _all_finite(array: np.ndarray, dtype: str) -> bool:
+    if not is_float(dtype):
+        return True
+    try:
+        return bool(np.isfinite(array).all())
+    except TypeError:  # a float type numpy's isfinite lacks: through f64
+        return bool(np.isfinite(array.astype(np.float64)).all())
 
 
 def _scalar(value: Any, dtype: str) -> str:

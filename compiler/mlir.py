@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import io
 from typing import Any
 
 from .diagnostics import InternalError
@@ -16,6 +17,12 @@ def _modules() -> tuple[Any, Any, Any]:
     from jaxlib.mlir.dialects import stablehlo
 
     return jax_mlir, ir, stablehlo
+
+
+def load() -> None:
+    """Import jaxlib's MLIR (and with it JAX) now, so that `--timing` shows the import as
+    its own phase rather than inside the first parse."""
+    _modules()
 
 
 def context(allow_unregistered: bool = False, quant: bool = False) -> Any:
@@ -62,13 +69,20 @@ def parse_module(text: str, allow_unregistered: bool = False) -> Any:
             raise ValueError(str(err)) from None
 
 
-def verify_stablehlo(text: str) -> None:
-    """Emitted text must parse and verify; failing that is a convc bug."""
+def verify_stablehlo(text: str, bytecode: bool = False) -> bytes | None:
+    """Emitted text must parse and verify; failing that is a convc bug. With `bytecode`,
+    the verified module as MLIR bytecode: what PJRT reads without parsing the text again
+    (a module's constants are raw bytes there, not hex)."""
     try:
-        parse_module(text)
+        module = parse_module(text)
     except ValueError as err:
         first = str(err).splitlines()
         raise InternalError("emitted StableHLO does not verify: " + " | ".join(first[:4])) from None
+    if not bytecode:
+        return None
+    buffer = io.BytesIO()
+    module.operation.write_bytecode(buffer)
+    return buffer.getvalue()
 
 
 def portable_artifact(text: str, target_version: str | None = None, sharded: bool = False) -> bytes:

@@ -76,7 +76,7 @@ def _shapes(values: Sequence[Value], arrays: Sequence[np.ndarray]) -> str:
 
 def run(model: Graph | str | os.PathLike[str], inputs: Inputs = None, *, seed: int = 0, platform: str | None = None,
         check: bool = False, target: str | None = None, pipeline: str | None = None,
-        max_bytes: int = DEFAULT_MAX_BYTES, log: Log | None = None) -> RunResult:
+        max_bytes: int = DEFAULT_MAX_BYTES, weights_larger: int | None = None, log: Log | None = None) -> RunResult:
     """Compile `model` (a `Graph`, left unchanged, or the path of a JSON model or convc IR
     text) and run it with PJRT, as `convc MODEL --run` does; with `check`, also compare the
     outputs with the oracle, as `--check` does. A failed check is `result.ok == False`, not
@@ -84,9 +84,11 @@ def run(model: Graph | str | os.PathLike[str], inputs: Inputs = None, *, seed: i
 
     `target`, `pipeline` and `platform` mean what `--target`, `-p` and `--platform` mean;
     `inputs` and `seed` what `--inputs` and `--seed` mean, and `inputs` may also hold the
-    arrays themselves; `max_bytes` what `--max-bytes` means. A graph with a mesh runs on that many devices: on the CPU, convc
+    arrays themselves; `max_bytes` what `--max-bytes` means; `weights_larger` what
+    `--weights-as-inputs --weights-larger N` means (None: every constant in the module). A graph with a mesh runs on that many devices: on the CPU, convc
     asks for as many host devices, which works only before JAX's backend has started."""
-    compiler = Compiler(target=target or (target_for(platform) if pipeline is None else None), pipeline=pipeline, max_bytes=max_bytes)
+    compiler = Compiler(target=target or (target_for(platform) if pipeline is None else None), pipeline=pipeline, max_bytes=max_bytes,
+                        weights_larger=weights_larger, keep_bytecode=True)
     file = None if isinstance(model, Graph) else os.fspath(model)
     graph = model.clone() if isinstance(model, Graph) else compiler.load(os.fspath(model))
     prepare_run(graph, platform)
@@ -148,9 +150,9 @@ def run_lowered(compiler: Compiler, graph: Graph, stablehlo: str, inputs: Inputs
         ran_on = platform_name(platform)
     else:
         with compiler.timed("pjrt compile"):
-            executable = compile_stablehlo(runnable, platform)
+            executable = compile_stablehlo(compiler.for_pjrt(runnable), platform)
         with compiler.timed("pjrt run"):
-            outputs = executable(*arrays)
+            outputs = executable(*compiler.weights.values(), *arrays)  # --weights-as-inputs: the weights lead
         ran_on = executable.platform
     return RunResult(graph, arrays, outputs, ran_on, warnings)
 

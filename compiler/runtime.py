@@ -85,7 +85,8 @@ class Executable:
         return "\n".join(m.to_string() for m in self.loaded.hlo_modules())
 
 
-def compile_stablehlo(text: str, platform: str | None = None) -> Executable:
+def compile_stablehlo(text: str | bytes, platform: str | None = None) -> Executable:
+    """Compile a StableHLO module, as text or MLIR bytecode, for the first device of `platform`."""
     from jax._src import compiler
     from jax._src.lib import xla_client
 

@@ -6,14 +6,14 @@ numbers and pads); anything else is an internal error, not a user error.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
 from ..diagnostics import ConvcError, InternalError
 from ..dtypes import is_float, numpy_dtype
 from ..ir import Graph, Op, TensorType, Value, attrs_key
-from ..literals import dense_literal, int_list, is_ssa_id, is_symbol_id, quote
+from ..literals import dense_literal, int_list, is_splat, is_ssa_id, is_symbol_id, quote
 from ..memo import memoized
 from ..ops import ConvDimensionNumbers, view
 from ..ops.attr_kinds import format_dimension_numbers
@@ -533,13 +533,28 @@ def _sharding_constraint(value: Value, ctx: EmitContext) -> None:
     ctx._names[id(value)] = constrained
 
 
-def emit_stablehlo(graph: Graph) -> str:
-    """The whole module: `module @<name>` with a public `@main` over the graph's inputs."""
+def weight_constants(graph: Graph, larger: int) -> list[Op]:
+    """The constants `--weights-as-inputs` turns into leading function arguments: those with
+    more than `larger` elements that are not one repeated value (a splat stays `dense<v>`,
+    short in any size and worth more to XLA as a constant)."""
+    return [op for op in graph.ops if op.kind == "constant" and op.attrs["value"].size > larger and not is_splat(op.attrs["value"])]
+
+
+def emit_stablehlo(graph: Graph, weights: Mapping[str, Op] | None = None) -> str:
+    """The whole module: `module @<name>` with a public `@main` over the graph's inputs.
+    The constants in `weights` (see `weight_constants`) are instead arguments of `@main`,
+    before the graph's inputs, in the mapping's order, each located by its key; their
+    arrays are the caller's to supply."""
     ctx = EmitContext()
-    args = ", ".join(f"{ctx.define(v)}: {v.type}{sdy.argument_attrs(v)} loc({quote(v.name)})" for v in graph.inputs)
+    weights = weights or {}
+    as_arguments = {id(op) for op in weights.values()}
+    params = [f"{ctx.define(op.result)}: {op.result.type} loc({quote(name)})" for name, op in weights.items()]
+    params += [f"{ctx.define(v)}: {v.type}{sdy.argument_attrs(v)} loc({quote(v.name)})" for v in graph.inputs]
     results = ", ".join(f"{v.type} {{jax.result_info = {quote(v.name)}{sdy.result_attr(v)}}}" for v in graph.outputs)
     constrained = sdy.constrained_values(graph)
     for op in graph.ops:
+        if id(op) in as_arguments:
+            continue
         emit_rule = RULES.get(op.kind)
         if emit_rule is None:
             raise InternalError(f"no StableHLO rule for op '{op.kind}' ('{op.name}'); is a lowering pass missing?")
@@ -551,6 +566,6 @@ def emit_stablehlo(graph: Graph) -> str:
     returned = ", ".join(ctx.use(v) for v in graph.outputs)
     types = ", ".join(str(v.type) for v in graph.outputs)
     head = [f"module @{module_name}{sdy.module_attributes(graph.mesh)} {{", *sdy.mesh_ops(graph.mesh),
-            f"  func.func public @main({args}) -> ({results}) {{"]
+            f"  func.func public @main({', '.join(params)}) -> ({results}) {{"]
     tail = [f"    return {returned} : {types}", "  }", "}", ""]
     return "\n".join(head + ctx.lines + tail)

@@ -17,20 +17,32 @@
 // CHECK-NEXT: {{^ +[0-9]+\.[0-9]+}} ms ({{ *[0-9]+\.[0-9]}}%)  write{{$}}
 // CHECK-NOT: {{.}}
 
-// convc --run adds StableHLO emission, MLIR's verifier, PJRT's compile and run, and the
-// write of -o, in the order they ran.
+// convc --run adds StableHLO emission, the import of jaxlib (the first use of MLIR or
+// PJRT), MLIR's verifier, PJRT's compile and run, and the write of -o, in the order they ran.
 // RUN: convc %s -p canonicalize-dimension-numbers,resolve-padding,dce --timing --run --platform cpu -o %t 2>&1 >/dev/null | filecheck %s --check-prefix=EXEC
 // EXEC-LABEL: Execution timing report
 // EXEC: load (parse + verify)
 // EXEC-NEXT: passes
 // EXEC: dce{{$}}
 // EXEC-NEXT: emit stablehlo{{$}}
+// EXEC-NEXT: import jaxlib (MLIR, JAX){{$}}
 // EXEC-NEXT: mlir verify{{$}}
 // EXEC-NEXT: inputs{{$}}
 // EXEC-NEXT: pjrt compile{{$}}
 // EXEC-NEXT: pjrt run{{$}}
 // EXEC-NEXT: write{{$}}
 // EXEC-NOT: {{.}}
+
+// --weights-as-inputs: the weights are packed into an .npz, written before the module.
+// RUN: convc %s -p canonicalize-dimension-numbers,resolve-padding,dce --timing --weights-as-inputs --weights-file %t.npz -o %t 2>&1 | filecheck %s --check-prefix=WEIGHTS
+// WEIGHTS-LABEL: Execution timing report
+// WEIGHTS: emit stablehlo{{$}}
+// WEIGHTS-NEXT: import jaxlib (MLIR, JAX){{$}}
+// WEIGHTS-NEXT: mlir verify{{$}}
+// WEIGHTS-NEXT: pack weights (.npz){{$}}
+// WEIGHTS-NEXT: write weights{{$}}
+// WEIGHTS-NEXT: write{{$}}
+// WEIGHTS-NOT: {{.}}
 
 // With --split-input-file (two chunks), one report after all chunks, listing each chunk's phases.
 // SPLIT: {{^}}===- Execution timing report -==={{$}}
