@@ -41,7 +41,7 @@ def test_both_constant_forms_parse_verify_run_and_equal_the_lax_oracle(model: st
     text = compiler.stablehlo(graph)
     mlir.parse_module(text)  # raises on a module MLIR's parser or verifier rejects
     assert (hex_constants(text) == 0) if weights_larger is not None else (hex_constants(text) > 0 and not compiler.weights)
-    result = run(path, check=True, target="cpu", weights_larger=weights_larger)
+    result = run(path, check=True, platform="cpu", weights_larger=weights_larger)
     assert result.ok, str(result.check)
     if weights_larger is not None:
         assert compiler.weights, "the example has large constants"
@@ -93,11 +93,11 @@ def test_cli_writes_module_and_npz_that_run_alone(tmp_path: Path, capsys: pytest
     x = np.random.default_rng(3).standard_normal((1, 16, 16, 8)).astype(np.float32)
     np.savez(inputs, x=x)
     out, outputs = tmp_path / "m.mlir", tmp_path / "out.npz"
-    args = [str(model), "--target", "cpu", "--weights-as-inputs", "-o", str(out)]
+    args = [str(model), "--platform", "cpu", "--weights-as-inputs", "-o", str(out)]
     assert convc_main([*args, "--check", "--inputs", str(inputs), "--outputs", str(outputs)]) == 0
     assert "(MISMATCH)" not in capsys.readouterr().out
     weights = np.load(tmp_path / "m.weights.npz")
-    (got,) = compile_stablehlo(out.read_text())(*(weights[name] for name in weights.files), x)
+    (got,) = compile_stablehlo(out.read_text(), "cpu")(*(weights[name] for name in weights.files), x)
     want = np.load(outputs)
     np.testing.assert_array_equal(got, want[want.files[0]])
 
@@ -151,7 +151,7 @@ def test_run_hands_pjrt_the_verified_modules_bytecode_not_its_text(rng: np.rando
     assert isinstance(handed, bytes) and handed.startswith(b"ML\xefR")
     assert compiler.for_pjrt(text + "\n") == text + "\n"
     x = rng.standard_normal((1, 16, 16, 8)).astype(np.float32)
-    (from_bytecode,), (from_text,) = compile_stablehlo(handed)(x), compile_stablehlo(text)(x)
+    (from_bytecode,), (from_text,) = compile_stablehlo(handed, "cpu")(x), compile_stablehlo(text, "cpu")(x)
     np.testing.assert_array_equal(from_bytecode, from_text)
     assert Compiler(target="cpu").for_pjrt(text) == text  # without keep_bytecode nothing is kept
 
