@@ -26,6 +26,7 @@ from .cpu_conv_1x1_to_dot import CpuConv1x1ToDot
 from .cpu_conv_eigen_path import CpuConvEigenPath
 from .cpu_crop_negative_padding import CpuCropNegativePadding
 from .cpu_depthwise_tap_sum import CpuDepthwiseTapSum
+from .cpu_layout_nhwc import CpuLayoutNhwc
 from .cpu_transposed_conv_phases import CpuTransposedConvPhases
 from .dce import DeadCodeElimination
 from .grad import Grad
@@ -44,6 +45,7 @@ ALL_PASSES: tuple[type[Pass], ...] = (
     CanonicalizeDimensionNumbers,
     ResolvePadding,
     DeadCodeElimination,
+    CpuLayoutNhwc,
     CpuConv1x1ToDot,
     CpuDepthwiseTapSum,
     CpuBatchGroupTapReduce,
@@ -67,7 +69,7 @@ _CANONICAL = (
 # After the canonical pipeline, so they see only plain convs with explicit dimension
 # numbers and pads, whichever lowering produced them; cpu-conv-eigen-path last, so it also
 # sees the 2-D convs the phase and 3-D rewrites create.
-_CPU = ("cpu-crop-negative-padding", "cpu-batch-group-tap-reduce", "cpu-batch-group-to-feature-group", "cpu-transposed-conv-phases",
+_CPU = ("cpu-layout-nhwc", "cpu-crop-negative-padding", "cpu-batch-group-tap-reduce", "cpu-batch-group-to-feature-group", "cpu-transposed-conv-phases",
         "cpu-conv3d-as-conv2d-sum", "cpu-conv-1x1-to-dot", "cpu-depthwise-tap-sum", "cpu-conv-eigen-path", "dce")
 
 
