@@ -194,8 +194,9 @@ def _is_identity(spec: Sequence[int]) -> bool:
 
 
 def _conv(moves: _Moves, op: Op, rewriter: Rewriter) -> None:
-    """A channels-first output becomes channels-last; a held lhs is read where it is; a
-    constant kernel is transposed to HWIO (spatial dims, in features, out features)."""
+    """A channels-first output becomes channels-last, and so does its lhs (held: read where
+    it is; else transposed once); a conv reading a held lhs reads it where it is; a constant
+    kernel is transposed to HWIO (spatial dims, in features, out features)."""
     lhs, rhs = op.operands
     rank = op.result.type.rank
     dn: ConvDimensionNumbers = view(op).dimension_numbers
@@ -203,7 +204,7 @@ def _conv(moves: _Moves, op: Op, rewriter: Rewriter) -> None:
     if not (seed or held(lhs) is not None):
         return
     lhs_spec, out_spec = dn.lhs_spec, dn.out_spec
-    if held(lhs) is not None:
+    if seed or held(lhs) is not None:  # a seed's other lhs (a graph input) is transposed once, here
         lhs, lhs_spec = moves.last(rewriter, lhs), moved_dims(lhs_spec, rank)
     if seed:
         out_spec = moved_dims(out_spec, rank)
