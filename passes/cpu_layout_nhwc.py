@@ -83,6 +83,7 @@ class _Moves:
 
     made: dict[int, tuple[Value, Value]] = field(default_factory=dict)  # id -> (value, its channels-last form)
     maybe_dead: list[Op] = field(default_factory=list)
+    backs: set[int] = field(default_factory=set)  # the transposes back
 
     def last(self, rewriter: Rewriter, value: Value) -> Value:
         """`value` (channels-first, rank >= 3) channels-last: the held tensor, a transposed
@@ -114,6 +115,7 @@ class _Moves:
         restored = transpose(rewriter, value, channels_first(value.type.rank), "nchw")
         if restored.producer is not None:
             self.maybe_dead.append(restored.producer)
+            self.backs.add(id(restored.producer))
         rewriter.replace_anchor(restored)
 
 
@@ -260,14 +262,18 @@ class _Relayout(RewritePattern):
             REWRITES[op.kind](self.moves, op, rewriter)
 
 
-def _erase_unused(graph: Graph, candidates: Sequence[Op]) -> None:
+def _erase_unused(graph: Graph, moves: _Moves) -> None:
     """Drop the ops the run made unused (transposes back every user absorbed, kernels it
-    replaced), last first so a chain of them goes."""
-    doomed = {id(op) for op in candidates}
+    replaced), last first so a chain of them goes. An erased transpose back hands its name
+    (the rewritten op's) to the channels-last op it was made from."""
+    doomed = {id(op) for op in moves.maybe_dead}
     outputs = {id(v) for v in graph.outputs}
     kept = []
     for op in reversed(graph.ops):
         if id(op) in doomed and not op.result.users and id(op.result) not in outputs:
+            inner = op.operands[0] if id(op) in moves.backs else None
+            if inner is not None and inner.producer is not None and inner.producer.loc == op.loc:
+                inner.name = op.result.name
             op.drop_operands()
         else:
             kept.append(op)
@@ -282,5 +288,5 @@ class CpuLayoutNhwc(Pass):
     def run(self, graph: Graph) -> bool:
         moves = _Moves()
         changed = apply_patterns(graph, [_Relayout(kind, moves) for kind in REWRITES])
-        _erase_unused(graph, moves.maybe_dead)
+        _erase_unused(graph, moves)
         return changed
