@@ -28,7 +28,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-
 from convc.builders import transpose
 from convc.ir import Graph, Op, Value
 from convc.ops import ConvDimensionNumbers, view
@@ -84,6 +83,7 @@ class _Moves:
     made: dict[int, tuple[Value, Value]] = field(default_factory=dict)  # id -> (value, its channels-last form)
     maybe_dead: list[Op] = field(default_factory=list)
     backs: set[int] = field(default_factory=set)  # the transposes back
+    kernels: dict[tuple[int, tuple[int, ...]], tuple[Value, Value]] = field(default_factory=dict)  # (id, order) -> HWIO form
 
     def last(self, rewriter: Rewriter, value: Value) -> Value:
         """`value` (channels-first, rank >= 3) channels-last: the held tensor, a transposed
@@ -225,9 +225,12 @@ def _hwio(moves: _Moves, rewriter: Rewriter, rhs: Value, spec: Sequence[int]) ->
     order = (*spec[2:], spec[1], spec[0])
     if op is None or op.kind != "constant" or _is_identity(order):
         return rhs, spec
-    moves.maybe_dead.append(op)
-    array = np.ascontiguousarray(np.transpose(np.asarray(view(op).value), order))
-    return rewriter.create("constant", suffix="hwio", value=array), (rank - 1, rank - 2, *range(rank - 2))
+    found = moves.kernels.get((id(rhs), order))
+    if found is None or found[0] is not rhs:  # a kernel shared by several convs is transposed once
+        moves.maybe_dead.append(op)
+        array = np.ascontiguousarray(np.transpose(np.asarray(view(op).value), order))
+        found = moves.kernels[(id(rhs), order)] = (rhs, rewriter.create("constant", suffix="hwio", value=array))
+    return found[1], (rank - 1, rank - 2, *range(rank - 2))
 
 
 # Every kind the pass moves: how, and whether an op of it takes part (a conv always may;
@@ -287,6 +290,18 @@ class CpuLayoutNhwc(Pass):
 
     def run(self, graph: Graph) -> bool:
         moves = _Moves()
+        names = [v.name for v in graph.outputs]
         changed = apply_patterns(graph, [_Relayout(kind, moves) for kind in REWRITES])
         _erase_unused(graph, moves)
+        _keep_output_names(graph, names)
         return changed
+
+
+def _keep_output_names(graph: Graph, names: Sequence[str]) -> None:
+    """Outputs keep their names (`--outputs` files and `--check` reports go by them): an
+    output that is now another op's result (a transpose absorbed into the conv before it)
+    takes the old name, which the erased op left free. A graph input keeps its own."""
+    inputs = {id(v) for v in graph.inputs}
+    for value, name in zip(graph.outputs, names):
+        if value.name != name and id(value) not in inputs and graph.outputs.count(value) == 1:
+            value.name = name
