@@ -87,9 +87,11 @@ class _Moves:
 
     def last(self, rewriter: Rewriter, value: Value) -> Value:
         """`value` (channels-first, rank >= 3) channels-last: the held tensor, a transposed
-        constant, a re-aimed broadcast, else a transpose."""
+        constant, a re-aimed broadcast, a transpose's operand transposed once, else a transpose."""
         inner = held(value)
         if inner is not None:
+            if value.producer is not None:
+                self.maybe_dead.append(value.producer)  # the transpose back, absorbed
             return inner
         found = self.made.get(id(value))
         if found is None or found[0] is not value:
@@ -102,6 +104,10 @@ class _Moves:
             self.maybe_dead.append(op)
             array = np.ascontiguousarray(np.transpose(np.asarray(view(op).value), channels_last(rank)))
             return rewriter.create("constant", suffix="nhwc", value=array)
+        if op is not None and op.kind == "transpose":  # one transpose of its operand, not two
+            self.maybe_dead.append(op)
+            order = view(op).permutation
+            return transpose(rewriter, op.operands[0], [order[d] for d in channels_last(rank)], "nhwc")
         if op is not None and op.kind == "broadcast_in_dim":
             self.maybe_dead.append(op)
             v = view(op)
