@@ -18,7 +18,8 @@ user absorbed are erased; the ones that remain stand before an op the pass does 
 (reshape, dot_general, ...) or a graph output. So an op it does not know is never computed in
 a layout it was not written for. Constants an op moves (a conv's kernel, to HWIO; a constant
 operand of an elementwise op) are transposed here, into new constants, not at run time; a
-`broadcast_in_dim` operand is rebuilt broadcasting into the moved dims.
+`broadcast_in_dim` operand is rebuilt broadcasting into the moved dims. A graph with a device
+mesh is left as written: its sharding pins name dims of the written layout.
 """
 
 from __future__ import annotations
@@ -295,6 +296,8 @@ class CpuLayoutNhwc(Pass):
     summary = "channels-first convs and the ops between them compute channels-last: one transpose per chain, not two per conv"
 
     def run(self, graph: Graph) -> bool:
+        if graph.mesh is not None:  # sharding pins name dims of the written layout: left as written
+            return False
         moves = _Moves()
         names = [v.name for v in graph.outputs]
         changed = apply_patterns(graph, [_Relayout(kind, moves) for kind in REWRITES])
