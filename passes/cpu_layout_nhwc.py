@@ -208,7 +208,9 @@ def _conv(moves: _Moves, op: Op, rewriter: Rewriter) -> None:
     kernel is transposed to HWIO (spatial dims, in features, out features)."""
     lhs, rhs = op.operands
     rank = op.result.type.rank
-    dn: ConvDimensionNumbers = view(op).dimension_numbers
+    dn = view(op).dimension_numbers
+    if not isinstance(dn, ConvDimensionNumbers):  # layout strings: canonicalize-dimension-numbers has not run
+        return
     seed = _is_identity(dn.out_spec)
     if not (seed or held(lhs) is not None):
         return
@@ -240,21 +242,34 @@ def _hwio(moves: _Moves, rewriter: Rewriter, rhs: Value, spec: Sequence[int]) ->
     return found[1], (rank - 1, rank - 2, *range(rank - 2))
 
 
-# Every kind the pass moves: how, and whether an op of it takes part (a conv always may;
-# another op when an operand is held).
-REWRITES: dict[str, Rewrite] = {
-    "conv": _conv,
-    **{kind: _same_shape for kind in SAME_SHAPE_KINDS},
-    "bias_add": _bias_add,
-    "concatenate": _concatenate,
-    "max_pool": _window,
-    "sum_pool": _window,
-    "pad": _pad,
-    "slice": _slice,
-    "reverse": _reverse,
-    "reduce_sum": _reduce,
-    "reduce_max": _reduce,
-    "transpose": _transpose,
+# Every kind the pass moves: how, and the attributes that rewrite accounts for (moved with the
+# dims, or naming none). An op carrying any other attribute is left as written, so an
+# attribute added to a declaration later cannot be carried over unmoved; tests check that
+# these sets cover every declared attribute.
+_CONV_ATTRS = frozenset({"dimension_numbers", "window_strides", "padding", "lhs_dilation", "rhs_dilation",  # per spatial dim, in spec order
+                         "feature_group_count", "batch_group_count", "precision", "preferred_element_type", "lowering"})
+_SAME_SHAPE_ATTRS = frozenset({"new_dtype", "min", "max"})  # convert's, clamp's: scalars
+
+
+@dataclass(frozen=True)
+class Move:
+    rewrite: Rewrite
+    attrs: frozenset[str]
+
+
+MOVES: dict[str, Move] = {
+    "conv": Move(_conv, _CONV_ATTRS),
+    **{kind: Move(_same_shape, _SAME_SHAPE_ATTRS) for kind in SAME_SHAPE_KINDS},
+    "bias_add": Move(_bias_add, frozenset({"axis"})),
+    "concatenate": Move(_concatenate, frozenset({"dimension"})),
+    "max_pool": Move(_window, frozenset({*_POOL_ATTRS, "padding"})),
+    "sum_pool": Move(_window, frozenset({*_POOL_ATTRS, "padding"})),
+    "pad": Move(_pad, frozenset({"padding_config", "padding_value"})),
+    "slice": Move(_slice, frozenset({"start_indices", "limit_indices", "strides"})),
+    "reverse": Move(_reverse, frozenset({"dimensions"})),
+    "reduce_sum": Move(_reduce, frozenset({"axes"})),
+    "reduce_max": Move(_reduce, frozenset({"axes"})),
+    "transpose": Move(_transpose, frozenset({"permutation"})),
 }
 
 
@@ -266,10 +281,13 @@ class _Relayout(RewritePattern):
     moves: _Moves = field(default_factory=_Moves)
 
     def match_and_rewrite(self, op: Op, rewriter: Rewriter) -> None:
+        move = MOVES[op.kind]
         if op.result.type.rank < 3 and op.kind not in ("reduce_sum", "reduce_max"):
             return
+        if not move.attrs.issuperset(op.attrs):
+            return
         if op.kind == "conv" or _any_held(op):
-            REWRITES[op.kind](self.moves, op, rewriter)
+            move.rewrite(self.moves, op, rewriter)
 
 
 def _erase_unused(graph: Graph, moves: _Moves) -> None:
@@ -300,7 +318,7 @@ class CpuLayoutNhwc(Pass):
             return False
         moves = _Moves()
         names = [v.name for v in graph.outputs]
-        changed = apply_patterns(graph, [_Relayout(kind, moves) for kind in REWRITES])
+        changed = apply_patterns(graph, [_Relayout(kind, moves) for kind in MOVES])
         _erase_unused(graph, moves)
         _keep_output_names(graph, names)
         return changed

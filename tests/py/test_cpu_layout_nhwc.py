@@ -17,7 +17,9 @@ import numpy as np
 import pytest
 from convc.compile import Compiler
 from convc.ir import Value
+from convc.ops import OPS
 from convc.passes import default_pipeline
+from convc.passes.cpu_layout_nhwc import MOVES, CpuLayoutNhwc
 from convc.reference import evaluate
 from convc.runtime import compile_stablehlo
 
@@ -154,6 +156,27 @@ def test_op_it_does_not_know_stops_it(rng: np.random.Generator, run_stablehlo: R
     (want,) = evaluate(graph, inputs)
     (got,) = run_stablehlo(convc.compile_graph(graph, pipeline=PIPELINE), inputs, "cpu")
     assert _max_error(got, want) < 2e-5
+
+
+def test_the_pass_accounts_for_every_attribute_of_the_kinds_it_moves() -> None:
+    """Each op kind the pass moves declares only attributes its rewrite moves or knows to name
+    no dim: a new attribute on one of them must be taught to the pass (until then, an op
+    carrying it stays as written)."""
+    for kind, move in MOVES.items():
+        assert set(OPS[kind].attrs) <= move.attrs, f"{kind}: {sorted(set(OPS[kind].attrs) - move.attrs)} unknown to the pass"
+
+
+def test_an_op_with_an_attribute_it_does_not_know_stays_as_written(rng: np.random.Generator) -> None:
+    """A relu that carries an attribute outside the pass's table (a made-up one, set behind
+    the verifier's back) is not moved: the conv's result is transposed back before it."""
+    graph = Compiler(pipeline=default_pipeline("generic")).run_passes(network(Case("relu", lambda b, h, g: b.relu(h)), rng))
+    relu = next(op for op in graph.ops if op.kind == "relu")
+    relu.attrs["made_up"] = 1
+    CpuLayoutNhwc().run(graph)
+    relu = next(op for op in graph.ops if op.kind == "relu")
+    assert relu.result.type.shape == (2, 4, 7, 6)
+    source = relu.operands[0].producer
+    assert source is not None and source.kind == "transpose"
 
 
 def _hlo_ops(text: str, opcode: str) -> int:
