@@ -71,6 +71,7 @@ class ModelResult:
     compile_s: float
     onnx_nodes: int
     checked: list[str] = field(default_factory=list)  # the implementations compared with ONNX Runtime
+    ratio_vs_without: float | None = None  # convc over convc without --without-pass's pass
 
 
 # --- the networks --------------------------------------------------------------------------
@@ -243,10 +244,21 @@ def relative_error(ours: np.ndarray, reference: np.ndarray) -> float:
     return float(np.abs(ours - reference).max(initial=0.0)) / scale
 
 
+def pipeline_without(target: str, name: str) -> str:
+    """The target's default pipeline minus the pass `name` (BenchError if it holds none)."""
+    from convc.passes import default_pipeline
+
+    passes = default_pipeline(target).split(",")
+    if name not in passes:
+        raise bench.BenchError(f"--without-pass: '{name}' is not in the {target} target's default pipeline ({', '.join(passes)})")
+    return ",".join(p for p in passes if p != name)
+
+
 def run_model(spec: ModelSpec, target: str, budget_s: float, use_torch: bool, threads: int, seed: int = 0,
-              modules: dict[str, Any] | None = None) -> ModelResult:
+              modules: dict[str, Any] | None = None, without: str | None = None) -> ModelResult:
     """Export, import and compile (timed), check convc and PyTorch against ONNX Runtime
-    (BenchError on a disagreement), then time the three interleaved."""
+    (BenchError on a disagreement), then time the three interleaved. `without`: a pipeline
+    (the default minus one pass) compiled too, checked and timed as "convc_without"."""
     import jax
     import torch
     from convc import load_onnx
@@ -269,6 +281,11 @@ def run_model(spec: ModelSpec, target: str, budget_s: float, use_torch: bool, th
     def convc_run() -> Any:
         return executable.run_on_device(buffers)
 
+    baseline = None
+    if without is not None:
+        plain = Compiler(target=target, pipeline=without)
+        baseline = compile_stablehlo(plain.emit(plain.run_passes(load_onnx(model, file=f"{spec.name}.onnx")), "stablehlo").decode(), "cpu")
+
     def ort_run() -> Any:
         return session.run(None, {"x": x})
 
@@ -279,19 +296,23 @@ def run_model(spec: ModelSpec, target: str, budget_s: float, use_torch: bool, th
     reference = ort_run()[0]
     error = relative_error(np.asarray(convc_run()[0]), reference)
     torch_error = relative_error(torch_run().numpy(), reference) if use_torch else None
-    for who, value in (("convc", error), ("PyTorch", torch_error)):
+    baseline_error = relative_error(np.asarray(baseline.run_on_device(buffers)[0]), reference) if baseline is not None else None
+    for who, value in (("convc", error), ("PyTorch", torch_error), ("convc without the pass", baseline_error)):
         if value is not None and not value <= TOLERANCE:
             raise bench.BenchError(f"{spec.name} (batch {spec.batch}): {who}'s output differs from ONNX Runtime's "
                                    f"(max relative error {value:.2e} > {TOLERANCE:.0e})")
     thunks: dict[str, Callable[[], Any]] = {"convc": lambda: bench.block_until_ready(convc_run()), "ort": ort_run}
     if use_torch:
         thunks["torch"] = torch_run
+    if baseline is not None:
+        thunks["convc_without"] = lambda: bench.block_until_ready(baseline.run_on_device(buffers))
     samples = bench.Timer(budget_s).run(thunks)
     medians, best, iqr = bench.summarize(samples)
     return ModelResult(
         spec.name, spec.source, spec.batch, spec.describe(), medians, best, iqr, len(samples["convc"]), medians["convc"] / medians["ort"],
         medians["convc"] / medians["torch"] if "torch" in medians else None, error, torch_error,
-        imported - start, compiled - imported, _node_count(model), ["convc", "torch"] if use_torch else ["convc"])
+        imported - start, compiled - imported, _node_count(model), ["convc", "torch"] if use_torch else ["convc"],
+        medians["convc"] / medians["convc_without"] if "convc_without" in medians else None)
 
 
 def _node_count(model: bytes) -> int:
@@ -316,6 +337,11 @@ def format_table(results: Sequence[ModelResult]) -> str:
     mean_vs_torch = bench.geomean([r.ratio_vs_torch for r in results if r.ratio_vs_torch is not None])
     lines.append("-" * len(head))
     lines.append(f"geometric mean convc/ORT: {mean_vs_ort:.3f}" + (f"   convc/torch: {mean_vs_torch:.3f}" if mean_vs_torch else ""))
+    compared = [r for r in results if r.ratio_vs_without is not None]
+    if compared:
+        lines.append("convc with the pass / without it (--without-pass): "
+                     + ", ".join(f"{r.name} b{r.batch} {r.ms['convc']:.2f}/{r.ms['convc_without']:.2f} ms = {r.ratio_vs_without:.3f}" for r in compared)
+                     + f"; geometric mean {bench.geomean([r.ratio_vs_without for r in compared if r.ratio_vs_without]):.3f}")
     return "\n".join(lines)
 
 
@@ -331,6 +357,7 @@ def run_models_suite(args: Any, info: dict[str, Any], target: str, budget: float
     except ImportError as err:
         raise bench.BenchError(f"--suite models needs onnx, onnxruntime and torch (pip install 'convc[onnx,bench]'): {err}") from None
     threads = os.cpu_count() or 1
+    without = pipeline_without(target, args.without_pass) if getattr(args, "without_pass", None) else None
     size = args.size or (QUICK_SIZE if args.quick else FULL_SIZE)
     specs = bench.selected_cases(args)
     source = specs[0].source if specs else ("torchvision" if has_torchvision() else "fallback")
@@ -342,7 +369,7 @@ def run_models_suite(args: Any, info: dict[str, Any], target: str, budget: float
     results = []
     for spec in specs:
         modules.setdefault(spec.name, build_module(spec.name))
-        result = run_model(spec, target, budget, use_torch, threads, modules=modules)
+        result = run_model(spec, target, budget, use_torch, threads, modules=modules, without=without)
         log(f"  {spec.name} batch {spec.batch}: convc {result.ms['convc']:.2f} ms, ORT {result.ms['ort']:.2f} ms"
             + (f", torch {result.ms['torch']:.2f} ms" if "torch" in result.ms else "")
             + f"; import {result.import_s:.2f} s, compile {result.compile_s:.2f} s ({result.rounds} rounds)")
@@ -354,5 +381,7 @@ def run_models_suite(args: Any, info: dict[str, Any], target: str, budget: float
         "cases": [vars(r) for r in results],
         "geomean_convc_over_ort": bench.geomean([r.ratio_vs_ort for r in results]),
         "geomean_convc_over_torch": bench.geomean([r.ratio_vs_torch for r in results if r.ratio_vs_torch is not None]),
+        "without_pass": getattr(args, "without_pass", None),
+        "geomean_convc_over_without": bench.geomean([r.ratio_vs_without for r in results if r.ratio_vs_without is not None]),
         "table": format_table(results) if results else "",
     }
