@@ -204,22 +204,27 @@ def _is_identity(spec: Sequence[int]) -> bool:
 
 def _conv(moves: _Moves, op: Op, rewriter: Rewriter) -> None:
     """A channels-first output becomes channels-last, and so does its lhs (held: read where
-    it is; else transposed once); a conv reading a held lhs reads it where it is; a constant
-    kernel is transposed to HWIO (spatial dims, in features, out features)."""
+    it is; else transposed once). Any conv reads a held operand where it is (a gradient
+    conv's activations). A constant kernel is transposed to HWIO (spatial dims, in
+    features, out features)."""
     lhs, rhs = op.operands
     rank = op.result.type.rank
     dn = view(op).dimension_numbers
     if not isinstance(dn, ConvDimensionNumbers):  # layout strings: canonicalize-dimension-numbers has not run
         return
     seed = _is_identity(dn.out_spec)
-    if not (seed or held(lhs) is not None):
+    if not (seed or held(lhs) is not None or held(rhs) is not None):
         return
     lhs_spec, out_spec = dn.lhs_spec, dn.out_spec
-    if seed or held(lhs) is not None:  # a seed's other lhs (a graph input) is transposed once, here
+    if seed or held(lhs) is not None:
         lhs, lhs_spec = moves.last(rewriter, lhs), moved_dims(lhs_spec, rank)
     if seed:
         out_spec = moved_dims(out_spec, rank)
-    rhs, rhs_spec = _hwio(moves, rewriter, rhs, dn.rhs_spec)
+    rhs_spec: Sequence[int]
+    if held(rhs) is not None:
+        rhs, rhs_spec = moves.last(rewriter, rhs), moved_dims(dn.rhs_spec, rank)
+    else:
+        rhs, rhs_spec = _hwio(moves, rewriter, rhs, dn.rhs_spec)
     attrs = {**op.attrs, "dimension_numbers": ConvDimensionNumbers(tuple(lhs_spec), tuple(rhs_spec), tuple(out_spec))}
     result = rewriter.create("conv", lhs, rhs, suffix="nhwc", **attrs)
     if seed:
