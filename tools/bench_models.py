@@ -7,6 +7,10 @@ one process:
 * ONNX Runtime: the same ONNX bytes on its CPU provider;
 * PyTorch eager: the source module (NCHW, `no_grad`).
 
+With `--without-pass PASS`, convc runs a fourth way: compiled with the target's default
+pipeline minus PASS ("convc_without"), checked and timed with the rest, so a pass's before
+and after are compared in one process.
+
 Thread counts: XLA:CPU's intra-op pool has one thread per core (`os.cpu_count()`, its
 default); ONNX Runtime's session gets `intra_op_num_threads` = the same count (one
 inter-op thread, sequential execution) and PyTorch `torch.set_num_threads` of it
@@ -311,7 +315,8 @@ def run_model(spec: ModelSpec, target: str, budget_s: float, use_torch: bool, th
     return ModelResult(
         spec.name, spec.source, spec.batch, spec.describe(), medians, best, iqr, len(samples["convc"]), medians["convc"] / medians["ort"],
         medians["convc"] / medians["torch"] if "torch" in medians else None, error, torch_error,
-        imported - start, compiled - imported, _node_count(model), ["convc", "torch"] if use_torch else ["convc"],
+        imported - start, compiled - imported, _node_count(model),
+        ["convc", *(["torch"] if use_torch else []), *(["convc_without"] if baseline is not None else [])],
         medians["convc"] / medians["convc_without"] if "convc_without" in medians else None)
 
 
