@@ -155,7 +155,7 @@ def _window(moves: _Moves, op: Op, rewriter: Rewriter) -> None:
     """max_pool, sum_pool: every per-dim attribute permuted (a padding mode is per dim too)."""
     rank = op.result.type.rank
     attrs = {name: permuted(value, rank) if name in _POOL_ATTRS else value for name, value in op.attrs.items()}
-    if not isinstance(attrs.get("padding", ""), str):
+    if "padding" in attrs and not isinstance(attrs["padding"], str):  # absent: VALID, a mode like any
         attrs["padding"] = permuted(attrs["padding"], rank)
     moves.back(rewriter, rewriter.create(op.kind, moves.last(rewriter, op.operands[0]), suffix="nhwc", **attrs))
 
