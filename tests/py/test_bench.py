@@ -196,6 +196,7 @@ def test_models_suite_without_pass_times_the_pipeline_without_it(tmp_path: Path)
     report = json.loads(out.read_text())
     (case,) = report["cases"]
     assert report["without_pass"] == "cpu-layout-nhwc"
+    assert case["checked"] == ["convc", "torch", "convc_without"] and case["max_error_vs_ort"] <= 1e-4
     assert case["ratio_vs_without"] == pytest.approx(case["ms"]["convc"] / case["ms"]["convc_without"])
     assert "convc with the pass / without it (--without-pass)" in report["table"]
 
