@@ -280,7 +280,7 @@ def check_run_sizes(graph: Graph, max_bytes: int, file: str | None) -> None:
         nbytes = op.result.type.num_elements() * itemsize(op.result.type.dtype)
         if nbytes > max_bytes:
             raise ConvcError(f"its result {op.result.type} would need {nbytes} bytes to --run, over the limit of "
-                             f"{max_bytes} (--max-bytes)", replace(op.loc, file=op.loc.file or file, node=op.name, op=op.kind), "R5")
+                             f"{max_bytes} (--max-bytes)", replace(op.loc, file=op.loc.file or file, node=op.loc.node or op.name, op=op.kind), "R5")
 
 
 # --- the XLA:CPU negative-padding guard (openxla/xla#48713) ---------------------------------

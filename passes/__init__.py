@@ -4,7 +4,7 @@ A pass's command-line name, its file and its lit test share one word
 (`cpu-depthwise-tap-sum`, `cpu_depthwise_tap_sum.py`, `tests/lit/cpu-depthwise-tap-sum.mlir`).
 The files hold the canonicalizing passes (`infer-shapes`, `canonicalize-dimension-numbers`,
 `resolve-padding`, `dce`), the lowerings of the transposed conv and the conv gradients
-(`lower-*`), the cpu target's conv rewrites (`cpu-*`) and `autotune-conv-lowering`; this
+(`lower-*`), the cpu target's layout choice and conv rewrites (`cpu-*`) and `autotune-conv-lowering`; this
 module registers them (`ALL_PASSES`, `PASSES`) and builds each target's default pipeline.
 """
 
@@ -26,6 +26,7 @@ from .cpu_conv_1x1_to_dot import CpuConv1x1ToDot
 from .cpu_conv_eigen_path import CpuConvEigenPath
 from .cpu_crop_negative_padding import CpuCropNegativePadding
 from .cpu_depthwise_tap_sum import CpuDepthwiseTapSum
+from .cpu_layout_nhwc import CpuLayoutNhwc
 from .cpu_transposed_conv_phases import CpuTransposedConvPhases
 from .dce import DeadCodeElimination
 from .fold_constants import FoldConstants
@@ -50,6 +51,7 @@ ALL_PASSES: tuple[type[Pass], ...] = (
     LowerQuantized,
     FoldConstants,
     FoldConvAffine,
+    CpuLayoutNhwc,
     CpuConv1x1ToDot,
     CpuDepthwiseTapSum,
     CpuBatchGroupTapReduce,
@@ -83,9 +85,10 @@ _FOLDS = ("fold-conv-affine",)
 _QUANTIZED = {"cpu": ("lower-quantized",), "gpu": ("lower-quantized{integer_conv=false}",)}
 
 # After the canonical pipeline, so they see only plain convs with explicit dimension
-# numbers and pads, whichever lowering produced them; cpu-conv-eigen-path last, so it also
-# sees the 2-D convs the phase and 3-D rewrites create.
-_CPU = ("cpu-crop-negative-padding", "cpu-batch-group-tap-reduce", "cpu-batch-group-to-feature-group", "cpu-transposed-conv-phases",
+# numbers and pads, whichever lowering produced them; cpu-layout-nhwc first, so the conv
+# rewrites build on channels-last convs (their transposes then cancel or vanish);
+# cpu-conv-eigen-path last, so it also sees the 2-D convs the phase and 3-D rewrites create.
+_CPU = ("cpu-layout-nhwc", "cpu-crop-negative-padding", "cpu-batch-group-tap-reduce", "cpu-batch-group-to-feature-group", "cpu-transposed-conv-phases",
         "cpu-conv3d-as-conv2d-sum", "cpu-conv-1x1-to-dot", "cpu-depthwise-tap-sum", "cpu-conv-eigen-path", "dce")
 
 
@@ -133,7 +136,8 @@ def default_pipeline(target: str = "generic", autotune: bool = False) -> str:
         raise PipelineError(f"unknown target '{target}' (expected one of {', '.join(TARGETS)})")
     if autotune and target != "cpu":
         raise PipelineError(f"autotuning chooses among the cpu target's lowerings; target '{target}' has none")
-    cpu = _CPU[:1] + ("autotune-conv-lowering",) + _CPU[1:] if autotune else _CPU
+    tuned = _CPU.index("cpu-crop-negative-padding") + 1  # autotune measures cropped convs, in the cpu layout
+    cpu = _CPU[:tuned] + ("autotune-conv-lowering",) + _CPU[tuned:] if autotune else _CPU
     if target == "generic":
         return ",".join(_CANONICAL)
     folded = _CANONICAL[:-1] + _FOLDS + _CANONICAL[-1:]

@@ -541,6 +541,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="--suite models: the batch sizes each network runs at (default 1,8)")
     parser.add_argument("--size", type=_positive_int, metavar="PIXELS",
                         help="--suite models: the input's height and width (default 224, --quick 64)")
+    parser.add_argument("--without-pass", metavar="PASS",
+                        help="--suite models: also time convc compiled with the target's default pipeline minus PASS, "
+                             "interleaved with the rest (a pass's before and after, in one process)")
     parser.add_argument("--json", help="write the results (and the machine) to this JSON file")
     parser.add_argument("--budget", type=float, help="seconds of timing per case (default 8, --quick 1)")
     parser.add_argument("--no-torch", action="store_true", help="skip PyTorch even when it is installed")
@@ -609,6 +612,8 @@ def run_suite(args: argparse.Namespace, log: Callable[[str], None] = print) -> d
     target = args.target or args.platform
     if args.autotune and target != "cpu":
         raise BenchError(f"--autotune chooses among the cpu target's lowerings; the target is '{target}'")
+    if args.without_pass and args.suite != "models":
+        raise BenchError("--without-pass compares convc with and without a pass on --suite models only")
     budget = args.budget if args.budget is not None else (1.0 if args.quick else 8.0)
     use_torch = not args.no_torch and _configure_torch(args.platform, args.torch_threads)
     if not args.no_malloc_tuning:

@@ -7,6 +7,10 @@ one process:
 * ONNX Runtime: the same ONNX bytes on its CPU provider;
 * PyTorch eager: the source module (NCHW, `no_grad`).
 
+With `--without-pass PASS`, convc runs a fourth way: compiled with the target's default
+pipeline minus PASS ("convc_without"), checked and timed with the rest, so a pass's before
+and after are compared in one process.
+
 Thread counts: XLA:CPU's intra-op pool has one thread per core (`os.cpu_count()`, its
 default); ONNX Runtime's session gets `intra_op_num_threads` = the same count (one
 inter-op thread, sequential execution) and PyTorch `torch.set_num_threads` of it
@@ -75,6 +79,7 @@ class ModelResult:
     compile_s: float
     onnx_nodes: int
     checked: list[str] = field(default_factory=list)  # the implementations compared with ONNX Runtime
+    ratio_vs_without: float | None = None  # convc over convc without --without-pass's pass
 
 
 # --- the networks --------------------------------------------------------------------------
@@ -284,12 +289,23 @@ def relative_error(ours: np.ndarray, reference: np.ndarray) -> float:
     return float(np.abs(ours - reference).max(initial=0.0)) / scale
 
 
+def pipeline_without(target: str, name: str) -> str:
+    """The target's default pipeline minus the pass `name` (BenchError if it holds none)."""
+    from convc.passes import default_pipeline
+
+    passes = default_pipeline(target).split(",")
+    if name not in passes:
+        raise bench.BenchError(f"--without-pass: '{name}' is not in the {target} target's default pipeline ({', '.join(passes)})")
+    return ",".join(p for p in passes if p != name)
+
+
 def run_model(spec: ModelSpec, target: str, budget_s: float, use_torch: bool, threads: int, seed: int = 0,
-              modules: dict[str, Any] | None = None, platform: str = "cpu") -> ModelResult:
+              modules: dict[str, Any] | None = None, platform: str = "cpu", without: str | None = None) -> ModelResult:
     """Export, import and compile (timed), check convc and PyTorch against ONNX Runtime's CPU
     provider (BenchError on a disagreement), then time them interleaved. On `platform` gpu,
     convc and PyTorch run on the GPU (both in TF32, their default for f32 convs), and ONNX
-    Runtime is timed only where it has its CUDA provider."""
+    Runtime is timed only where it has its CUDA provider. `without`: a pipeline (the default
+    minus one pass) compiled too, checked and timed as "convc_without"."""
     import jax
     import torch
     from convc import load_onnx
@@ -315,6 +331,11 @@ def run_model(spec: ModelSpec, target: str, budget_s: float, use_torch: bool, th
     def convc_run() -> Any:
         return executable.run_on_device(buffers)
 
+    baseline = None
+    if without is not None:
+        plain = Compiler(target=target, pipeline=without)
+        baseline = compile_stablehlo(plain.emit(plain.run_passes(load_onnx(model, file=f"{spec.name}.onnx")), "stablehlo").decode(), platform)
+
     def ort_run() -> Any:
         assert session is not None
         return session.run(None, {"x": x})
@@ -329,7 +350,8 @@ def run_model(spec: ModelSpec, target: str, budget_s: float, use_torch: bool, th
     tolerance = bench.tolerance(platform)
     error = relative_error(np.asarray(convc_run()[0]), reference)
     torch_error = relative_error(torch_run().cpu().numpy(), reference) if use_torch else None
-    for who, value in (("convc", error), ("PyTorch", torch_error)):
+    baseline_error = relative_error(np.asarray(baseline.run_on_device(buffers)[0]), reference) if baseline is not None else None
+    for who, value in (("convc", error), ("PyTorch", torch_error), ("convc without the pass", baseline_error)):
         if value is not None and not value <= tolerance:
             raise bench.BenchError(f"{spec.name} (batch {spec.batch}): {who}'s output differs from ONNX Runtime's "
                                    f"(max relative error {value:.2e} > {tolerance:.0e})")
@@ -338,13 +360,17 @@ def run_model(spec: ModelSpec, target: str, budget_s: float, use_torch: bool, th
         thunks["ort"] = ort_run
     if use_torch:
         thunks["torch"] = torch_run
+    if baseline is not None:
+        thunks["convc_without"] = lambda: bench.block_until_ready(baseline.run_on_device(buffers))
     samples = bench.Timer(budget_s).run(thunks)
     medians, best, iqr = bench.summarize(samples)
     return ModelResult(
         spec.name, spec.source, spec.batch, spec.describe(), medians, best, iqr, len(samples["convc"]),
         medians["convc"] / medians["ort"] if "ort" in medians else None,
         medians["convc"] / medians["torch"] if "torch" in medians else None, error, torch_error,
-        imported - start, compiled - imported, _node_count(model), ["convc", "torch"] if use_torch else ["convc"])
+        imported - start, compiled - imported, _node_count(model),
+        ["convc", *(["torch"] if use_torch else []), *(["convc_without"] if baseline is not None else [])],
+        medians["convc"] / medians["convc_without"] if "convc_without" in medians else None)
 
 
 def _node_count(model: bytes) -> int:
@@ -373,6 +399,11 @@ def format_table(results: Sequence[ModelResult]) -> str:
     means = [f"convc/ORT: {mean_vs_ort:.3f}"] if mean_vs_ort else []
     means += [f"convc/torch: {mean_vs_torch:.3f}"] if mean_vs_torch else []
     lines.append("geometric mean " + "   ".join(means))
+    compared = [r for r in results if r.ratio_vs_without is not None]
+    if compared:
+        lines.append("convc with the pass / without it (--without-pass): "
+                     + ", ".join(f"{r.name} b{r.batch} {r.ms['convc']:.2f}/{r.ms['convc_without']:.2f} ms = {r.ratio_vs_without:.3f}" for r in compared)
+                     + f"; geometric mean {bench.geomean([r.ratio_vs_without for r in compared if r.ratio_vs_without]):.3f}")
     return "\n".join(lines)
 
 
@@ -394,6 +425,7 @@ def run_models_suite(args: Any, info: dict[str, Any], target: str, budget: float
     if platform == "gpu" and not (gpu_ort or use_torch):
         raise bench.BenchError("--suite models --platform gpu: this ONNX Runtime has no CUDA provider and PyTorch is off; nothing to compare with")
     threads = os.cpu_count() or 1
+    without = pipeline_without(target, args.without_pass) if getattr(args, "without_pass", None) else None
     size = args.size or (QUICK_SIZE if args.quick else FULL_SIZE)
     specs = bench.selected_cases(args)
     source = specs[0].source if specs else ("torchvision" if has_torchvision() else "fallback")
@@ -406,7 +438,7 @@ def run_models_suite(args: Any, info: dict[str, Any], target: str, budget: float
     results = []
     for spec in specs:
         modules.setdefault(spec.name, build_module(spec.name))
-        result = run_model(spec, target, budget, use_torch, threads, modules=modules, platform=platform)
+        result = run_model(spec, target, budget, use_torch, threads, modules=modules, platform=platform, without=without)
         log(f"  {spec.name} batch {spec.batch}: convc {result.ms['convc']:.2f} ms"
             + (f", ORT {result.ms['ort']:.2f} ms" if "ort" in result.ms else "")
             + (f", torch {result.ms['torch']:.2f} ms" if "torch" in result.ms else "")
@@ -419,5 +451,7 @@ def run_models_suite(args: Any, info: dict[str, Any], target: str, budget: float
         "cases": [vars(r) for r in results],
         "geomean_convc_over_ort": bench.geomean([r.ratio_vs_ort for r in results if r.ratio_vs_ort is not None]),
         "geomean_convc_over_torch": bench.geomean([r.ratio_vs_torch for r in results if r.ratio_vs_torch is not None]),
+        "without_pass": getattr(args, "without_pass", None),
+        "geomean_convc_over_without": bench.geomean([r.ratio_vs_without for r in results if r.ratio_vs_without is not None]),
         "table": format_table(results) if results else "",
     }

@@ -182,6 +182,33 @@ def test_quick_models_suite_checks_against_onnxruntime(tmp_path: Path) -> None:
     assert report["geomean_convc_over_ort"] == pytest.approx(case["ratio_vs_ort"])
 
 
+def test_models_suite_without_pass_times_the_pipeline_without_it(tmp_path: Path) -> None:
+    """--without-pass cpu-layout-nhwc on one network: convc is compiled a second time without
+    that pass, checked against ONNX Runtime and timed beside the rest; the report gives the
+    ratio and the table a line for it."""
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("torch")
+    out = tmp_path / "models.json"
+    code = bench.main(["--suite", "models", "--quick", "--platform", "cpu", "--target", "cpu", "--batch", "1", "--size", "32",
+                       "--cases", "resnet18", "--budget", "0.2", "--no-peak",
+                       "--without-pass", "cpu-layout-nhwc", "--json", str(out)])
+    assert code == 0
+    report = json.loads(out.read_text())
+    (case,) = report["cases"]
+    assert report["without_pass"] == "cpu-layout-nhwc"
+    assert case["checked"] == ["convc", "torch", "convc_without"] and case["max_error_vs_ort"] <= 1e-4
+    assert case["ratio_vs_without"] == pytest.approx(case["ms"]["convc"] / case["ms"]["convc_without"])
+    assert "convc with the pass / without it (--without-pass)" in report["table"]
+
+
+def test_without_pass_names_a_pass_of_the_pipeline() -> None:
+    """--without-pass with a pass the target's default pipeline does not run: one line, exit 1."""
+    from convc.tools import bench_models
+
+    with pytest.raises(bench.BenchError, match="'cpu-layout-nhwc' is not in the generic target's default pipeline"):
+        bench_models.pipeline_without("generic", "cpu-layout-nhwc")
+
+
 def test_models_suite_without_torch_is_one_line_exit_1_from_the_command_line() -> None:
     """`python -m convc.tools.bench --suite models --no-torch`: the networks come from PyTorch,
     so the run refuses in one line, exit 1 (through __main__, where the suites' BenchError

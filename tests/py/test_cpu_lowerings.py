@@ -179,6 +179,21 @@ def dense_2d_conv(rng: np.random.Generator) -> Conv:
                        pads=tuple(pads), lhs_dilation=(1, 1), rhs_dilation=rhs_dilation)
 
 
+def channels_first_conv(rng: np.random.Generator) -> Conv:
+    """A conv whose output is channels-first (NC then the spatial dims in the kernel's order,
+    what an ONNX import writes), any lhs and kernel layout, 1-3 spatial dims, any strides,
+    pads, dilations and feature groups."""
+    n = int(rng.integers(1, 4))
+    groups = int(rng.choice([1, 1, 2]))
+    conv = random_conv(rng, batch=int(rng.integers(1, 3)), in_features=groups * int(rng.integers(1, 4)),
+                       out_features=groups * int(rng.integers(1, 3)), kernel=_ints(rng, n, 1, 3), strides=_ints(rng, n, 1, 2),
+                       pads=_pads(rng, n, 2), lhs_dilation=_ints(rng, n, 1, 2), rhs_dilation=_ints(rng, n, 1, 2), groups=groups)
+    lhs_layout, rhs_layout, _ = conv.layouts
+    out_layout = "NC" + "".join(c for c in rhs_layout if c not in "OI")
+    return Conv(conv.lhs_shape, conv.rhs_shape, (lhs_layout, rhs_layout, out_layout), conv.strides, conv.padding,
+                conv.lhs_dilation, conv.rhs_dilation, conv.feature_group_count)
+
+
 def _convs(text: str) -> list[str]:
     return re.findall(r"stablehlo\.convolution.*", text)
 
@@ -198,6 +213,11 @@ def only_2d_convs_left(text: str) -> bool:
 
 def output_rows_sliced_off(text: str) -> bool:
     return bool(_convs(text)) and "stablehlo.slice" in text.split("stablehlo.convolution", 1)[1]
+
+
+def channels_last_outputs(text: str) -> bool:
+    """Every conv writes its features last (`->[b, 0, ..., f]`)."""
+    return bool(_convs(text)) and all(re.search(r"->\[b, [^\]]*f\]", line) for line in _convs(text))
 
 
 def no_negative_pad_left(text: str) -> bool:
@@ -231,6 +251,7 @@ REWRITES = (
     Rewrite("cpu-conv3d-as-conv2d-sum", volumetric_conv, only_2d_convs_left),
     Rewrite("cpu-conv-eigen-path", dense_2d_conv, output_rows_sliced_off, "max_extra=1000000 min_features=1"),
     Rewrite("cpu-crop-negative-padding", negatively_padded_conv, no_negative_pad_left, xla_runs_canonical_right=False),
+    Rewrite("cpu-layout-nhwc", channels_first_conv, channels_last_outputs),
 )
 
 
