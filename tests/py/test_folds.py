@@ -150,10 +150,12 @@ def test_kernel_as_gradient_input_is_not_folded(case: Case, rng: np.random.Gener
 def test_imported_onnx_conv_batchnorm_is_folded_and_agrees_with_onnxruntime(rng: np.random.Generator,
                                                                             run_stablehlo: RunStablehlo) -> None:
     """An ONNX Conv (with B) then BatchNormalization, as load_onnx imports them: the cpu
-    target's pipeline leaves one conv and one bias_add, and its result equals ONNX Runtime's."""
+    target's pipeline leaves one conv and one bias_add (between the layout's two transposes),
+    and its result equals ONNX Runtime's."""
     pytest.importorskip("onnx")
     ort = pytest.importorskip("onnxruntime")
     from onnx import TensorProto, helper, numpy_helper
+    from onnx_files import make_model
 
     weights = {"w": rng.standard_normal((6, 3, 3, 3)), "b": rng.standard_normal(6), "gamma": rng.uniform(0.5, 2, 6),
                "beta": rng.standard_normal(6), "mean": rng.standard_normal(6), "var": rng.uniform(0.5, 2, 6)}
@@ -162,9 +164,10 @@ def test_imported_onnx_conv_batchnorm_is_folded_and_agrees_with_onnxruntime(rng:
     graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 8, 7])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 6, 4, 7])],
                               [numpy_helper.from_array(v.astype(np.float32), k) for k, v in weights.items()])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+    model = make_model(graph, 17).SerializeToString()
     imported = convc.load_onnx(model)
-    assert sorted(_kinds_after(imported, default_pipeline("cpu"))) == ["bias_add", "constant", "constant", "conv"]
+    # and cpu-layout-nhwc's transposes of the NCHW input and output
+    assert sorted(_kinds_after(imported, default_pipeline("cpu"))) == ["bias_add", "constant", "constant", "conv", "transpose", "transpose"]
     x = rng.standard_normal((2, 3, 8, 7)).astype(np.float32)
     (want,) = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, {"x": x})
     (got,) = run_stablehlo(convc.compile_graph(imported, target="cpu"), [x], platform="cpu")
