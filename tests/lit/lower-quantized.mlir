@@ -40,8 +40,9 @@ module @per_axis_conv {
 
 // CPU-LABEL: module @per_axis_conv
 // CPU-NOT: quant
+// the integer conv, channels-last after cpu-layout-nhwc (the kernel is an input: it keeps its layout)
 // CPU: stablehlo.convolution
-// CPU-SAME: (tensor<1x2x5x5xi32>, tensor<3x2x3x3xi32>) -> tensor<1x3x5x5xi32>
+// CPU-SAME: (tensor<1x5x5x2xi32>, tensor<3x2x3x3xi32>) -> tensor<1x5x5x3xi32>
 // CPU: stablehlo.round_nearest_even
 
 // XLA:GPU has no integer conv: the gpu pipeline's conv of the shifted operands is f64.
