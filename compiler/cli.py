@@ -298,7 +298,7 @@ def _convc_main(args: argparse.Namespace) -> int:
                         max_bytes=args.max_bytes, autotune=args.autotune, autotune_cache=args.autotune_cache,
                         autotune_platform=args.platform, elide_constants_larger=elide, mesh=args.mesh, grad=args.grad,
                         input_shapes=input_shapes(args.input_shape), keep_as_inputs=args.keep_as_inputs or (), inputs=args.inputs,
-                        weights_larger=_weights_larger(args), keep_bytecode=args.run or args.check)
+                        weights_larger=_weights_larger(args))
     model = compiler.load(args.model)
     graph = compiler.differentiate(model, args.model)
     if args.run or args.check:
@@ -307,17 +307,19 @@ def _convc_main(args: argparse.Namespace) -> int:
         require_platform(args.platform)  # before compiling: --autotune measures on that device
     source = model.clone() if args.check else None  # with --grad, --check takes jax.vjp of the model
     compiler.run_passes(graph)
-    payload = compiler.emit(graph, args.emit)
+    writes = args.output is not None or not (args.run or args.check)
+    # a run compiles its own form of the module (Compiler.runnable): emitted here only to be written
+    payload = compiler.emit(graph, args.emit) if writes or weights_file is not None else b""
     weights = b""
     if weights_file is not None:  # packed now: the payload's weights (a run may emit a cropped copy)
         with compiler.timed("pack weights (.npz)"):
             weights = compiler.weights_npz()
     if args.run or args.check:  # before writing -o: a failed run or check leaves it untouched
-        _run_and_check(compiler, graph, payload, source, args)
+        _run_and_check(compiler, graph, source, args)
     if weights_file is not None:  # first: a module is never left beside weights that are not its own
         with compiler.timed("write weights"):
             write_atomic(weights_file, weights)
-    if args.output is not None or not (args.run or args.check):
+    if writes:
         with compiler.timed("write"):
             _write(args.output, payload)
     if args.timing:
@@ -331,12 +333,11 @@ def _weights_larger(args: argparse.Namespace) -> int | None:
     return INLINE_ELEMENTS if args.weights_larger is None else int(args.weights_larger)
 
 
-def _run_and_check(compiler: Compiler, graph: Graph, payload: bytes, source: Graph | None, args: argparse.Namespace) -> None:
+def _run_and_check(compiler: Compiler, graph: Graph, source: Graph | None, args: argparse.Namespace) -> None:
     """--run: one line per output; --check: one line per output, exit 1 on a mismatch; then --outputs."""
     from .runtime_inputs import save_outputs
 
-    stablehlo = payload.decode() if args.emit == "stablehlo" else compiler.stablehlo(graph)
-    result = run_lowered(compiler, graph, stablehlo, args.inputs or None, seed=0 if args.seed is None else args.seed,
+    result = run_lowered(compiler, graph, args.inputs or None, seed=0 if args.seed is None else args.seed,
                          platform=args.platform, file=args.model, log=_print_warning)
     for value, out in zip(graph.outputs, result.outputs):
         print(f"{value.name}: {list(out.shape)} {value.type.dtype} {_checksum(out)}")

@@ -15,9 +15,10 @@ from pathlib import Path
 import numpy as np
 
 from .diagnostics import ConvcError, Location, UsageError
-from .emit import emit_stablehlo, emits, weight_constants
+from .emit import bindable_constants, emit_stablehlo, emits, weight_constants
 from .frontend import load_model_text
 from .ir import Graph, Op, unused_name
+from .literals import INLINE_ELEMENTS
 from .pass_manager import Pass, PassManager, PipelineError, parse_pipeline
 from .textual import parse_ir, print_graph
 
@@ -119,8 +120,6 @@ class Compiler:
     onnx_source: tuple[bytes, str] | None = field(default=None, init=False)  # the ONNX model read (bytes, file): --check's ONNX Runtime run
     weights_larger: int | None = None  # --weights-as-inputs: constants of more than N elements become @main's leading arguments
     weights: dict[str, np.ndarray] = field(default_factory=dict, init=False)  # those arguments' arrays, in order (the last emit's)
-    keep_bytecode: bool = False  # a run follows: keep the verified module as MLIR bytecode for PJRT (`for_pjrt`)
-    verified: tuple[str, bytes] | None = field(default=None, init=False)  # (text, its bytecode), the last verified with keep_bytecode
 
     def __post_init__(self) -> None:
         if self.mesh is not None:  # a malformed --mesh is a usage error before anything is read
@@ -267,19 +266,34 @@ class Compiler:
             with self.timed("import jaxlib (MLIR, JAX)"):
                 mlir.load()
             with self.timed("mlir verify"):
-                code = mlir.verify_stablehlo(text, bytecode=self.keep_bytecode and kind == "stablehlo")
-            self.verified = None if code is None else (text, code)
+                mlir.verify_stablehlo(text)
         if kind == "bytecode":
             with self.timed("serialize bytecode"):
                 return mlir.portable_artifact(text, sharded=graph.mesh is not None)
         return text.encode()
 
-    def for_pjrt(self, text: str) -> str | bytes:
-        """What PJRT compiles for module `text`: its bytecode when it is the module last
-        verified with `keep_bytecode` (PJRT parses no hex again), else the text itself."""
-        if self.verified is not None and self.verified[0] == text:
-            return self.verified[1]
-        return text
+    def runnable(self, graph: Graph) -> bytes:
+        """What PJRT compiles to run the lowered `graph` (without a mesh), verified by MLIR:
+        MLIR bytecode whose large constants never went through hex (emitted as placeholders,
+        then bound from their arrays), or with `weights_larger` the module whose weights are
+        arguments (`weights`)."""
+        from . import mlir
+
+        with gc_paused():
+            if self.weights_larger is not None:
+                text = self.stablehlo(graph)
+                bound: dict[str, np.ndarray] = {}
+            else:
+                check_lowered(graph)
+                self.weights = {}
+                bound_ops = weight_arguments(bindable_constants(graph, INLINE_ELEMENTS))
+                bound = {name: op.attrs["value"] for name, op in bound_ops.items()}
+                with self.timed("emit stablehlo"):
+                    text = emit_stablehlo(graph, bound=bound_ops)
+            with self.timed("import jaxlib (MLIR, JAX)"):
+                mlir.load()
+            with self.timed("mlir verify + bind weights"):
+                return mlir.bound_bytecode(text, bound)
 
     def stablehlo(self, graph: Graph) -> str:
         """The StableHLO text of a lowered graph, not yet verified by MLIR. With

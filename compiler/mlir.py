@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import functools
 import io
+from collections.abc import Mapping
 from typing import Any
+
+import numpy as np
 
 from .diagnostics import InternalError
 
@@ -73,13 +76,45 @@ def verify_stablehlo(text: str, bytecode: bool = False) -> bytes | None:
     """Emitted text must parse and verify; failing that is a convc bug. With `bytecode`,
     the verified module as MLIR bytecode: what PJRT reads without parsing the text again
     (a module's constants are raw bytes there, not hex)."""
+    module = _verified(text)
+    return _bytecode(module) if bytecode else None
+
+
+def bound_bytecode(text: str, arrays: Mapping[str, np.ndarray]) -> bytes:
+    """The bytecode PJRT compiles for `text`, a module emitted with `bound` constants
+    (`emit_stablehlo`): parsed and verified with their zero placeholders, then each marked
+    constant given its array straight from its buffer, so no weight goes through hex. The
+    types are the placeholders' own, so the module stays the verified one."""
+    module = _verified(text)
+    _, ir, _ = _modules()
+    with module.context:
+        unbound = dict(arrays)
+        for op in _main_body(module):
+            if "convc.bound" in op.attributes:
+                array = unbound.pop(ir.StringAttr(op.attributes["convc.bound"]).value)
+                element = ir.RankedTensorType(op.result.type).element_type
+                op.attributes["value"] = ir.DenseElementsAttr.get(np.ascontiguousarray(array), type=element)
+                del op.attributes["convc.bound"]
+    if unbound:
+        raise InternalError(f"bound constants missing from the emitted module: {', '.join(unbound)}")
+    return _bytecode(module)
+
+
+def _verified(text: str) -> Any:
     try:
-        module = parse_module(text)
+        return parse_module(text)
     except ValueError as err:
         first = str(err).splitlines()
         raise InternalError("emitted StableHLO does not verify: " + " | ".join(first[:4])) from None
-    if not bytecode:
-        return None
+
+
+def _main_body(module: Any) -> list[Any]:
+    """The operations of the module's functions' entry blocks, where the emitter puts every constant."""
+    return [op for func in module.body.operations if func.operation.name == "func.func"
+            for op in func.regions[0].blocks[0].operations]
+
+
+def _bytecode(module: Any) -> bytes:
     buffer = io.BytesIO()
     module.operation.write_bytecode(buffer)
     return buffer.getvalue()

@@ -88,14 +88,13 @@ def run(model: Graph | str | os.PathLike[str], inputs: Inputs = None, *, seed: i
     `--weights-as-inputs --weights-larger N` means (None: every constant in the module). A graph with a mesh runs on that many devices: on the CPU, convc
     asks for as many host devices, which works only before JAX's backend has started."""
     compiler = Compiler(target=target or (target_for(platform) if pipeline is None else None), pipeline=pipeline, max_bytes=max_bytes,
-                        weights_larger=weights_larger, keep_bytecode=True)
+                        weights_larger=weights_larger)
     file = None if isinstance(model, Graph) else os.fspath(model)
     graph = model.clone() if isinstance(model, Graph) else compiler.load(os.fspath(model))
     prepare_run(graph, platform)
     source = (model if isinstance(model, Graph) else graph.clone()) if check else None
     compiler.run_passes(graph)
-    stablehlo = compiler.emit(graph, "stablehlo").decode()
-    result = run_lowered(compiler, graph, stablehlo, inputs, seed=seed, platform=platform, file=file, log=log)
+    result = run_lowered(compiler, graph, inputs, seed=seed, platform=platform, file=file, log=log)
     if source is None:
         return result
     with compiler.timed("check (jax.lax reference)"):
@@ -122,10 +121,10 @@ def prepare_run(graph: Graph, platform: str | None) -> None:
         require_platform(platform)
 
 
-def run_lowered(compiler: Compiler, graph: Graph, stablehlo: str, inputs: Inputs = None, *, seed: int = 0,
+def run_lowered(compiler: Compiler, graph: Graph, inputs: Inputs = None, *, seed: int = 0,
                 platform: str | None = None, file: str | None = None, log: Log | None = None) -> RunResult:
-    """Run `stablehlo`, emitted by `compiler` from the lowered `graph`, on PJRT `platform`
-    (None: the best available). `file` names the model in diagnostics and warnings."""
+    """Run the lowered `graph`, as `compiler` emits it for PJRT (`Compiler.runnable`), on
+    PJRT `platform` (None: the best available). `file` names the model in diagnostics and warnings."""
     from .runtime import compile_stablehlo, platform_name
 
     warnings: list[str] = []
@@ -139,18 +138,20 @@ def run_lowered(compiler: Compiler, graph: Graph, stablehlo: str, inputs: Inputs
     if mismatch is not None:
         warn(mismatch)
     check_runnable(graph)
-    runnable = _runnable(compiler, graph, stablehlo, platform, file, warn)
+    to_run = _graph_to_run(compiler, graph, platform, file, warn)
     with compiler.timed("inputs"):
         arrays = run_inputs(graph, inputs, seed, compiler.max_bytes, file, warn)
     if graph.mesh is not None:  # --- sharding: N devices ---
         from .runtime_sharded import run_graph
 
+        text = compiler.emit(to_run, "stablehlo").decode()
         with compiler.timed("pjrt compile + run on N devices"):
-            outputs = run_graph(graph, runnable, arrays, platform, file)
+            outputs = run_graph(graph, text, arrays, platform, file)
         ran_on = platform_name(platform)
     else:
+        module = compiler.runnable(to_run)
         with compiler.timed("pjrt compile"):
-            executable = compile_stablehlo(compiler.for_pjrt(runnable), platform)
+            executable = compile_stablehlo(module, platform)
         with compiler.timed("pjrt run"):
             outputs = executable(*compiler.weights.values(), *arrays)  # --weights-as-inputs: the weights lead
         ran_on = executable.platform
@@ -317,17 +318,17 @@ def needs_xla_cpu_guard(graph: Graph, platform: str) -> list[Op]:
     return misread
 
 
-def _runnable(compiler: Compiler, graph: Graph, stablehlo: str, platform: str | None, file: str | None, warn: Log) -> str:
-    """The module to execute: the emitted one, unless it is headed for an XLA:CPU that
+def _graph_to_run(compiler: Compiler, graph: Graph, platform: str | None, file: str | None, warn: Log) -> Graph:
+    """The graph to execute: the lowered one, unless it is headed for an XLA:CPU that
     misreads some of its convs; then a cropped copy, after one warning. Refusing would punish
     a valid module for an XLA bug, and the crop is exact; the emitted output stays as requested."""
     from .runtime import platform_name
 
     misread = needs_xla_cpu_guard(graph, platform_name(platform))
     if not misread:
-        return stablehlo
+        return graph
     warn(_cropped_run_warning(misread, compiler, file))
-    return compiler.emit(cropped_for_xla_cpu(graph), "stablehlo").decode()
+    return cropped_for_xla_cpu(graph)
 
 
 def _cropped_run_warning(misread: Sequence[Op], compiler: Compiler, file: str | None) -> str:

@@ -6,6 +6,6 @@ quantized ops.
 """
 
 from . import quantized  # noqa: F401 - registers the quantized ops' rules
-from .stablehlo import emit_stablehlo, emits, weight_constants
+from .stablehlo import bindable_constants, emit_stablehlo, emits, weight_constants
 
-__all__ = ["emit_stablehlo", "emits", "weight_constants"]
+__all__ = ["bindable_constants", "emit_stablehlo", "emits", "weight_constants"]

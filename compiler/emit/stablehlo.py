@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 
 from ..diagnostics import ConvcError, InternalError
-from ..dtypes import is_float, numpy_dtype
+from ..dtypes import from_numpy, is_float, numpy_dtype
 from ..ir import Graph, Op, TensorType, Value, attrs_key
 from ..literals import dense_literal, int_list, is_splat, is_ssa_id, is_symbol_id, quote
 from ..memo import memoized
@@ -540,20 +540,40 @@ def weight_constants(graph: Graph, larger: int) -> list[Op]:
     return [op for op in graph.ops if op.kind == "constant" and op.attrs["value"].size > larger and not is_splat(op.attrs["value"])]
 
 
-def emit_stablehlo(graph: Graph, weights: Mapping[str, Op] | None = None) -> str:
+def _bound_placeholder(op: Op, name: str, ctx: EmitContext) -> None:
+    zeros = np.broadcast_to(np.zeros((), op.attrs["value"].dtype), op.attrs["value"].shape)  # a splat, spelled `dense<0>`
+    ctx.emit(ctx.define(op.result), f"stablehlo.constant {{convc.bound = {quote(name)}}} {dense_literal(zeros)}")
+
+
+def bindable_constants(graph: Graph, larger: int) -> list[Op]:
+    """The `weight_constants` whose arrays MLIR's Python bindings can hand over as they are
+    (float and signed integer storage that is the constant's own element type): the ones a
+    run binds after parsing instead of spelling them in hex (`emit_stablehlo`'s `bound`)."""
+    return [op for op in weight_constants(graph, larger)
+            if op.attrs["value"].dtype.kind in "fi" and from_numpy(op.attrs["value"].dtype) == op.result.type.dtype]
+
+
+def emit_stablehlo(graph: Graph, weights: Mapping[str, Op] | None = None, bound: Mapping[str, Op] | None = None) -> str:
     """The whole module: `module @<name>` with a public `@main` over the graph's inputs.
     The constants in `weights` (see `weight_constants`) are instead arguments of `@main`,
     before the graph's inputs, in the mapping's order, each located by its key; their
-    arrays are the caller's to supply."""
+    arrays are the caller's to supply. Those in `bound` (see `bindable_constants`) stay
+    constants, spelled as a zero splat marked `{convc.bound = "<key>"}`: the module's text
+    without their hex, for `mlir.bind_constants` to give them their values after parsing."""
     ctx = EmitContext()
     weights = weights or {}
     as_arguments = {id(op) for op in weights.values()}
+    bound_names = {id(op): name for name, op in (bound or {}).items()}
     params = [f"{ctx.define(op.result)}: {op.result.type} loc({quote(name)})" for name, op in weights.items()]
     params += [f"{ctx.define(v)}: {v.type}{sdy.argument_attrs(v)} loc({quote(v.name)})" for v in graph.inputs]
     results = ", ".join(f"{v.type} {{jax.result_info = {quote(v.name)}{sdy.result_attr(v)}}}" for v in graph.outputs)
     constrained = sdy.constrained_values(graph)
     for op in graph.ops:
         if id(op) in as_arguments:
+            continue
+        if id(op) in bound_names:
+            ctx.loc = f" loc({quote(op.name)})"
+            _bound_placeholder(op, bound_names[id(op)], ctx)
             continue
         emit_rule = RULES.get(op.kind)
         if emit_rule is None:

@@ -23,6 +23,31 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"{ENV} names no oracle: {', '.join(unknown_required())} (known: {', '.join(KNOWN)})")
 
 
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Under pytest-xdist, a worker hands its tally and censuses to the controller, which
+    prints them (pytest_testnodedown): a skip in a worker is counted like one in a serial run."""
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:
+        from oracle_tally import TALLY
+        from suite_census import CENSUS
+
+        workeroutput["convc_tally"] = [[*key, count] for key, count in TALLY.items()]
+        workeroutput["convc_census"] = CENSUS
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """The controller's side of pytest_sessionfinish: add a finished worker's tally and censuses to its own."""
+    from oracle_tally import TALLY
+    from suite_census import CENSUS
+
+    output = getattr(node, "workeroutput", {})
+    for *key, count in output.get("convc_tally", []):
+        TALLY[tuple(key)] += count
+    for title, lines in output.get("convc_census", {}).items():
+        CENSUS.setdefault(title, []).extend(lines)
+
+
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     """After the run: what the differential suite's oracles checked and skipped (oracle_tally), and
     the censuses other suites recorded (suite_census)."""

@@ -50,6 +50,14 @@ def _external(location: str) -> Callable[[Path], bytes]:
     return write
 
 
+def _truncated_large_weight() -> bytes:
+    """A 32768-element weight (more than the checker's skeleton keeps) whose data is 8 bytes short."""
+    proto = _model([helper.make_node("Add", ["x", "b"], ["y"])], {"x": (32768,)}, (32768,), {"b": np.ones(32768, np.float32)})
+    tensor = proto.graph.initializer[0]  # type: ignore[attr-defined]
+    tensor.raw_data = tensor.raw_data[:-8]
+    return proto.SerializeToString()  # type: ignore[attr-defined,no-any-return]
+
+
 def _serialized(proto: object) -> Callable[[Path], bytes]:
     return lambda folder: proto.SerializeToString()  # type: ignore[attr-defined,no-any-return]
 
@@ -69,6 +77,11 @@ BAD_FILES: dict[str, tuple[Callable[[Path], bytes], str, str]] = {
     "external_data_missing": (_external("gone.bin"), "O10", "cannot read external data file 'gone.bin'"),
     "inconsistent_shapes": (_serialized(_model([helper.make_node("Add", ["a", "b"], ["y"])], {"a": (2, 3), "b": (4, 5)}, (2, 3))), "O2",
                             "inconsistent ONNX model (onnx.shape_inference)"),
+    # initializers larger than the checker's skeleton keeps (compiler/frontend/onnx/model.py: SKELETON_BYTES)
+    "large_initializer_truncated": (lambda folder: _truncated_large_weight(), "O2", "invalid initializer"),
+    "large_initializer_inconsistent": (_serialized(_model([helper.make_node("Add", ["x", "b"], ["y"])], {"x": (5,)}, (5,),
+                                                          {"b": np.ones(32768, np.float32)})), "O2",
+                                       "inconsistent ONNX model (onnx.shape_inference)"),
 }
 
 ENTRIES = {"convc": ["--run", "--target", "cpu"], "convc-opt": ["-p", "canonicalize-dimension-numbers"]}

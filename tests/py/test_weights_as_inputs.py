@@ -14,8 +14,10 @@ import numpy as np
 import pytest
 from convc import Builder, mlir, run
 from convc.cli import main as convc_main
-from convc.compile import Compiler
-from convc.emit import weight_constants
+from convc.compile import Compiler, weight_arguments
+from convc.dtypes import numpy_dtype
+from convc.emit import bindable_constants, emit_stablehlo, weight_constants
+from convc.literals import INLINE_ELEMENTS
 from convc.reference import evaluate
 from convc.runtime import compile_stablehlo
 from jaxlib.mlir.dialects import stablehlo
@@ -139,21 +141,34 @@ def test_a_model_with_a_mesh_is_refused_with_weights_as_inputs(tmp_path: Path, c
     assert list(tmp_path.iterdir()) == []
 
 
-def test_run_hands_pjrt_the_verified_modules_bytecode_not_its_text(rng: np.random.Generator) -> None:
-    """With keep_bytecode (what --run sets), PJRT gets the module MLIR verified as bytecode
-    (no second parse of its hex); a module that was not the one verified goes as text. Both
-    compile to the same outputs."""
-    compiler = Compiler(target="cpu", keep_bytecode=True)
+def test_runnable_binds_large_constants_from_their_arrays_and_computes_what_the_hex_module_does(rng: np.random.Generator) -> None:
+    """What a run compiles (Compiler.runnable) is MLIR bytecode whose large constants were
+    emitted as zero placeholders and bound from their arrays after parsing: the placeholder
+    text holds no hex blob, and PJRT's outputs equal, bit for bit, those of the emitted text
+    module that spells the same constants in hex."""
+    compiler = Compiler(target="cpu")
     graph = compiler.load(str(REPO_ROOT / "examples" / "mobilenet_block.json"))
     compiler.run_passes(graph)
+    bound = weight_arguments(bindable_constants(graph, INLINE_ELEMENTS))
+    assert bound, "the example must have constants large enough to bind"
+    assert '"0x' not in emit_stablehlo(graph, bound=bound)
     text = compiler.emit(graph, "stablehlo").decode()
-    handed = compiler.for_pjrt(text)
-    assert isinstance(handed, bytes) and handed.startswith(b"ML\xefR")
-    assert compiler.for_pjrt(text + "\n") == text + "\n"
+    assert '"0x' in text
+    handed = compiler.runnable(graph)
+    assert handed.startswith(b"ML\xefR") and compiler.weights == {}
     x = rng.standard_normal((1, 16, 16, 8)).astype(np.float32)
-    (from_bytecode,), (from_text,) = compile_stablehlo(handed, "cpu")(x), compile_stablehlo(text, "cpu")(x)
-    np.testing.assert_array_equal(from_bytecode, from_text)
-    assert Compiler(target="cpu").for_pjrt(text) == text  # without keep_bytecode nothing is kept
+    (from_bound,), (from_text,) = compile_stablehlo(handed, "cpu")(x), compile_stablehlo(text, "cpu")(x)
+    np.testing.assert_array_equal(from_bound, from_text)
+
+
+def test_bindable_constants_leave_types_mlir_cannot_take_from_a_buffer_in_hex() -> None:
+    """Only float and signed-integer constants whose storage is their element type are bound;
+    unsigned and bfloat16 constants keep their hex literal in the runnable module."""
+    b = Builder("kinds")
+    constants = [b.constant(f"c_{dtype}", np.arange(64).astype(numpy_dtype(dtype)), dtype) for dtype in ("ui8", "bf16", "i8", "f32")]
+    b.output(*constants)
+    graph = b.build()
+    assert sorted(op.name for op in bindable_constants(graph, INLINE_ELEMENTS)) == ["c_f32", "c_i8"]
 
 
 def test_bench_compile_reports_every_phase_of_both_forms(capsys: pytest.CaptureFixture[str]) -> None:

@@ -44,6 +44,7 @@ from .model import (
     onnx_package,
     read,
     read_external_data,
+    skeleton,
 )
 from .registry import INPUT_SPEC, UNSUPPORTED_ATTR, UNSUPPORTED_OP, Context, Node, Operand, lookup
 
@@ -79,9 +80,10 @@ def load_onnx(model: ModelSource, *, input_shapes: Mapping[str, Sequence[int]] |
     initializers = {t.name: t for t in proto.graph.initializer}
     check_names(input_shapes or {}, keep_as_inputs, proto, initializers, file)
     _check_supported(nodes, set(initializers) - set(keep_as_inputs), opset, file)
-    check_model(onnx, proto, file, opset)
+    light = skeleton(onnx, proto)
+    check_model(onnx, light, file, opset)
     inputs = input_types(proto, initializers, input_shapes or {}, array_shapes or {}, file, log or _stderr)
-    infer_shapes(onnx, proto, inputs, file)
+    infer_shapes(onnx, light, inputs, file)
     arrays = initializer_arrays(onnx, proto, file)
     return _Build(proto, nodes, opset, file).run(inputs, arrays, keep_as_inputs)
 

@@ -176,6 +176,31 @@ def check_names(input_shapes: Mapping[str, Sequence[int]], keep_as_inputs: Seque
 CONVERTED_DEPRECATED = frozenset({"GroupNormalization"})
 
 
+# initializers of more bytes than this stay out of what onnx.checker and shape inference read
+SKELETON_BYTES = 1 << 16
+
+
+def skeleton(onnx: Any, proto: Any) -> Any:
+    """The model without the data of its large initializers, each a graph input of its type
+    instead: all onnx.checker and onnx.shape_inference read of them. Both serialize the model
+    they are given (100 MB, twice, for a ResNet-50) and need no weight's values; the values
+    are checked where convc reads them (`initializer_arrays`)."""
+    graph = proto.graph
+    light = onnx.ModelProto(ir_version=proto.ir_version)
+    light.opset_import.extend(proto.opset_import)
+    light.functions.extend(proto.functions)
+    light.graph.name = graph.name
+    for field in ("node", "input", "output", "value_info", "sparse_initializer"):
+        getattr(light.graph, field).extend(getattr(graph, field))
+    declared = {value.name for value in graph.input}
+    for tensor in graph.initializer:
+        if tensor.ByteSize() <= SKELETON_BYTES:
+            light.graph.initializer.append(tensor)
+        elif tensor.name not in declared:
+            light.graph.input.append(onnx.helper.make_tensor_value_info(tensor.name, tensor.data_type, tensor.dims))
+    return light
+
+
 def check_model(onnx: Any, proto: Any, file: str, opset: int) -> None:
     """onnx.checker on the model (on a copy with `CONVERTED_DEPRECATED` nodes as Identities, where it has any)."""
     checked = proto
