@@ -259,6 +259,14 @@ class Compiler:
         if kind == "convc":
             with self.timed("print"):
                 return self.print_ir(graph).encode()
+        if kind == "bytecode" and graph.mesh is None:  # raw constants: the weights never go through hex
+            text, bound = self.bound_text(graph)
+            from . import mlir
+
+            with self.timed("import jaxlib (MLIR, JAX)"):
+                mlir.load()
+            with self.timed("mlir verify + bind weights + serialize bytecode"):
+                return mlir.bound_portable_artifact(text, bound)
         text = self.stablehlo(graph)
         from . import mlir
 
@@ -274,26 +282,29 @@ class Compiler:
 
     def runnable(self, graph: Graph) -> bytes:
         """What PJRT compiles to run the lowered `graph` (without a mesh), verified by MLIR:
-        MLIR bytecode whose large constants never went through hex (emitted as placeholders,
-        then bound from their arrays), or with `weights_larger` the module whose weights are
-        arguments (`weights`)."""
+        MLIR bytecode whose large constants never went through hex (`bound_text`), or with
+        `weights_larger` the module whose weights are arguments (`weights`)."""
         from . import mlir
 
         with gc_paused():
-            if self.weights_larger is not None:
-                text = self.stablehlo(graph)
-                bound: dict[str, np.ndarray] = {}
-            else:
-                check_lowered(graph)
-                self.weights = {}
-                bound_ops = weight_arguments(bindable_constants(graph, INLINE_ELEMENTS))
-                bound = {name: op.attrs["value"] for name, op in bound_ops.items()}
-                with self.timed("emit stablehlo"):
-                    text = emit_stablehlo(graph, bound=bound_ops)
+            text, bound = self.bound_text(graph)
             with self.timed("import jaxlib (MLIR, JAX)"):
                 mlir.load()
             with self.timed("mlir verify + bind weights"):
                 return mlir.bound_bytecode(text, bound)
+
+    def bound_text(self, graph: Graph) -> tuple[str, dict[str, np.ndarray]]:
+        """The module's text with its large constants as placeholders, and their arrays by
+        placeholder name (`mlir.bound_module` binds them); with `weights_larger`, the text
+        with the weights as arguments instead, and nothing to bind."""
+        if self.weights_larger is not None:
+            return self.stablehlo(graph), {}
+        check_lowered(graph)
+        self.weights = {}
+        placeholders = weight_arguments(bindable_constants(graph, INLINE_ELEMENTS))
+        with self.timed("emit stablehlo"):
+            text = emit_stablehlo(graph, bound=placeholders)
+        return text, {name: op.attrs["value"] for name, op in placeholders.items()}
 
     def stablehlo(self, graph: Graph) -> str:
         """The StableHLO text of a lowered graph, not yet verified by MLIR. With

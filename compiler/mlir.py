@@ -80,11 +80,10 @@ def verify_stablehlo(text: str, bytecode: bool = False) -> bytes | None:
     return _bytecode(module) if bytecode else None
 
 
-def bound_bytecode(text: str, arrays: Mapping[str, np.ndarray]) -> bytes:
-    """The bytecode PJRT compiles for `text`, a module emitted with `bound` constants
-    (`emit_stablehlo`): parsed and verified with their zero placeholders, then each marked
-    constant given its array straight from its buffer, so no weight goes through hex. The
-    types are the placeholders' own, so the module stays the verified one."""
+def bound_module(text: str, arrays: Mapping[str, np.ndarray]) -> Any:
+    """Parse and verify `text`, a module emitted with `bound` constants (`emit_stablehlo`),
+    then give each marked constant its array straight from its buffer: no weight goes
+    through hex. The placeholders have the arrays' types, so the module stays the verified one."""
     module = _verified(text)
     _, ir, _ = _modules()
     with module.context:
@@ -97,7 +96,19 @@ def bound_bytecode(text: str, arrays: Mapping[str, np.ndarray]) -> bytes:
                 del op.attributes["convc.bound"]
     if unbound:
         raise InternalError(f"bound constants missing from the emitted module: {', '.join(unbound)}")
-    return _bytecode(module)
+    return module
+
+
+def bound_bytecode(text: str, arrays: Mapping[str, np.ndarray]) -> bytes:
+    """`bound_module` as MLIR bytecode, what PJRT compiles (its constants raw bytes)."""
+    return _bytecode(bound_module(text, arrays))
+
+
+def bound_portable_artifact(text: str, arrays: Mapping[str, np.ndarray], target_version: str | None = None) -> bytes:
+    """`bound_module` as a versioned StableHLO artifact (`portable_artifact`), its constants raw bytes."""
+    _, _, stablehlo = _modules()
+    module = bound_module(text, arrays)
+    return bytes(stablehlo.serialize_portable_artifact(module, target_version or stablehlo.get_current_version()))
 
 
 def _verified(text: str) -> Any:

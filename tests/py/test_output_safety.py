@@ -155,7 +155,7 @@ def test_emitted_text_mlir_rejects(workdir: Path, monkeypatch: pytest.MonkeyPatc
 
 
 def test_bytecode_serialisation_failure(workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(mlir, "portable_artifact", raiser(RuntimeError("injected serialiser failure")))
+    monkeypatch.setattr(mlir, "bound_portable_artifact", raiser(RuntimeError("injected serialiser failure")))
     assert_untouched(workdir, compile_to(workdir, "--emit", "bytecode"), 3)
 
 

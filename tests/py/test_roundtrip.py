@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -266,6 +267,26 @@ def test_emit_bytecode_deserializes_to_the_same_computation(tmp_path: Path, rng:
     (got,) = compile_stablehlo(restored)(x)
     np.testing.assert_array_equal(got, want)
     assert capsys.readouterr().err == ""
+
+
+def test_emit_bytecode_carries_the_text_modules_constants(tmp_path: Path) -> None:
+    """`--emit bytecode` binds each large constant from its array after parsing (no hex on the
+    way): the artifact, deserialized and printed, has the constants of the `--emit stablehlo`
+    module parsed and printed, in order and bit for bit (the round trip through VHLO spells
+    some other attributes out, so only the constants are compared)."""
+    model = REPO_ROOT / "examples" / "mobilenet_block.json"
+    text_out, bytecode_out = tmp_path / "out.mlir", tmp_path / "out.mlirbc"
+    assert convc_main([str(model), "--target", "cpu", "-o", str(text_out)]) == 0
+    assert convc_main([str(model), "--target", "cpu", "--emit", "bytecode", "-o", str(bytecode_out)]) == 0
+    text = text_out.read_text()
+    assert '"0x' in text  # the model has constants that the text spells in hex
+    with mlir.context() as ctx:
+        from jaxlib.mlir import ir
+
+        restored = str(stablehlo.deserialize_portable_artifact(ctx, bytecode_out.read_bytes()))
+        parsed = str(ir.Module.parse(text))
+    constants = [re.findall(r"stablehlo\.constant .*", module) for module in (restored, parsed)]
+    assert constants[0] == constants[1] and any('"0x' in line for line in constants[0])
 
 
 def test_bytecode_of_builder_graph_keeps_names_and_types(tmp_path: Path) -> None:
