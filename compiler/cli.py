@@ -15,6 +15,7 @@ import numpy as np
 
 from .compile import DEFAULT_ELIDE_LARGER, DEFAULT_MAX_BYTES, EMIT_KINDS, Compiler, target_for
 from .diagnostics import ConvcError, InternalError, Location, UsageError, one_line
+from .emit import weight_constants
 from .fileio import write_atomic
 from .frontend.onnx.check import onnxruntime_mismatch, onnxruntime_report
 from .ir import Graph
@@ -25,6 +26,7 @@ from .verify_diagnostics import split_chunks, verify_diagnostics
 
 EXIT_OK, EXIT_USER_ERROR, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 EXIT_BROKEN_PIPE = 128 + 13  # what a shell reports for a tool killed by SIGPIPE (`yes | head -1`)
+LARGE_WEIGHTS_MIB = 16  # weights of more, in all, go beside an -o FILE of text by default (docs/cli.md)
 _BYTE_SUFFIXES = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
 
@@ -180,6 +182,9 @@ def convc_parser() -> argparse.ArgumentParser:
     parser.add_argument("--weights-file", metavar="PATH",
                         help="with --weights-as-inputs: the .npz to write (default: the output's name with .weights.npz "
                              "for its suffix)")
+    parser.add_argument("--weights-inline", action="store_true",
+                        help=f"keep every weight in the emitted text as a constant, however large (by default, weights of "
+                             f"more than {LARGE_WEIGHTS_MIB} MiB in all go beside an -o FILE as with --weights-as-inputs)")
     parser.add_argument("--grad", metavar="NAME,...", type=_names,
                         help="compile the model's gradient step with respect to these inputs or constants (convc.grad): "
                              "inputs gain a cotangent per output (<output>.grad), outputs the gradients (<name>.grad)")
@@ -267,6 +272,21 @@ def _check_binary_to_terminal(args: argparse.Namespace) -> None:
         raise UsageError("--emit bytecode: refusing to write binary to a terminal; use -o FILE or redirect stdout")
 
 
+def weights_beside_by_default(args: argparse.Namespace, graph: Graph) -> str | None:
+    """Where the weights of `graph` go when no --weights-* flag says: beside an -o FILE of
+    StableHLO text when they are large (more than LARGE_WEIGHTS_MIB in all), as hex they would
+    be most of the module and of its compile time; None: they stay constants in the module."""
+    if args.weights_as_inputs or args.weights_inline or args.emit != "stablehlo" or graph.mesh is not None:
+        return None
+    if args.output is None or args.output == "-":
+        return None
+    return _beside(args.output) if _weight_bytes(graph) > LARGE_WEIGHTS_MIB << 20 else None
+
+
+def _beside(output: str) -> str:
+    return str(Path(output).with_name(Path(output).stem + ".weights.npz"))
+
+
 def weights_path(args: argparse.Namespace) -> str | None:
     """Where --weights-as-inputs writes the weights: --weights-file, else beside -o FILE as
     NAME.weights.npz; None when there is neither and --run needs no file. Usage errors for
@@ -276,10 +296,12 @@ def weights_path(args: argparse.Namespace) -> str | None:
             if getattr(args, flag) is not None:
                 raise UsageError(f"--{flag.replace('_', '-')} needs --weights-as-inputs")
         return None
+    if args.weights_inline:
+        raise UsageError("--weights-inline and --weights-as-inputs contradict each other")
     if args.emit == "convc":
         raise UsageError("--weights-as-inputs applies to emitted StableHLO (--emit stablehlo or bytecode), not convc IR")
     to_file = args.output is not None and args.output != "-"
-    path = args.weights_file or (str(Path(args.output).with_name(Path(args.output).stem + ".weights.npz")) if to_file else None)
+    path = args.weights_file or (_beside(args.output) if to_file else None)
     if path is None and not (args.run or args.check):
         raise UsageError("--weights-as-inputs writes the weights beside the module: give -o FILE or --weights-file PATH")
     if path is not None and to_file and Path(path).resolve() == Path(args.output).resolve():
@@ -307,6 +329,10 @@ def _convc_main(args: argparse.Namespace) -> int:
         require_platform(args.platform)  # before compiling: --autotune measures on that device
     source = model.clone() if args.check else None  # with --grad, --check takes jax.vjp of the model
     compiler.run_passes(graph)
+    if weights_file is None and (weights_file := weights_beside_by_default(args, graph)) is not None:
+        compiler.weights_larger = INLINE_ELEMENTS
+        _print_warning(f"{args.model}: note: the weights ({_weight_bytes(graph) / 1e6:.0f} MB) go to {weights_file} as @main's leading arguments, "
+                       "as with --weights-as-inputs (--weights-inline keeps them in the module)")
     writes = args.output is not None or not (args.run or args.check)
     # a run compiles its own form of the module (Compiler.runnable): emitted here only to be written
     payload = compiler.emit(graph, args.emit) if writes or weights_file is not None else b""
@@ -353,6 +379,11 @@ def _run_and_check(compiler: Compiler, graph: Graph, source: Graph | None, args:
             raise onnxruntime_mismatch(args.model)
     if args.outputs:  # after --check: a failed check writes nothing
         save_outputs(args.outputs, graph, result.outputs)
+
+
+def _weight_bytes(graph: Graph) -> int:
+    """The bytes of the constants --weights-as-inputs would make arguments."""
+    return sum(op.attrs["value"].nbytes for op in weight_constants(graph, INLINE_ELEMENTS))
 
 
 def _print_warning(line: str) -> None:

@@ -7,12 +7,13 @@ PJRT's StableHLO -> HLO conversion rejects them, docs/cli.md.)"""
 from __future__ import annotations
 
 import io
+import json
 import re
 from pathlib import Path
 
 import numpy as np
 import pytest
-from convc import Builder, mlir, run
+from convc import Builder, cli, mlir, run
 from convc.cli import main as convc_main
 from convc.compile import Compiler, weight_arguments
 from convc.dtypes import numpy_dtype
@@ -179,3 +180,50 @@ def test_bench_compile_reports_every_phase_of_both_forms(capsys: pytest.CaptureF
     rows = {line.split(" | ")[0].lstrip("| "): line for line in lines[3:]}
     assert list(rows) == [*bench_compile.PHASES, "total"]
     assert all(len(re.findall(r"\d+\.\d\d", row)) == 4 for row in rows.values())
+
+
+def _large_weight_model(tmp_path: Path) -> Path:
+    """A JSON model adding a 17 MB constant (more than LARGE_WEIGHTS_MIB) to its input."""
+    elements = (cli.LARGE_WEIGHTS_MIB << 20) // 4 + 4096
+    np.savez(tmp_path / "w.npz", w=np.arange(elements, dtype=np.float32))
+    model = {"name": "big", "inputs": [{"name": "x", "shape": [elements], "dtype": "f32"}],
+             "constants": [{"name": "w", "file": "w.npz", "key": "w"}],
+             "nodes": [{"name": "y", "op": "add", "inputs": ["x", "w"]}], "outputs": ["y"]}
+    path = tmp_path / "big.json"
+    path.write_text(json.dumps(model))
+    return path
+
+
+def test_large_weights_go_beside_an_output_file_by_default_with_a_note(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Without a --weights-* flag, text to -o FILE whose weights exceed LARGE_WEIGHTS_MIB has them
+    as leading arguments and writes FILE's .weights.npz, with one note line saying so; the
+    module holds no hex blob."""
+    model = _large_weight_model(tmp_path)
+    assert convc_main([str(model), "--target", "generic", "-o", str(tmp_path / "m.mlir")]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and "note: the weights (17 MB) go to" in err[0] and "--weights-inline" in err[0], err
+    assert hex_constants((tmp_path / "m.mlir").read_text()) == 0
+    assert list(np.load(tmp_path / "m.weights.npz").files) == ["w"]
+
+
+@pytest.mark.parametrize("where", ["inline", "stdout", "bytecode"])
+def test_large_weights_stay_in_the_module_inline_to_stdout_and_in_bytecode(where: str, tmp_path: Path,
+                                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """--weights-inline, output to stdout (nowhere to put an .npz) and --emit bytecode (raw bytes,
+    no hex) keep large weights as constants: no note, no .npz, one argument in @main."""
+    model = _large_weight_model(tmp_path)
+    out = tmp_path / "m.out"
+    flags = {"inline": ["--weights-inline", "-o", str(out)], "stdout": [], "bytecode": ["--emit", "bytecode", "-o", str(out)]}[where]
+    assert convc_main([str(model), "--target", "generic", *flags]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == "" and not list(tmp_path.glob("*.weights.npz"))
+    if where != "bytecode":
+        text = out.read_text() if where == "inline" else captured.out
+        assert hex_constants(text) == 1 and text.split("@main(", 1)[1].split(") ->", 1)[0].count("tensor<") == 1
+
+
+def test_weights_inline_contradicts_weights_as_inputs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--weights-inline with --weights-as-inputs is a usage error (exit 2), nothing written."""
+    model = _large_weight_model(tmp_path)
+    assert convc_main([str(model), "--weights-inline", "--weights-as-inputs", "-o", str(tmp_path / "m.mlir")]) == 2
+    assert "contradict" in capsys.readouterr().err and not (tmp_path / "m.mlir").exists()
