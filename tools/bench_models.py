@@ -487,7 +487,8 @@ def _node_count(model: bytes) -> int:
 
 
 def format_table(results: Sequence[ModelResult]) -> str:
-    head = (f"{'network':<20} {'input':<18} {'convc ms':>9} {'ORT ms':>9} {'torch ms':>9} {'c/ORT':>7} {'c/torch':>8} "
+    width = max([20, *(len(r.name) for r in results)])  # lraspp_mobilenet_v3_large is 25
+    head = (f"{'network':<{width}} {'input':<18} {'convc ms':>9} {'ORT ms':>9} {'torch ms':>9} {'c/ORT':>7} {'c/torch':>8} "
             f"{'import s':>9} {'compile s':>10} {'err':>8}")
     lines = [head, "-" * len(head)]
     for r in results:
@@ -495,7 +496,7 @@ def format_table(results: Sequence[ModelResult]) -> str:
         ort_ms = f"{r.ms['ort']:9.2f}" if "ort" in r.ms else f"{'-':>9}"
         vs_ort = f"{r.ratio_vs_ort:7.3f}" if r.ratio_vs_ort is not None else f"{'-':>7}"
         vs_torch = f"{r.ratio_vs_torch:8.2f}" if r.ratio_vs_torch is not None else f"{'-':>8}"
-        lines.append(f"{r.name:<20} {r.shape:<18} {r.ms['convc']:9.2f} {ort_ms} {torch_ms} {vs_ort} "
+        lines.append(f"{r.name:<{width}} {r.shape:<18} {r.ms['convc']:9.2f} {ort_ms} {torch_ms} {vs_ort} "
                      f"{vs_torch} {r.import_s:9.2f} {r.compile_s:10.2f} {r.max_error_vs_ort:8.1e}")
     mean_vs_ort = bench.geomean([r.ratio_vs_ort for r in results if r.ratio_vs_ort is not None])
     mean_vs_torch = bench.geomean([r.ratio_vs_torch for r in results if r.ratio_vs_torch is not None])
