@@ -92,6 +92,9 @@ EXPECTED_FAILURES: dict[str, tuple[str, str]] = {
     "test_pow_types_int64_float32": _INTEGER_POW,
     "test_resize_downsample_scales_cubic_align_corners": _ALIGN_CORNERS_LENGTH,
     "test_resize_downsample_scales_linear_align_corners": _ALIGN_CORNERS_LENGTH,
+    "test_celu_bfloat16_expanded": ("mismatch", "each step of the function body rounds to bfloat16 (exp(-0.25) to 0.777 before 1 is "
+                                    "subtracted), so Y is one bfloat16 ulp (0.002) from the expected output, Celu computed in "
+                                    "float and rounded once"),
 }
 
 _KNOWN_AT_IMPORT = re.compile(r"\(input \d+, '([^']*)'\) must be known at import")
