@@ -266,11 +266,11 @@ def test_grad_through_bilinear_resize_matches_jax_vjp() -> None:
     check_grad(graph, ["x"], "generic")
 
 
-ANTIALIAS_SCALES = {"down": [1, 1, 0.5, 0.6], "down-third": [1, 1, 0.3, 0.75], "down-up": [1, 1, 0.4, 1.5]}
+ANTIALIAS_SCALES = {"down": [1, 1, 0.3, 0.6], "down-up": [1, 1, 0.4, 1.5]}
 
 
 @pytest.mark.parametrize("scales", sorted(ANTIALIAS_SCALES))
-@pytest.mark.parametrize("coordinate_mode", ["half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric"])
+@pytest.mark.parametrize("coordinate_mode", ["half_pixel", "align_corners", "asymmetric"])
 @pytest.mark.parametrize("mode", ["linear", "cubic"])
 def test_resize_antialias_agrees_with_onnxruntime(mode: str, coordinate_mode: str, scales: str) -> None:
     """Opset 18's antialias: linear and cubic kernels stretched by 1 / scale on a downsampled axis (more taps per
@@ -299,8 +299,8 @@ CROPS = {
 }
 
 
-@pytest.mark.parametrize("extrapolation_value", [0.0, 2.5])
-@pytest.mark.parametrize("crop", sorted(CROPS))
+@pytest.mark.parametrize(("crop", "extrapolation_value"), [("inside", 2.5), ("past_both_ends", 0.0), ("past_both_ends", 2.5),
+                                                           ("reversed", 0.0), ("single_output", 2.5)])
 @pytest.mark.parametrize("mode", ["nearest", "linear", "cubic"])
 def test_resize_tf_crop_and_resize_agrees_with_onnxruntime(mode: str, crop: str, extrapolation_value: float) -> None:
     """tf_crop_and_resize: the roi's region of each spatial axis resampled (coordinates in float64 from float32 roi,
