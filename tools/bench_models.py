@@ -44,8 +44,11 @@ from . import bench
 TOLERANCE = 1e-4  # max |ours - onnxruntime| / max |onnxruntime|, f32
 QUICK_SIZE = 64
 FULL_SIZE = 224
-FALLBACK_NETWORKS = ("resnet18_style", "mobilenet_v2_style", "densenet_style", "conv3d_style")
-TORCHVISION_NETWORKS = ("resnet18", "resnet50", "mobilenet_v2", "densenet121", "r3d_18")
+FALLBACK_NETWORKS = ("resnet18_style", "mobilenet_v2_style", "efficientnet_style", "densenet_style", "segmentation_style",
+                     "conv3d_style")
+TORCHVISION_NETWORKS = ("resnet18", "resnet50", "mobilenet_v2", "efficientnet_b0", "densenet121", "lraspp_mobilenet_v3_large",
+                        "r3d_18")
+SEGMENTATION_NETWORKS = ("lraspp_mobilenet_v3_large", "segmentation_style")  # their output: the 'out' tensor of a dict
 
 
 @dataclass(frozen=True)
@@ -147,11 +150,51 @@ def build_module(name: str) -> Any:
     torch.manual_seed(0)
     if name in TORCHVISION_NETWORKS:
         models = torchvision_models()
-        module = models.video.r3d_18() if name == "r3d_18" else getattr(models, name)()
+        if name == "r3d_18":
+            module = models.video.r3d_18()
+        elif name in SEGMENTATION_NETWORKS:  # no weights, the backbone's included (its default downloads them)
+            module = getattr(models.segmentation, name)(weights=None, weights_backbone=None)
+        else:
+            module = getattr(models, name)()
     else:
         module = {"resnet18_style": _resnet18_style, "mobilenet_v2_style": _mobilenet_v2_style,
-                  "densenet_style": _densenet_style, "conv3d_style": _conv3d_style}[name]()
-    return module.eval()
+                  "efficientnet_style": _efficientnet_style, "densenet_style": _densenet_style,
+                  "segmentation_style": _segmentation_style, "conv3d_style": _conv3d_style}[name]()
+        _init_as_torchvision(module)
+    return (_out_tensor(module) if name in SEGMENTATION_NETWORKS else module).eval()
+
+
+def _init_as_torchvision(module: Any) -> None:
+    """Weights drawn as torchvision draws its networks' (convs He-normal over fan-out,
+    linear layers N(0, 0.01), zero biases). With PyTorch's default draw, what reaches the
+    classifier of a deep fallback at random weights is a millionth of its bias, so the
+    output is the bias and the check against ONNX Runtime would compare only that; with
+    zero biases the (relative) check sees the whole network."""
+    from torch import nn
+
+    for layer in module.modules():
+        if isinstance(layer, nn.Conv2d | nn.Conv3d):
+            nn.init.kaiming_normal_(layer.weight, mode="fan_out")
+        elif isinstance(layer, nn.Linear):
+            nn.init.normal_(layer.weight, 0, 0.01)
+        if isinstance(layer, nn.Conv2d | nn.Conv3d | nn.Linear) and layer.bias is not None:
+            nn.init.zeros_(layer.bias)
+
+
+def _out_tensor(net: Any) -> Any:
+    """`net` returning the 'out' entry of its output dict (torchvision's segmentation models
+    return {'out': ..., 'aux': ...}), so it exports with one output."""
+    from torch import nn
+
+    class OutTensor(nn.Module):
+        def __init__(self, net: Any) -> None:
+            super().__init__()
+            self.net = net
+
+        def forward(self, x: Any) -> Any:
+            return self.net(x)["out"]
+
+    return OutTensor(net)
 
 
 def _conv_bn(nn: Any, cin: int, cout: int, k: int, stride: int = 1, groups: int = 1, dims: int = 2) -> list[Any]:
@@ -207,6 +250,67 @@ def _mobilenet_v2_style() -> Any:
             cin = c
     return nn.Sequential(*layers, *_conv_bn(nn, cin, 1280, 1), nn.ReLU6(), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
                          nn.Linear(1280, 1000))
+
+
+def _efficientnet_style() -> Any:
+    """EfficientNet-B0's layout: MBConv blocks (1x1 expand, k x k depthwise, squeeze-excite
+    with a Sigmoid gate, 1x1 project), SiLU, the B0 stage table (expand, kernel, stride,
+    channels, repeats) at width 1.0."""
+    from torch import nn
+
+    class MBConv(nn.Module):
+        def __init__(self, cin: int, cout: int, kernel: int, stride: int, expand: int) -> None:
+            super().__init__()
+            hidden = cin * expand
+            expand_layers = [*_conv_bn(nn, cin, hidden, 1), nn.SiLU()] if expand != 1 else []
+            self.body = nn.Sequential(*expand_layers, *_conv_bn(nn, hidden, hidden, kernel, stride, groups=hidden), nn.SiLU())
+            squeezed = max(1, cin // 4)
+            self.gate = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Conv2d(hidden, squeezed, 1), nn.SiLU(),
+                                      nn.Conv2d(squeezed, hidden, 1), nn.Sigmoid())
+            self.project = nn.Sequential(*_conv_bn(nn, hidden, cout, 1))
+            self.residual = stride == 1 and cin == cout
+
+        def forward(self, x: Any) -> Any:
+            y = self.body(x)
+            y = self.project(y * self.gate(y))
+            return x + y if self.residual else y
+
+    layers: list[Any] = [*_conv_bn(nn, 3, 32, 3, 2), nn.SiLU()]
+    cin = 32
+    for expand, kernel, stride, cout, repeats in ((1, 3, 1, 16, 1), (6, 3, 2, 24, 2), (6, 5, 2, 40, 2), (6, 3, 2, 80, 3),
+                                                  (6, 5, 1, 112, 3), (6, 5, 2, 192, 4), (6, 3, 1, 320, 1)):
+        for i in range(repeats):
+            layers.append(MBConv(cin, cout, kernel, stride if i == 0 else 1, expand))
+            cin = cout
+    return nn.Sequential(*layers, *_conv_bn(nn, cin, 1280, 1), nn.SiLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                         nn.Linear(1280, 1000))
+
+
+def _segmentation_style() -> Any:
+    """An LR-ASPP-shaped segmentation net: a strided conv backbone (output stride 16, a
+    low-level tap at stride 8), the head's 1x1 branch gated by a pooled Sigmoid, bilinear
+    upsampling to the tap and to the input size; returns {'out': ...} as torchvision's do."""
+    from torch import nn
+
+    class Segmentation(nn.Module):
+        def __init__(self, classes: int = 21) -> None:
+            super().__init__()
+            self.low = nn.Sequential(*_conv_bn(nn, 3, 16, 3, 2), nn.Hardswish(), *_conv_bn(nn, 16, 24, 3, 2), nn.ReLU(),
+                                     *_conv_bn(nn, 24, 40, 3, 2), nn.ReLU())
+            self.high = nn.Sequential(*_conv_bn(nn, 40, 80, 3, 2), nn.Hardswish(), *_conv_bn(nn, 80, 160, 3), nn.Hardswish())
+            self.branch = nn.Sequential(*_conv_bn(nn, 160, 128, 1), nn.ReLU())
+            self.gate = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Conv2d(160, 128, 1, bias=False), nn.Sigmoid())
+            self.low_classifier, self.high_classifier = nn.Conv2d(40, classes, 1), nn.Conv2d(128, classes, 1)
+
+        def forward(self, x: Any) -> Any:
+            low = self.low(x)
+            high = self.high(low)
+            y = self.branch(high) * self.gate(high)
+            y = nn.functional.interpolate(y, size=low.shape[-2:], mode="bilinear", align_corners=False)
+            y = self.low_classifier(low) + self.high_classifier(y)
+            return {"out": nn.functional.interpolate(y, size=x.shape[-2:], mode="bilinear", align_corners=False)}
+
+    return Segmentation()
 
 
 def _densenet_style() -> Any:
@@ -383,7 +487,8 @@ def _node_count(model: bytes) -> int:
 
 
 def format_table(results: Sequence[ModelResult]) -> str:
-    head = (f"{'network':<20} {'input':<18} {'convc ms':>9} {'ORT ms':>9} {'torch ms':>9} {'c/ORT':>7} {'c/torch':>8} "
+    width = max([20, *(len(r.name) for r in results)])  # lraspp_mobilenet_v3_large is 25
+    head = (f"{'network':<{width}} {'input':<18} {'convc ms':>9} {'ORT ms':>9} {'torch ms':>9} {'c/ORT':>7} {'c/torch':>8} "
             f"{'import s':>9} {'compile s':>10} {'err':>8}")
     lines = [head, "-" * len(head)]
     for r in results:
@@ -391,7 +496,7 @@ def format_table(results: Sequence[ModelResult]) -> str:
         ort_ms = f"{r.ms['ort']:9.2f}" if "ort" in r.ms else f"{'-':>9}"
         vs_ort = f"{r.ratio_vs_ort:7.3f}" if r.ratio_vs_ort is not None else f"{'-':>7}"
         vs_torch = f"{r.ratio_vs_torch:8.2f}" if r.ratio_vs_torch is not None else f"{'-':>8}"
-        lines.append(f"{r.name:<20} {r.shape:<18} {r.ms['convc']:9.2f} {ort_ms} {torch_ms} {vs_ort} "
+        lines.append(f"{r.name:<{width}} {r.shape:<18} {r.ms['convc']:9.2f} {ort_ms} {torch_ms} {vs_ort} "
                      f"{vs_torch} {r.import_s:9.2f} {r.compile_s:10.2f} {r.max_error_vs_ort:8.1e}")
     mean_vs_ort = bench.geomean([r.ratio_vs_ort for r in results if r.ratio_vs_ort is not None])
     mean_vs_torch = bench.geomean([r.ratio_vs_torch for r in results if r.ratio_vs_torch is not None])

@@ -201,6 +201,23 @@ def test_models_suite_without_pass_times_the_pipeline_without_it(tmp_path: Path)
     assert "convc with the pass / without it (--without-pass)" in report["table"]
 
 
+def test_models_suite_segmentation_net_is_checked_on_its_out_tensor() -> None:
+    """The segmentation fallback (an LR-ASPP-shaped net returning {'out': ...}, as torchvision's
+    do) runs through the suite's `run_model` on its 'out' tensor, full-size (21 classes at the
+    input's 32x32, after two bilinear Resizes): convc's and PyTorch's outputs agree with ONNX
+    Runtime's (a shape that differed would be an infinite error)."""
+    pytest.importorskip("onnxruntime")
+    torch = pytest.importorskip("torch")
+    from convc.tools import bench_models
+
+    spec = bench_models.ModelSpec("segmentation_style", "fallback", 1, (1, 3, 32, 32))
+    result = bench_models.run_model(spec, "cpu", 0.01, True, 1)
+    assert result.max_error_vs_ort <= bench_models.TOLERANCE and result.torch_error_vs_ort is not None
+    assert result.torch_error_vs_ort <= bench_models.TOLERANCE and result.checked == ["convc", "torch"]
+    with torch.no_grad():
+        assert tuple(bench_models.build_module("segmentation_style")(torch.zeros(1, 3, 32, 32)).shape) == (1, 21, 32, 32)
+
+
 def test_without_pass_names_a_pass_of_the_pipeline() -> None:
     """--without-pass with a pass the target's default pipeline does not run: one line, exit 1."""
     from convc.tools import bench_models

@@ -68,8 +68,6 @@ _MAXPOOL_INDICES = ("O6", "MaxPool's Indices output (argmax) is not converted")
 _TRAINING_BATCHNORM = ("O6", "training-mode BatchNormalization (batch statistics, running-mean outputs) is not converted")
 _ALIGN_CORNERS_LENGTH = ("mismatch", "its expected outputs take align_corners' length_resized as scale * in (fractional: 1.2, "
                          "3.2), as onnx.reference does; ONNX Runtime and convc take the integral output size (1, 3)")
-_RESIZE_CROP = ("O6", "Resize's tf_crop_and_resize coordinate mode (roi) is not converted")
-_RESIZE_ANTIALIAS = ("O6", "Resize's antialias is not converted")
 _INTEGER_POW = ("O6", "Pow of an integer base is not converted (floating bases only; docs/onnx.md)")
 
 # Cases that fail for a reason of their own: name -> (the diagnostic id they are refused
@@ -93,15 +91,10 @@ EXPECTED_FAILURES: dict[str, tuple[str, str]] = {
     "test_pow_types_int32_int32": _INTEGER_POW,
     "test_pow_types_int64_float32": _INTEGER_POW,
     "test_resize_downsample_scales_cubic_align_corners": _ALIGN_CORNERS_LENGTH,
-    "test_resize_downsample_scales_cubic_antialias": _RESIZE_ANTIALIAS,
-    "test_resize_downsample_sizes_cubic_antialias": _RESIZE_ANTIALIAS,
-    "test_resize_tf_crop_and_resize": _RESIZE_CROP,
-    "test_resize_tf_crop_and_resize_extrapolation_value": _RESIZE_CROP,
-    "test_resize_tf_crop_and_resize_axes_2_3": _RESIZE_CROP,
-    "test_resize_tf_crop_and_resize_axes_3_2": _RESIZE_CROP,
-    "test_resize_downsample_scales_linear_antialias": _RESIZE_ANTIALIAS,
-    "test_resize_downsample_sizes_linear_antialias": _RESIZE_ANTIALIAS,
     "test_resize_downsample_scales_linear_align_corners": _ALIGN_CORNERS_LENGTH,
+    "test_celu_bfloat16_expanded": ("mismatch", "each step of the function body rounds to bfloat16 (exp(-0.25) to 0.777 before 1 is "
+                                    "subtracted), so Y is one bfloat16 ulp (0.002) from the expected output, Celu computed in "
+                                    "float and rounded once"),
 }
 
 _KNOWN_AT_IMPORT = re.compile(r"\(input \d+, '([^']*)'\) must be known at import")

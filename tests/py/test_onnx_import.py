@@ -246,6 +246,28 @@ def test_transpose_squeeze_unsqueeze_concat_gather_cast() -> None:
     _agree(proto.SerializeToString())
 
 
+def test_castlike_takes_the_element_type_of_an_initializer_or_a_computed_value() -> None:
+    """CastLike (as the dynamo exporter writes it unoptimized) converts to target_type's element type, whether
+    that is an initializer (double, then float16) or a value computed at run time (a Cast to float16); only its
+    type is read."""
+    nodes = [helper.make_node("CastLike", ["x", "like64"], ["d"]),
+             helper.make_node("CastLike", ["d", "like16"], ["h"]),
+             helper.make_node("Cast", ["x"], ["x16"], to=TensorProto.FLOAT16),
+             helper.make_node("Neg", ["x16"], ["n16"]),
+             helper.make_node("CastLike", ["x", "n16"], ["y"])]
+    model = _model(nodes, {"x": (2, 3)}, ["d", "h", "y"],
+                   {"like64": np.array([1.5], np.float64), "like16": np.array(0, np.float16)}, opset=18)
+    graph = _agree(model)
+    assert [v.type.dtype for v in graph.outputs] == ["f64", "f16", "f16"] and _kinds(graph).count("convert") == 4  # three CastLike, one Cast
+
+
+def test_castlike_to_a_type_convc_lacks_is_located() -> None:
+    """CastLike whose target_type is an int64 initializer is refused by name (O6): convc has no int64 tensors."""
+    node = helper.make_node("CastLike", ["x", "like"], ["y"], name="to_long")
+    line = _raises("O6", convc.load_onnx, _model([node], {"x": (2,)}, ["y"], {"like": np.array([1], np.int64)}, opset=18))
+    assert "to_long" in line and "target_type has element type int64" in line
+
+
 def test_identity_and_dropout_pass_their_input_through() -> None:
     """Identity and inference Dropout add no op; an output that is a graph input's alias is copied under its own name."""
     nodes = [helper.make_node("Identity", ["x"], ["i"]), helper.make_node("Dropout", ["i"], ["d"], seed=3),

@@ -163,15 +163,15 @@ def test_O6_normalization_forms_refused(node: Any, inputs: dict[str, tuple[int, 
 
 
 def _resize_model(shape: Sequence[int], scales: Sequence[float] | None = None, sizes: Sequence[int] | None = None,
-                  opset: int = 19, **attrs: Any) -> bytes:
-    """One Resize of a graph input `x`, its scales or sizes as initializers (roi absent)."""
-    initializers: dict[str, np.ndarray] = {}
+                  opset: int = 19, roi: Sequence[float] | None = None, **attrs: Any) -> bytes:
+    """One Resize of a graph input `x`, its roi (when given), scales or sizes as initializers."""
+    initializers: dict[str, np.ndarray] = {} if roi is None else {"roi": np.asarray(roi, np.float32)}
     if scales is not None:
         initializers["scales"] = np.asarray(scales, np.float32)
     if sizes is not None:
         initializers["sizes"] = np.asarray(sizes, np.int64)
-    node = helper.make_node("Resize", ["x", "", "scales" if scales is not None else "", "sizes" if sizes is not None else ""],
-                            ["y"], **attrs)
+    node = helper.make_node("Resize", ["x", "" if roi is None else "roi", "scales" if scales is not None else "",
+                                       "sizes" if sizes is not None else ""], ["y"], **attrs)
     return _model([node], {"x": shape}, ["y"], initializers, opset=opset)
 
 
@@ -266,6 +266,61 @@ def test_grad_through_bilinear_resize_matches_jax_vjp() -> None:
     check_grad(graph, ["x"], "generic")
 
 
+ANTIALIAS_SCALES = {"down": [1, 1, 0.3, 0.6], "down-up": [1, 1, 0.4, 1.5]}
+
+
+@pytest.mark.parametrize("scales", sorted(ANTIALIAS_SCALES))
+@pytest.mark.parametrize("coordinate_mode", ["half_pixel", "align_corners", "asymmetric"])
+@pytest.mark.parametrize("mode", ["linear", "cubic"])
+def test_resize_antialias_agrees_with_onnxruntime(mode: str, coordinate_mode: str, scales: str) -> None:
+    """Opset 18's antialias: linear and cubic kernels stretched by 1 / scale on a downsampled axis (more taps per
+    row, each row normalized), unchanged on an upsampled one, in each coordinate mode."""
+    model = _resize_model((1, 2, 10, 6), ANTIALIAS_SCALES[scales], mode=mode, coordinate_transformation_mode=coordinate_mode,
+                          antialias=1)
+    _agree_on(model, {"x": _random((1, 2, 10, 6))})
+
+
+@pytest.mark.parametrize(("cubic_a", "exclude_outside"), [(-0.75, 1), (-0.5, 0)])
+def test_resize_cubic_antialias_by_sizes_with_exclude_outside(cubic_a: float, exclude_outside: int) -> None:
+    """Antialiased bicubic Resize to given sizes (axes 2 and 3, opset 18) with cubic_coeff_a and exclude_outside
+    (the stretched taps outside the input weigh 0, each row renormalized)."""
+    model = _resize_model((1, 1, 9, 8), sizes=[4, 3], opset=18, axes=[2, 3], mode="cubic", antialias=1,
+                          cubic_coeff_a=cubic_a, exclude_outside=exclude_outside)
+    _agree_on(model, {"x": _random((1, 1, 9, 8))})
+
+
+# roi (starts of N, C, H and W, then ends), and scales or sizes: inside the input, reaching past it (and on a
+# nearest rounding edge: H's third coordinate is 1.5), reversed (flipping), one output on H and past the start on W.
+CROPS = {
+    "inside": ([0, 0, 0.2, 0.1, 1, 1, 0.9, 0.7], [1, 1, 0.5, 1.7], None),
+    "past_both_ends": ([0, 0, -0.3, 0.4, 1, 1, 0.8, 1.3], None, [1, 2, 5, 4]),
+    "reversed": ([0, 0, 0.9, 0.6, 1, 1, 0.1, 0.2], None, [1, 2, 3, 5]),
+    "single_output": ([0, 0, 0.5, -0.2, 1, 1, 0.5, 0.6], None, [1, 2, 1, 3]),
+}
+
+
+@pytest.mark.parametrize(("crop", "extrapolation_value"), [("inside", 2.5), ("past_both_ends", 0.0), ("past_both_ends", 2.5),
+                                                           ("reversed", 0.0), ("single_output", 2.5)])
+@pytest.mark.parametrize("mode", ["nearest", "linear", "cubic"])
+def test_resize_tf_crop_and_resize_agrees_with_onnxruntime(mode: str, crop: str, extrapolation_value: float) -> None:
+    """tf_crop_and_resize: the roi's region of each spatial axis resampled (coordinates in float64 from float32 roi,
+    as ONNX Runtime: a nearest pick on 1.5 agrees), extrapolation_value wherever a coordinate falls outside the input."""
+    roi, scales, sizes = CROPS[crop]
+    model = _resize_model((1, 2, 7, 6), scales, sizes, roi=roi, mode=mode, coordinate_transformation_mode="tf_crop_and_resize",
+                          extrapolation_value=extrapolation_value)
+    graph = _agree_on(model, {"x": _random((1, 2, 7, 6))})
+    assert ("add" in _kinds(graph)) == (extrapolation_value != 0 and crop in ("past_both_ends", "single_output"))
+
+
+def test_resize_tf_crop_and_resize_axes_and_gradient() -> None:
+    """tf_crop_and_resize with opset 18's axes (roi of W, then H) agrees with ONNX Runtime; `convc.grad` through its
+    extrapolated crop agrees with jax.vjp."""
+    model = _resize_model((1, 2, 5, 6), sizes=[4, 3], opset=18, roi=[-0.2, 0.1, 0.9, 1.2], axes=[3, 2], mode="linear",
+                          coordinate_transformation_mode="tf_crop_and_resize", extrapolation_value=-1.0)
+    _agree_on(model, {"x": _random((1, 2, 5, 6))})
+    check_grad(convc.load_onnx(model), ["x"], "generic")
+
+
 @pytest.mark.parametrize("policy", ["stretch", "not_larger", "not_smaller"])
 def test_resize_18_axes_and_keep_aspect_ratio_policy(policy: str) -> None:
     """Opset 18's axes (the spatial ones only) with sizes and each keep_aspect_ratio_policy."""
@@ -325,14 +380,17 @@ def _input_name(model: bytes) -> str:
 @pytest.mark.parametrize(("attrs", "scales", "fragment"), [
     ({"mode": "lanczos"}, [1, 1, 2, 2], "mode 'lanczos' is not one of nearest, linear, cubic"),
     ({"mode": "linear", "exclude_outside": 1}, [1, 1, 2, 2], "exclude_outside 1 is supported with mode cubic only, not 'linear'"),
-    ({"coordinate_transformation_mode": "tf_crop_and_resize"}, [1, 1, 2, 2], "tf_crop_and_resize"),
-    ({"antialias": 1, "mode": "linear"}, [1, 1, 0.5, 0.5], "antialias"),
+    ({"coordinate_transformation_mode": "tf_crop_and_resize"}, [1, 1, 2, 2], "tf_crop_and_resize needs roi known at import"),
+    ({"coordinate_transformation_mode": "tf_crop_and_resize", "roi": [0, 0, 0, 1, 1, 1]}, [1, 1, 2, 2], "with 8 entries"),
+    ({"coordinate_transformation_mode": "tf_crop_and_resize", "roi": [0, 0.5, 0, 0, 1, 1, 1, 1]}, [1, 1, 2, 2], "axis 1"),
+    ({"antialias": 1}, [1, 1, 0.5, 0.5], "antialias 1 is supported with modes linear and cubic, not 'nearest'"),
     ({}, [1, 2, 2, 2], "axis 1"),
     ({}, [2, 1, 1, 1], "axis 0"),
-], ids=["lanczos", "exclude_outside_linear", "tf_crop_and_resize", "antialias", "channels", "batch"])
+], ids=["lanczos", "exclude_outside_linear", "crop_without_roi", "crop_roi_short", "crop_channels", "antialias_nearest",
+        "channels", "batch"])
 def test_O6_resize_forms_refused(attrs: dict[str, Any], scales: list[float], fragment: str) -> None:
-    """A mode ONNX lacks, exclude_outside outside cubic mode, tf_crop_and_resize, antialias, and resizing the batch
-    or channel axis: O6 naming what."""
+    """A mode ONNX lacks, exclude_outside outside cubic mode, tf_crop_and_resize without a whole roi or cropping the
+    channels, antialias in nearest mode, and resizing the batch or channel axis: O6 naming what."""
     assert fragment in _raises("O6", convc.load_onnx, _resize_model((1, 2, 4, 4), scales, **attrs))
 
 

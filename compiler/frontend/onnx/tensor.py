@@ -1,5 +1,5 @@
-"""Tensor plumbing: Reshape, Flatten, Transpose, Squeeze, Unsqueeze, Concat, Gather, Cast, Identity,
-Dropout, Constant and Shape. Shapes, axes and indices come from values known at import."""
+"""Tensor plumbing: Reshape, Flatten, Transpose, Squeeze, Unsqueeze, Concat, Gather, Cast, CastLike,
+Identity, Dropout, Constant and Shape. Shapes, axes and indices come from values known at import."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ...dtypes import from_numpy
 from .registry import Context, Node, Operand, converter
 from .shared import ONNX_DTYPES, normalized_axis
 
@@ -107,6 +108,18 @@ def _cast_to(node: Node) -> str | None:
 def cast(node: Node, ctx: Context) -> Sequence[Operand]:
     """`convert` to `to` (an element type convc has: float, float16, bfloat16, double, int8, int32)."""
     return [ctx.op("convert", ctx.operand(node, 0), new_dtype=ONNX_DTYPES[node.attrs["to"]])]
+
+
+@converter("CastLike", since=15)
+def cast_like(node: Node, ctx: Context) -> Sequence[Operand]:
+    """`convert` to the element type of `target_type` (only its type is read; one convc has), as Cast."""
+    x = ctx.operand(node, 0)
+    known = ctx.array(node.input(1))
+    target = from_numpy(known.dtype) if known is not None else ctx.operand(node, 1).type.dtype
+    if target not in ONNX_DTYPES.values():
+        shown = known.dtype if known is not None else target
+        raise ctx.error(f"target_type has element type {shown}, one convc lacks (it has {', '.join(ONNX_DTYPES.values())})")
+    return [ctx.op("convert", x, new_dtype=target)]
 
 
 @converter("Identity", since=13)
