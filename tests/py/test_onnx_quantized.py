@@ -10,6 +10,7 @@ from typing import Any
 import convc
 import numpy as np
 import pytest
+from convc.dtypes import is_quantized
 from test_onnx_import import _model, _onnxruntime, _random
 
 onnx = pytest.importorskip("onnx")
@@ -55,12 +56,9 @@ QLINEAR_CASES: dict[str, tuple[dict[str, Any], tuple[int, ...], tuple[int, ...],
 }
 
 
-@pytest.mark.parametrize("x_storage", [np.uint8, np.int8])
-@pytest.mark.parametrize("case", QLINEAR_CASES, ids=str)
-def test_qlinear_conv_agrees_with_onnxruntime(case: str, x_storage: Any) -> None:
-    """Q -> QLinearConv -> (the quantized output, and its DQ): at most one step apart from ONNX Runtime's integer
-    kernel, identical on at least 99.9% of elements; int8 weights, per tensor or per output channel, with a uint8 or
-    int8 input."""
+def _conv_case(case: str, x_storage: Any) -> tuple[dict[str, np.ndarray], np.float32]:
+    """QLINEAR_CASES[case]'s quantization parameters and integer weights (and bias) as initializers, and y's scale:
+    int8 weights, per tensor or per output channel, with a uint8 or int8 input."""
     attrs, x_shape, w_shape, per_channel, bias = QLINEAR_CASES[case]
     rng = np.random.default_rng(7)
     out = w_shape[0]
@@ -70,19 +68,87 @@ def test_qlinear_conv_agrees_with_onnxruntime(case: str, x_storage: Any) -> None
     y_scale, y_zero = np.float32(0.05), np.array(120 if x_storage is np.uint8 else -10, x_storage)
     inits = {"xs": np.array(0.03, np.float32), "xz": x_zero, "w": w, "ws": w_scale, "wz": np.zeros(w_scale.shape, np.int8),
              "ys": np.array(y_scale), "yz": y_zero}
-    inputs = ["q", "xs", "xz", "w", "ws", "wz", "ys", "yz"]
     if bias:
         inits["b"] = rng.integers(-2000, 2000, out).astype(np.int32)
-        inputs.append("b")
-    nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["q"]),
-             helper.make_node("QLinearConv", inputs, ["y"], **attrs),
-             helper.make_node("DequantizeLinear", ["y", "ys", "yz"], ["yd"])]
-    model = _model(nodes, {"x": x_shape}, ["y", "yd"], inits)
+    return inits, y_scale
+
+
+def _assert_one_step_apart(model: bytes, x_shape: tuple[int, ...], y_scale: float) -> convc.Graph:
+    """convc (cpu target, through PJRT) and ONNX Runtime on the model's outputs y (quantized) and yd (its
+    dequantized reals): at most one step apart, identical on at least 99.9% of elements."""
     graph, (ours, ours_real), (theirs, theirs_real) = _run_both(model, x_shape, seed=3)
-    assert [op.kind for op in graph.ops].count("conv") == 1
     assert ours.dtype == theirs.dtype and ours.shape == theirs.shape
     worst, identical = _steps_apart(ours, theirs, 1.0)
     assert worst <= 1 and identical >= 0.999, (worst, identical)
     assert len(np.unique(theirs)) > 10  # the case spreads over the output grid
-    worst_real, _ = _steps_apart(ours_real, theirs_real, float(y_scale))
+    worst_real, _ = _steps_apart(ours_real, theirs_real, y_scale)
     assert worst_real <= 1
+    return graph
+
+
+def _convolutions(text: str) -> tuple[int, int]:
+    """(integer, floating) convolutions and dot_generals in emitted StableHLO, by their result element type."""
+    import re
+
+    kinds = re.findall(r"stablehlo\.(?:convolution|dot_general)\b.*->\s*tensor<[^>]*x([a-z]+)\d+>", text)
+    return sum(kind in ("i", "ui") for kind in kinds), sum(kind in ("f", "bf") for kind in kinds)
+
+
+@pytest.mark.parametrize("x_storage", [np.uint8, np.int8])
+@pytest.mark.parametrize("case", QLINEAR_CASES, ids=str)
+def test_qlinear_conv_agrees_with_onnxruntime(case: str, x_storage: Any) -> None:
+    """Q -> QLinearConv -> (the quantized output, and its DQ): at most one step apart from ONNX Runtime's integer
+    kernel, identical on at least 99.9% of elements; int8 weights, per tensor or per output channel, with a uint8 or
+    int8 input, with and without an int32 bias."""
+    attrs, x_shape, _, _, _ = QLINEAR_CASES[case]
+    inits, y_scale = _conv_case(case, x_storage)
+    inputs = ["q", "xs", "xz", "w", "ws", "wz", "ys", "yz"] + (["b"] if "b" in inits else [])
+    nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["q"]),
+             helper.make_node("QLinearConv", inputs, ["y"], **attrs),
+             helper.make_node("DequantizeLinear", ["y", "ys", "yz"], ["yd"])]
+    graph = _assert_one_step_apart(_model(nodes, {"x": x_shape}, ["y", "yd"], inits), x_shape, float(y_scale))
+    assert [op.kind for op in graph.ops].count("conv") == 1
+
+
+@pytest.mark.parametrize("x_storage", [np.uint8, np.int8])
+@pytest.mark.parametrize("case", QLINEAR_CASES, ids=str)
+def test_qdq_conv_is_one_integer_conv_that_agrees_with_onnxruntime(case: str, x_storage: Any) -> None:
+    """Q -> DQ(x), DQ(int8 w), DQ(int32 b) -> Conv -> Q -> DQ: imported as one quantized conv (the float Conv
+    between casts is gone), whose cpu module convolves integers only; at most one step apart from ONNX Runtime,
+    identical on at least 99.9% of elements, for every attribute form, uint8 and int8 x, per-tensor and per-channel w."""
+    attrs, x_shape, w_shape, per_channel, _ = QLINEAR_CASES[case]
+    inits, y_scale = _conv_case(case, x_storage)
+    axis = {"axis": 0} if per_channel else {}
+    nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["q"]),
+             helper.make_node("DequantizeLinear", ["q", "xs", "xz"], ["xd"]),
+             helper.make_node("DequantizeLinear", ["w", "ws", "wz"], ["wd"], **axis)]
+    conv_inputs = ["xd", "wd"]
+    if "b" in inits:
+        inits["bs"] = (inits["xs"] * inits["ws"]).astype(np.float32)
+        nodes.append(helper.make_node("DequantizeLinear", ["b", "bs"], ["bd"], **axis))
+        conv_inputs.append("bd")
+    nodes += [helper.make_node("Conv", conv_inputs, ["c"], **attrs), helper.make_node("QuantizeLinear", ["c", "ys", "yz"], ["y"]),
+              helper.make_node("DequantizeLinear", ["y", "ys", "yz"], ["yd"])]
+    model = _model(nodes, {"x": x_shape}, ["y", "yd"], inits)
+    graph = _assert_one_step_apart(model, x_shape, float(y_scale))
+    conv = next(op for op in graph.ops if op.kind == "conv")
+    assert all(is_quantized(v.type.dtype) for v in (*conv.operands, conv.result))
+    assert [op.kind for op in graph.ops].count("conv") == 1
+    integer, floating = _convolutions(convc.compile_graph(graph, target="cpu"))
+    assert integer >= 1 and floating == 0, (integer, floating)
+
+
+def test_qdq_conv_whose_bias_scale_is_not_x_scale_times_w_scale_stays_a_float_conv() -> None:
+    """A DQ'd int32 bias of another scale than x_scale * w_scale is no integer bias of the conv: the pattern is
+    not fused (the Conv imports as a float conv of the dequantized operands), and still agrees with ONNX Runtime."""
+    inits, y_scale = _conv_case("bias", np.uint8)
+    inits["bs"] = (inits["xs"] * inits["ws"] * 3).astype(np.float32)
+    nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["q"]),
+             helper.make_node("DequantizeLinear", ["q", "xs", "xz"], ["xd"]),
+             helper.make_node("DequantizeLinear", ["w", "ws", "wz"], ["wd"], axis=0),
+             helper.make_node("DequantizeLinear", ["b", "bs"], ["bd"], axis=0),
+             helper.make_node("Conv", ["xd", "wd", "bd"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("QuantizeLinear", ["c", "ys", "yz"], ["y"]), helper.make_node("DequantizeLinear", ["y", "ys", "yz"], ["yd"])]
+    graph = _assert_one_step_apart(_model(nodes, {"x": (1, 3, 8, 8)}, ["y", "yd"], inits), (1, 3, 8, 8), float(y_scale))
+    conv = next(op for op in graph.ops if op.kind == "conv")
+    assert not any(is_quantized(v.type.dtype) for v in (*conv.operands, conv.result))

@@ -116,11 +116,25 @@ def _quantized_weights(ctx: Context, node: Node, storage: str) -> Value:
     return ctx.create("uniform_quantize", ctx.constant(real, "w_real"), suffix="w", new_dtype=target)
 
 
+def _accumulator_type(scales: np.ndarray) -> str:
+    """The i32 accumulator of a quantized conv (NCHW): scale x_scale * w_scale, per output channel
+    (dimension 1) when the weights are, zero point 0."""
+    params = [f"{float(s)!r}:0" for s in scales]
+    if len(params) == 1:
+        return f"!quant.uniform<i32:f32, {params[0]}>"
+    return f"!quant.uniform<i32:f32:1, {{{', '.join(params)}}}>"
+
+
 @converter("QLinearConv", since=10)
 def qlinear_conv(node: Node, ctx: Context) -> Sequence[Operand]:
     """`conv` of the quantized x with W made a quantized constant (per tensor or per output channel), its result of
-    y's type; with B, the float conv of the dequantized x (the hybrid form), `bias_add` of B * x_scale * w_scale,
-    and `uniform_quantize` to y's type. group, strides, dilations, pads, auto_pad."""
+    y's type; with B, its result the i32 accumulator (scale x_scale * w_scale, zero point 0), `uniform_dequantize`,
+    `bias_add` of B * x_scale * w_scale and `uniform_quantize` to y's type. group, strides, dilations, pads, auto_pad.
+
+    The bias is the spec's quantized `add` (dequantize, add, quantize) of the i32 accumulator and
+    B, which share the scale x_scale * w_scale, as StableHLO from TensorFlow's converter spells
+    it; ONNX Runtime adds B to the accumulator in i32 and rescales once, which differs only where
+    f32 rounding does (the tests' bar: at most one step)."""
     x = ctx.operand(node, 0)
     x_type = _checked_type(ctx, _params(ctx, node, 1, x.type.rank), x.type.rank)
     if x.type.dtype != x_type:
@@ -139,8 +153,10 @@ def qlinear_conv(node: Node, ctx: Context) -> Sequence[Operand]:
     if not node.input(8):
         return [ctx.op("conv", x, w, preferred_element_type=y_type, **attrs)]
     bias = ctx.required_array(node, 8, "B")
-    w_scales = np.asarray(ctx.required_array(node, 4, "w_scale"), np.float64).reshape(-1)
-    real_bias = (bias.astype(np.float64) * x_quant.scales[0] * w_scales).astype(np.float32)
-    y = ctx.op("conv", ctx.op("uniform_dequantize", x), w, **attrs)
-    y = ctx.op("bias_add", y, ctx.constant(real_bias, "bias"), axis=1)
+    scales = np.float32(x_quant.scales[0]) * np.asarray(ctx.required_array(node, 4, "w_scale"), np.float32).reshape(-1)
+    if bias.shape != (w.type.shape[0],) or scales.size not in (1, bias.size):
+        raise ctx.error(f"B {list(bias.shape)} must have one value per output channel ({w.type.shape[0]}), and w_scale one or as many")
+    y = ctx.op("conv", x, w, preferred_element_type=_accumulator_type(scales), **attrs)
+    real_bias = (bias.astype(np.float32) * scales).astype(np.float32)
+    y = ctx.op("bias_add", ctx.op("uniform_dequantize", y), ctx.constant(np.broadcast_to(real_bias, bias.shape).copy(), "bias"), axis=1)
     return [ctx.op("uniform_quantize", y, new_dtype=y_type)]
