@@ -10,7 +10,7 @@ Runtime's int8 runs of the same files, by the bars of issue 19:
   least half of it: no float computation passed through); every Conv a quantized conv, and
   the cpu module's only float convolution or dot the float Gemm head's.
 
-The networks are small (widths 8-32, 32x32 inputs); each file is made once per session.
+The networks are small (widths 8-64, 32x32 inputs); each file is made once per session.
 """
 
 from __future__ import annotations
