@@ -157,6 +157,21 @@ def test_qdq_conv_with_weight_zero_points_agrees_with_onnxruntime(x_storage: Any
     assert [op.kind for op in graph.ops if op.kind == "conv" and is_quantized(op.result.type.dtype)] == ["conv"]
 
 
+def test_qdq_conv_of_an_int16_activation_stays_a_float_conv() -> None:
+    """An int16-quantized activation with int8 weights is no quantized conv the spec has (C31: one storage type):
+    the pattern is not fused, and the float conv between casts is at most one step from ONNX Runtime's (f32 sums
+    in another order round differently near half steps)."""
+    inits, _ = _conv_case("plain", np.int8)
+    inits |= {"xz": np.array(0, np.int16), "yz": np.array(-10, np.int16)}
+    nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["q"]), helper.make_node("DequantizeLinear", ["q", "xs", "xz"], ["xd"]),
+             helper.make_node("DequantizeLinear", ["w", "ws", "wz"], ["wd"]), helper.make_node("Conv", ["xd", "wd"], ["c"]),
+             helper.make_node("QuantizeLinear", ["c", "ys", "yz"], ["y"]), helper.make_node("DequantizeLinear", ["y", "ys", "yz"], ["yd"])]
+    graph, (ours, _), (theirs, _) = _run_both(_model(nodes, {"x": (1, 3, 9, 9)}, ["y", "yd"], inits, opset=21), (1, 3, 9, 9), seed=3)
+    assert ours.dtype == theirs.dtype == np.int16 and _steps_apart(ours, theirs, 1.0)[0] <= 1
+    conv = next(op for op in graph.ops if op.kind == "conv")
+    assert not is_quantized(conv.result.type.dtype)
+
+
 def test_qdq_conv_whose_bias_scale_is_not_x_scale_times_w_scale_stays_a_float_conv() -> None:
     """A DQ'd int32 bias of another scale than x_scale * w_scale is no integer bias of the conv: the pattern is
     not fused (the Conv imports as a float conv of the dequantized operands), and still agrees with ONNX Runtime."""

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ...dtypes import is_quantized
+from ...dtypes import quant_type
 from .registry import Context, Node
 
 CONV_ATTRS = ("auto_pad", "dilations", "group", "kernel_shape", "pads", "strides")
@@ -70,9 +70,10 @@ class QDQConvs:
         return node if node is not None and _plain(node, "DequantizeLinear", ctx) else None
 
     def _activation(self, dx: Node, ctx: Context) -> bool:
-        """dx dequantizes a quantized convc value, per tensor."""
+        """dx dequantizes a quantized convc value of 8-bit storage (the weights' kind: the spec's C31), per tensor."""
         value = ctx.values.get(dx.input(0))
-        return value is not None and is_quantized(value.type.dtype) and _per_tensor(dx, ctx)
+        quant = None if value is None else quant_type(value.type.dtype)
+        return quant is not None and quant.storage in ("i8", "u8") and _per_tensor(dx, ctx)
 
 
 def _plain(node: Node, op_type: str, ctx: Context) -> bool:
