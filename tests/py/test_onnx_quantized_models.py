@@ -184,3 +184,15 @@ def test_default_qoperator_model_is_refused_naming_its_com_microsoft_ops() -> No
         with pytest.raises(ConvcError) as err:
             convc.load_onnx(target.read_bytes())
     assert err.value.constraint == "O4" and "com.microsoft.QLinearAdd" in str(err.value)
+
+
+def test_run_check_on_a_qdq_file_compares_with_both_oracles(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`convc int8.onnx --run --check --target cpu` on a QDQ file: the spec oracle (jax.lax, quantized steps) and ONNX
+    Runtime agree, exit 0."""
+    from convc.cli import main as convc_main
+
+    (tmp_path / "int8.onnx").write_bytes(_quantized("small_resnet", "qdq_per_channel"))
+    assert convc_main([str(tmp_path / "int8.onnx"), "--run", "--check", "--target", "cpu", "-o", str(tmp_path / "int8.mlir")]) == 0
+    out = capsys.readouterr().out
+    assert "y: 100.00% identical, at most 0 quantization steps apart vs jax.lax (ok)" in out
+    assert "y: max abs error vs onnxruntime" in out and "(ok)" in out.split("vs onnxruntime")[1]
