@@ -157,6 +157,6 @@ def qlinear_conv(node: Node, ctx: Context) -> Sequence[Operand]:
     if bias.shape != (w.type.shape[0],) or scales.size not in (1, bias.size):
         raise ctx.error(f"B {list(bias.shape)} must have one value per output channel ({w.type.shape[0]}), and w_scale one or as many")
     y = ctx.op("conv", x, w, preferred_element_type=_accumulator_type(scales), **attrs)
-    real_bias = (bias.astype(np.float32) * scales).astype(np.float32)
-    y = ctx.op("bias_add", ctx.op("uniform_dequantize", y), ctx.constant(np.broadcast_to(real_bias, bias.shape).copy(), "bias"), axis=1)
+    real_bias = (bias.astype(np.float64) * scales.astype(np.float64)).astype(np.float32)  # i32 B: exact in f64
+    y = ctx.op("bias_add", ctx.op("uniform_dequantize", y), ctx.constant(real_bias, "bias"), axis=1)
     return [ctx.op("uniform_quantize", y, new_dtype=y_type)]
