@@ -21,7 +21,7 @@ import numpy as np
 from ...dtypes import quant_type
 from ...ir import Value
 from .gemm import matmul_values
-from .quantized import _checked_type, _params
+from .quantized import checked_type, quant_params
 from .registry import Context, Node, Operand, converter
 from .shared import AUTO_PAD, spatial_attr, unless_ones, window_pads
 
@@ -125,7 +125,7 @@ def qlinear_matmul(node: Node, ctx: Context) -> Sequence[Operand]:
     if a_scale.size != 1 or b_scale.size not in (1, columns):
         raise ctx.error(f"a_scale must be one value and b_scale one or {columns} (per column), got {a_scale.size} and {b_scale.size}")
     rank = product.type.rank
-    y_type = _checked_type(ctx, _params(ctx, node, 6, rank, axis=rank - 1), rank)
+    y_type = checked_type(ctx, quant_params(ctx, node, 6, rank, axis=rank - 1), rank)
     if quant_type(y_type).axis is not None:  # type: ignore[union-attr]
         raise ctx.error("y_scale and y_zero_point must be one value each (per tensor)")
     multiplier = a_scale.astype(np.float64) * b_scale.astype(np.float64)

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ...dtypes import quant_type
-from .quantized import _node_axis
+from .quantized import node_axis
 from .registry import Context, Node
 
 CONV_ATTRS = ("auto_pad", "dilations", "group", "kernel_shape", "pads", "strides")
@@ -99,7 +99,7 @@ def _weights(dw: Node, ctx: Context) -> bool:
     if w is None or w.dtype not in (np.int8, np.uint8) or not dw.input(2) or w.ndim < 3:
         return False
     per_channel = _scale(dw, ctx).size > 1
-    return not per_channel or (_node_axis(dw) % w.ndim == 0 and _scale(dw, ctx).size == w.shape[0])
+    return not per_channel or (node_axis(dw) % w.ndim == 0 and _scale(dw, ctx).size == w.shape[0])
 
 
 def _bias(db: Node, dx: Node, dw: Node, ctx: Context) -> bool:
