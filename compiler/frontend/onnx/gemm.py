@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ...ir import Value
 from .registry import Context, Node, Operand, converter
 from .shared import broadcast_to, scaled
 
@@ -38,7 +39,11 @@ def matmul(node: Node, ctx: Context) -> Sequence[Operand]:
     """`dot_general` over the last two dims, the leading ones as batch dims (spread by numpy broadcasting).
     A 1-D operand is a matrix by numpy's rule (A a row, B a column: a `reshape` before) whose
     dim is dropped from the result (a `reshape` after)."""
-    a, b = ctx.operand(node, 0), ctx.operand(node, 1)
+    return [matmul_values(ctx, ctx.operand(node, 0), ctx.operand(node, 1))]
+
+
+def matmul_values(ctx: Context, a: Value, b: Value) -> Value:
+    """MatMul's product of two convc values (MatMulInteger's and QLinearMatMul's too)."""
     if a.type.rank == 0 or b.type.rank == 0:
         raise ctx.error(f"A {a.type} and B {b.type} must have rank 1 or more")
     row, column = a.type.rank == 1, b.type.rank == 1
@@ -56,6 +61,6 @@ def matmul(node: Node, ctx: Context) -> Sequence[Operand]:
     y = ctx.op("dot_general", a, b, lhs_batching_dimensions=dims, rhs_batching_dimensions=dims,
                lhs_contracting_dimensions=(len(batch) + 1,), rhs_contracting_dimensions=(len(batch),))
     if not (row or column):
-        return [y]
+        return y
     shape = (*batch, *(() if row else a.type.shape[-2:-1]), *(() if column else b.type.shape[-1:]))
-    return [ctx.op("reshape", y, new_sizes=shape)]
+    return ctx.op("reshape", y, new_sizes=shape)

@@ -5,7 +5,8 @@ refuse nodes outside the default domain (O4); check the initializers' size (O9) 
 their external data (O10); bring an opset below 13 up with `onnx.version_converter` (O3);
 list every node that has no converter and cannot be evaluated at import (O5), before
 anything is built; `onnx.checker` (O2); give symbolic input dims their sizes (O7), then
-strict `onnx.shape_inference` (O2); convert node by node. The steps that use the `onnx`
+strict `onnx.shape_inference` (O2); convert node by node (a QDQ pattern around a Conv as
+the one quantized conv it stands for, `qdq.py`). The steps that use the `onnx`
 package are `model.py`'s.
 A node whose inputs are all known at import (initializers, Constants, shapes, and what is
 computed from them) is evaluated then, with `onnx.reference`, rather than built: shape
@@ -46,6 +47,7 @@ from .model import (
     read_external_data,
     skeleton,
 )
+from .qdq import QDQConvs
 from .registry import INPUT_SPEC, UNSUPPORTED_ATTR, UNSUPPORTED_OP, Context, Node, Operand, lookup
 
 # Ops never evaluated at import even with known inputs: random ones, and those with subgraphs.
@@ -161,8 +163,10 @@ class _Build:
         for name in keep_as_inputs:
             ctx.values[name] = self._kept_input(name, arrays.pop(name))
         ctx.known.update(arrays)
-        for node, proto_node in zip(self.nodes, self.proto.graph.node):
-            self._convert(node, proto_node)
+        qdq = QDQConvs(self.nodes, {v.name for v in self.proto.graph.output})
+        for node in self.nodes:
+            if node.index not in qdq.absorbed:
+                self._convert(qdq.fused(node, ctx) or node)
         self.builder.output(*(self._output(index, value.name) for index, value in enumerate(self.proto.graph.output)))
         input_index = {v.name: i for i, v in enumerate(self.proto.graph.input)}
         graph.input_locs = {v.name: Location(file=self.file, pointer=f"/graph/input/{input_index[v.name]}" if v.name in input_index
@@ -176,12 +180,12 @@ class _Build:
                              Location(file=self.file, node=name), INPUT_SPEC)
         return self.builder.input(name, array.shape, dtype)
 
-    def _convert(self, node: Node, proto_node: Any) -> None:
+    def _convert(self, node: Node) -> None:
         ctx, ops = self.ctx, self.builder.graph.ops
         ctx.node, start = node, len(ops)
         loc = ctx.location(node)
         try:
-            results = self._evaluate(node, proto_node) if foldable(node, ctx.known) else self._converter(node)(node, ctx)
+            results = self._evaluate(node) if foldable(node, ctx.known) else self._converter(node)(node, ctx)
         except ConvcError as err:
             raise ConvcError(err.message, loc, err.constraint) from None
         made = {id(op.result) for op in ops[start:]}
@@ -202,10 +206,11 @@ class _Build:
         assert found is not None, "_check_supported let an unsupported node through"
         return found.convert
 
-    def _evaluate(self, node: Node, proto_node: Any) -> list[np.ndarray]:
+    def _evaluate(self, node: Node) -> list[np.ndarray]:
         """The node's outputs from known inputs, by the ONNX reference implementation (numpy)."""
         from onnx.reference import ReferenceEvaluator
 
+        proto_node = self.proto.graph.node[node.index]
         feeds = {name: self.ctx.known[name] for name in node.inputs if name}
         try:
             return [np.asarray(out) for out in ReferenceEvaluator(proto_node, opsets={"": self.opset}).run(None, feeds)]

@@ -116,7 +116,7 @@ def _schema_defaults(op_type: str, opset: int) -> tuple[tuple[str, Any], ...]:
 
 
 def node_location(file: str, node: Node) -> Location:
-    return Location(file=file, pointer=f"/graph/node/{node.index}", node=node.label, op=node.op_type)
+    return Location(file=file, pointer=f"/graph/node/{node.index}", node=node.label, op=node.shown_op)
 
 
 def listed(nodes: Sequence[Node], kind: Callable[[Node], str]) -> str:

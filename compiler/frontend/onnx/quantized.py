@@ -41,17 +41,17 @@ def _quant_spelling(ctx: Context, node: Node, scale: np.ndarray, zero_point: np.
     return f"!quant.uniform<{storage}:f32:{normalized_axis(ctx, axis, rank)}, {{{', '.join(params)}}}>"
 
 
-def _params(ctx: Context, node: Node, first: int, rank: int, axis: int | None = None) -> str:
+def quant_params(ctx: Context, node: Node, first: int, rank: int, axis: int | None = None) -> str:
     """The quantized type of inputs `first` (scale) and `first + 1` (zero point), known at
     import, per axis along `axis` (default: the node's `axis` attribute, 1 when absent)."""
     scale = ctx.required_array(node, first, "the scale")
     zero_point = ctx.array(node.input(first + 1)) if node.input(first + 1) else None
     if node.input(first + 1) and zero_point is None:
         raise ctx.error(f"the zero point (input {first + 1}) must be known at import")
-    return _quant_spelling(ctx, node, scale, zero_point, rank, _node_axis(node) if axis is None else axis)
+    return _quant_spelling(ctx, node, scale, zero_point, rank, node_axis(node) if axis is None else axis)
 
 
-def _node_axis(node: Node) -> int:
+def node_axis(node: Node) -> int:
     """The node's `axis`; opset 10 declares none (per-tensor only), where it is 1 as from opset 13."""
     try:
         return int(node.attrs["axis"])
@@ -59,7 +59,7 @@ def _node_axis(node: Node) -> int:
         return 1
 
 
-def _checked_type(ctx: Context, spelling: str, rank: int) -> str:
+def checked_type(ctx: Context, spelling: str, rank: int) -> str:
     """`spelling` canonicalized and checked by the quantized-type rules (as an O6 here)."""
     from ...dtypes import QuantTypeError, tensor_element_type
 
@@ -78,7 +78,7 @@ def quantize_linear(node: Node, ctx: Context) -> Sequence[Operand]:
     """`uniform_quantize` to the type of y_scale and y_zero_point (per tensor, or per axis along `axis`; int8, uint8,
     int16)."""
     x = ctx.operand(node, 0)
-    spelling = _checked_type(ctx, _params(ctx, node, 1, x.type.rank), x.type.rank)
+    spelling = checked_type(ctx, quant_params(ctx, node, 1, x.type.rank), x.type.rank)
     return [ctx.op("uniform_quantize", x, new_dtype=spelling)]
 
 
@@ -87,7 +87,7 @@ def dequantize_linear(node: Node, ctx: Context) -> Sequence[Operand]:
     """`uniform_dequantize` of a value quantized with x_scale and x_zero_point (the output of a QuantizeLinear or
     QLinearConv with those parameters)."""
     x = ctx.operand(node, 0)
-    expected = _checked_type(ctx, _params(ctx, node, 1, x.type.rank), x.type.rank)
+    expected = checked_type(ctx, quant_params(ctx, node, 1, x.type.rank), x.type.rank)
     if x.type.dtype != expected:
         raise ctx.error(f"x is {x.type}, not quantized with this node's parameters ({expected}): convc dequantizes a value "
                         "produced by QuantizeLinear or QLinearConv with the same scale and zero point")
@@ -99,7 +99,7 @@ def _quantized_weights(ctx: Context, node: Node, storage: str) -> Value:
     f32 constant, quantized again (which gives back exactly the stored integers). An int8 W
     for a uint8 X is the same reals with 128 added to values and zero points."""
     w = ctx.required_array(node, 3, "W")
-    spelling = _checked_type(ctx, _params(ctx, node, 4, w.ndim, axis=0), w.ndim)
+    spelling = checked_type(ctx, quant_params(ctx, node, 4, w.ndim, axis=0), w.ndim)
     quant = parse_quant(spelling)
     stored, zero_points = w.astype(np.int64), np.asarray(quant.zero_points, np.int64)
     if quant.storage != storage:
@@ -116,19 +116,33 @@ def _quantized_weights(ctx: Context, node: Node, storage: str) -> Value:
     return ctx.create("uniform_quantize", ctx.constant(real, "w_real"), suffix="w", new_dtype=target)
 
 
+def _accumulator_type(scales: np.ndarray) -> str:
+    """The i32 accumulator of a quantized conv (NCHW): scale x_scale * w_scale, per output channel
+    (dimension 1) when the weights are, zero point 0."""
+    params = [f"{float(s)!r}:0" for s in scales]
+    if len(params) == 1:
+        return f"!quant.uniform<i32:f32, {params[0]}>"
+    return f"!quant.uniform<i32:f32:1, {{{', '.join(params)}}}>"
+
+
 @converter("QLinearConv", since=10)
 def qlinear_conv(node: Node, ctx: Context) -> Sequence[Operand]:
     """`conv` of the quantized x with W made a quantized constant (per tensor or per output channel), its result of
-    y's type; with B, the float conv of the dequantized x (the hybrid form), `bias_add` of B * x_scale * w_scale,
-    and `uniform_quantize` to y's type. group, strides, dilations, pads, auto_pad."""
+    y's type; with B, its result the i32 accumulator (scale x_scale * w_scale, zero point 0), `uniform_dequantize`,
+    `bias_add` of B * x_scale * w_scale and `uniform_quantize` to y's type. group, strides, dilations, pads, auto_pad.
+
+    The bias is the spec's quantized `add` (dequantize, add, quantize) of the i32 accumulator and
+    B, which share the scale x_scale * w_scale, as StableHLO from TensorFlow's converter spells
+    it; ONNX Runtime adds B to the accumulator in i32 and rescales once, which differs only where
+    f32 rounding does (the tests' bar: at most one step)."""
     x = ctx.operand(node, 0)
-    x_type = _checked_type(ctx, _params(ctx, node, 1, x.type.rank), x.type.rank)
+    x_type = checked_type(ctx, quant_params(ctx, node, 1, x.type.rank), x.type.rank)
     if x.type.dtype != x_type:
         raise ctx.error(f"x is {x.type}, not quantized with x_scale and x_zero_point ({x_type})")
     x_quant = quant_type(x_type)
     assert x_quant is not None
     w = _quantized_weights(ctx, node, x_quant.storage)
-    y_type = _checked_type(ctx, _params(ctx, node, 6, x.type.rank), x.type.rank)
+    y_type = checked_type(ctx, quant_params(ctx, node, 6, x.type.rank), x.type.rank)
     rank = x.type.rank - 2
     kernel = w.type.shape[2:]
     strides, dilations = spatial_attr(ctx, node, "strides", rank), spatial_attr(ctx, node, "dilations", rank)
@@ -139,8 +153,10 @@ def qlinear_conv(node: Node, ctx: Context) -> Sequence[Operand]:
     if not node.input(8):
         return [ctx.op("conv", x, w, preferred_element_type=y_type, **attrs)]
     bias = ctx.required_array(node, 8, "B")
-    w_scales = np.asarray(ctx.required_array(node, 4, "w_scale"), np.float64).reshape(-1)
-    real_bias = (bias.astype(np.float64) * x_quant.scales[0] * w_scales).astype(np.float32)
-    y = ctx.op("conv", ctx.op("uniform_dequantize", x), w, **attrs)
-    y = ctx.op("bias_add", y, ctx.constant(real_bias, "bias"), axis=1)
+    scales = np.float32(x_quant.scales[0]) * np.asarray(ctx.required_array(node, 4, "w_scale"), np.float32).reshape(-1)
+    if bias.shape != (w.type.shape[0],) or scales.size not in (1, bias.size):
+        raise ctx.error(f"B {list(bias.shape)} must have one value per output channel ({w.type.shape[0]}), and w_scale one or as many")
+    y = ctx.op("conv", x, w, preferred_element_type=_accumulator_type(scales), **attrs)
+    real_bias = (bias.astype(np.float64) * scales.astype(np.float64)).astype(np.float32)  # i32 B: exact in f64
+    y = ctx.op("bias_add", ctx.op("uniform_dequantize", y), ctx.constant(real_bias, "bias"), axis=1)
     return [ctx.op("uniform_quantize", y, new_dtype=y_type)]

@@ -50,6 +50,12 @@ class Node:
     attrs: dict[str, Any]
     index: int  # its position in the graph's node list
     domain: str = ""
+    written_as: str = ""  # a node the importer made from a pattern (qdq.py): the op type it stands for in the file
+
+    @property
+    def shown_op(self) -> str:
+        """The op type diagnostics name: the file's (`written_as` for a fused node)."""
+        return self.written_as or self.op_type
 
     @property
     def label(self) -> str:
@@ -202,7 +208,7 @@ class Context:
     # --- errors -----------------------------------------------------------------------
 
     def location(self, node: Node) -> Location:
-        return Location(file=self.file, pointer=f"/graph/node/{node.index}", node=node.label, op=node.op_type)
+        return Location(file=self.file, pointer=f"/graph/node/{node.index}", node=node.label, op=node.shown_op)
 
     def error(self, message: str, constraint: str = UNSUPPORTED_ATTR) -> ConvcError:
         """A located error about the node being converted (default id: an unsupported attribute value)."""

@@ -1,0 +1,113 @@
+"""QDQ fusion: DequantizeLinear -> Conv -> QuantizeLinear becomes one quantized conv (issue 19).
+
+ONNX Runtime's quantizer writes a quantized conv as a float Conv between a DequantizeLinear
+of each quantized operand (the activation, the int8 weights, an int32 bias) and a
+QuantizeLinear of its output. Converted op by op that is a float conv between casts; the
+pattern means one integer conv, which is what ONNX Runtime's own QDQ selectors run. So a
+matched pattern is converted as the QLinearConv it stands for (quantized.py's converter: a
+`conv` of quantized operands with a quantized result; the int32 bias as QLinearConv's B).
+
+Why the importer and not a pass: the pattern is ONNX's (its node types, which input is an
+initializer, an int32 bias whose scale is x_scale * w_scale, the single QuantizeLinear
+consumer), and the importer sees it whole before anything is built. A pass over convc's IR
+would have to find a float conv of a dequantized constant and take it apart again, after
+the importer had already made the weights float constants; here the weights stay integers
+from the file to the emitted module. What does not match converts op by op, as before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ...dtypes import quant_type
+from .quantized import node_axis
+from .registry import Context, Node
+
+CONV_ATTRS = ("auto_pad", "dilations", "group", "kernel_shape", "pads", "strides")
+
+
+class QDQConvs:
+    """Finds the QDQ pattern around each Conv as the importer reaches it, from the nodes'
+    producers and consumers and the values known so far (`Context`)."""
+
+    def __init__(self, nodes: Sequence[Node], graph_outputs: set[str]):
+        self.producer = {name: node for node in nodes for name in node.outputs if name}
+        self.consumers: dict[str, list[Node]] = {}
+        for node in nodes:
+            for name in set(node.inputs):
+                self.consumers.setdefault(name, []).append(node)
+        self.graph_outputs = graph_outputs
+        self.absorbed: set[int] = set()  # the indices of QuantizeLinear nodes a fused conv stands for
+
+    def fused(self, node: Node, ctx: Context) -> Node | None:
+        """The QLinearConv `node` (a Conv) and its neighbours stand for, else None. The
+        QuantizeLinear it absorbs is recorded in `absorbed`, for the importer to skip."""
+        if node.op_type != "Conv" or node.domain not in ("", "ai.onnx"):
+            return None
+        y = node.outputs[0]
+        readers = self.consumers.get(y, [])
+        if y in self.graph_outputs or len(readers) != 1 or not _plain(readers[0], "QuantizeLinear", ctx):
+            return None
+        q = readers[0]
+        dx, dw = self._dequantize(node.input(0), ctx), self._dequantize(node.input(1), ctx)
+        if dx is None or dw is None or not self._activation(dx, ctx) or not _weights(dw, ctx) or not _per_tensor(q, ctx):
+            return None
+        inputs = [dx.input(0), dx.input(1), dx.input(2), dw.input(0), dw.input(1), dw.input(2), q.input(1), q.input(2)]
+        if node.input(2):
+            db = self._dequantize(node.input(2), ctx)
+            if db is None or not _bias(db, dx, dw, ctx):
+                return None
+            inputs.append(db.input(0))
+        self.absorbed.add(q.index)
+        attrs = {name: node.attrs[name] for name in CONV_ATTRS if name in node.attrs}
+        return Node(node.name or y, "QLinearConv", tuple(inputs), (q.outputs[0],), attrs, node.index, "",
+                    written_as="Conv (DequantizeLinear -> Conv -> QuantizeLinear)")
+
+    def _dequantize(self, name: str, ctx: Context) -> Node | None:
+        """The DequantizeLinear that produces `name` (of the default domain, no blocks, parameters known)."""
+        node = self.producer.get(name)
+        return node if node is not None and _plain(node, "DequantizeLinear", ctx) else None
+
+    def _activation(self, dx: Node, ctx: Context) -> bool:
+        """dx dequantizes a quantized convc value of 8-bit storage (the weights' kind: the spec's C31), per tensor."""
+        value = ctx.values.get(dx.input(0))
+        quant = None if value is None else quant_type(value.type.dtype)
+        return quant is not None and quant.storage in ("i8", "u8") and _per_tensor(dx, ctx)
+
+
+def _plain(node: Node, op_type: str, ctx: Context) -> bool:
+    """`node` is `op_type` of the default domain, unblocked, its scale and zero point known at import."""
+    return (node.op_type == op_type and node.domain in ("", "ai.onnx") and not node.attrs.get("block_size", 0)
+            and ctx.array(node.input(1)) is not None and (not node.input(2) or ctx.array(node.input(2)) is not None))
+
+
+def _scale(node: Node, ctx: Context) -> np.ndarray:
+    found = ctx.array(node.input(1))
+    assert found is not None  # _plain checked it
+    return np.asarray(found, np.float32).reshape(-1)
+
+
+def _per_tensor(node: Node, ctx: Context) -> bool:
+    return _scale(node, ctx).size == 1 and bool(node.input(2))
+
+
+def _weights(dw: Node, ctx: Context) -> bool:
+    """dw dequantizes an 8-bit initializer with a zero point, per tensor or per output channel (axis 0)."""
+    w = ctx.array(dw.input(0))
+    if w is None or w.dtype not in (np.int8, np.uint8) or not dw.input(2) or w.ndim < 3:
+        return False
+    per_channel = _scale(dw, ctx).size > 1
+    return not per_channel or (node_axis(dw) % w.ndim == 0 and _scale(dw, ctx).size == w.shape[0])
+
+
+def _bias(db: Node, dx: Node, dw: Node, ctx: Context) -> bool:
+    """db dequantizes an int32 initializer, zero point 0, scale x_scale * w_scale: QLinearConv's B
+    (as ONNX Runtime's quantizer writes it; another scale is no integer bias of this conv)."""
+    b = ctx.array(db.input(0))
+    zero = ctx.array(db.input(2)) if db.input(2) else np.zeros(1, np.int32)
+    if b is None or b.dtype != np.int32 or b.ndim != 1 or zero is None or np.any(zero != 0):
+        return False
+    expected, scale = _scale(dx, ctx) * _scale(dw, ctx), _scale(db, ctx)
+    return scale.size in (1, expected.size) and bool(np.allclose(scale, expected, rtol=1e-6, atol=0))

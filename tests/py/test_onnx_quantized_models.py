@@ -1,0 +1,198 @@
+"""Networks quantized by ONNX Runtime's `quantize_static` (QDQ per tensor, QDQ per channel,
+QOperator), imported by convc, compiled for the cpu target and run by PJRT, against ONNX
+Runtime's int8 runs of the same files, by the bars of issue 19:
+
+- QOperator (QLinearConv): every quantized tensor the file computes (each QLinearConv's
+  output, made a graph output) identical on at least 99.9% of elements, never more than one
+  step apart;
+- QDQ: the output on the file's output quantization grid, its error against the float model
+  (RMS and mean absolute) within 1.25x of ONNX Runtime's own int8 error, and of int8 size (at
+  least half of it: no float computation passed through); every Conv a quantized conv, and
+  the cpu module's only float convolution or dot the float Gemm head's.
+
+The networks are small (widths 8-64, 32x32 inputs); each file is made once per session.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import re
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import convc
+import numpy as np
+import pytest
+from convc.dtypes import is_quantized
+from optional_oracles import oracle
+from test_onnx_models import _export, _onnxruntime, _small_resnet, _torch, _with_statistics
+
+onnx = oracle("onnx")
+ort = oracle("onnxruntime")
+quantization = pytest.importorskip("onnxruntime.quantization")
+
+SHAPE = (1, 3, 32, 32)
+
+
+def _inverted_residual_net() -> Any:
+    """MobileNet v2's layout at cut widths (tools/bench_models.py's mobilenet_v2_style, 8-32 channels): inverted
+    residuals (1x1 expand, 3x3 depthwise, 1x1 project) with ReLU6 (Clip) and a residual add, a Linear head."""
+    nn = _torch().nn
+
+    def conv_bn(cin: int, cout: int, k: int, stride: int = 1, groups: int = 1) -> list[Any]:
+        return [nn.Conv2d(cin, cout, k, stride, (k - 1) // 2, groups=groups, bias=False), nn.BatchNorm2d(cout)]
+
+    class Inverted(nn.Module):
+        def __init__(self, cin: int, cout: int, stride: int) -> None:
+            super().__init__()
+            hidden = cin * 4
+            self.body = nn.Sequential(*conv_bn(cin, hidden, 1), nn.ReLU6(), *conv_bn(hidden, hidden, 3, stride, hidden), nn.ReLU6(),
+                                      *conv_bn(hidden, cout, 1))
+            self.residual = stride == 1 and cin == cout
+
+        def forward(self, x: Any) -> Any:
+            return x + self.body(x) if self.residual else self.body(x)
+
+    return nn.Sequential(*conv_bn(3, 8, 3, 2), nn.ReLU6(), Inverted(8, 8, 1), Inverted(8, 16, 2), Inverted(16, 16, 1),
+                         nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(16, 10))
+
+
+NETWORKS = {"small_resnet": _small_resnet, "inverted_residual": _inverted_residual_net}
+# name -> (quant_format, per_channel, op_types_to_quantize): QOperator quantizes only Conv, so that no
+# com.microsoft op (QLinearAdd, QGemm, QLinearGlobalAveragePool) appears; convc refuses those (O4).
+FORMATS = {"qdq_per_tensor": ("QDQ", False, None), "qdq_per_channel": ("QDQ", True, None), "qoperator": ("QOperator", False, ["Conv"])}
+
+
+@functools.cache
+def _float_model(name: str) -> bytes:
+    return _export(_with_statistics(NETWORKS[name]()), SHAPE, "torchscript")
+
+
+class _Calibration(quantization.CalibrationDataReader):  # type: ignore[misc]
+    """Eight standard-normal inputs (seeded)."""
+
+    def __init__(self) -> None:
+        self.batches = iter([{"x": np.random.default_rng(seed).standard_normal(SHAPE).astype(np.float32)} for seed in range(8)])
+
+    def get_next(self) -> dict[str, np.ndarray] | None:
+        return next(self.batches, None)
+
+
+@functools.cache
+def _quantized(name: str, form: str) -> bytes:
+    """NETWORKS[name] quantized by quantize_static in FORMATS[form] (uint8 activations, int8 weights), once per session."""
+    quant_format, per_channel, op_types = FORMATS[form]
+    options = {"op_types_to_quantize": op_types} if op_types else {}
+    logging.getLogger().setLevel(logging.ERROR)  # the quantizer's advice to pre-process
+    with tempfile.TemporaryDirectory() as directory:
+        source, target = Path(directory) / "float.onnx", Path(directory) / "int8.onnx"
+        source.write_bytes(_float_model(name))
+        quantization.quantize_static(str(source), str(target), _Calibration(), quant_format=getattr(quantization.QuantFormat, quant_format),
+                                     per_channel=per_channel, **options)
+        return target.read_bytes()
+
+
+def _input() -> dict[str, np.ndarray]:
+    return {"x": np.random.default_rng(100).standard_normal(SHAPE).astype(np.float32)}
+
+
+def _convc(model: bytes) -> tuple[convc.Graph, list[np.ndarray]]:
+    graph = convc.load_onnx(model)
+    return graph, convc.run(graph, _input(), platform="cpu", target="cpu").outputs
+
+
+def _with_conv_outputs(model: bytes) -> tuple[bytes, list[str]]:
+    """The model with each QLinearConv's (quantized) output a graph output too, and those names."""
+    proto = onnx.shape_inference.infer_shapes(onnx.load_from_string(model))
+    names = [node.output[0] for node in proto.graph.node if node.op_type == "QLinearConv"]
+    typed = {value.name: value for value in proto.graph.value_info}
+    proto.graph.output.extend(typed[name] for name in names)
+    return proto.SerializeToString(), names
+
+
+@pytest.mark.parametrize("network", NETWORKS)
+def test_qoperator_model_is_identical_to_onnxruntime_on_every_quantized_tensor(network: str) -> None:
+    """A QOperator file (QLinearConv, float elsewhere): every QLinearConv output identical to ONNX Runtime's on at least
+    99.9% of its elements and never more than one step apart; the float output within float rounding of it."""
+    model, names = _with_conv_outputs(_quantized(network, "qoperator"))
+    _, ours = _convc(model)
+    theirs = _onnxruntime(model, _input())
+    assert len(names) >= 5
+    for name, got, want in zip(["y", *names], ours, theirs, strict=True):
+        if name == "y":
+            np.testing.assert_allclose(got, want, rtol=0, atol=1e-4 * float(np.abs(want).max()))
+            continue
+        assert got.dtype == want.dtype and want.dtype in (np.uint8, np.int8)
+        apart = np.abs(got.astype(np.int32) - want.astype(np.int32))
+        assert apart.max() <= 1 and (apart == 0).mean() >= 0.999, (name, int(apart.max()), float((apart == 0).mean()))
+
+
+def _errors(got: np.ndarray, reference: np.ndarray) -> tuple[float, float]:
+    """(RMS, mean absolute) error against the float model's output."""
+    difference = got.astype(np.float64) - reference.astype(np.float64)
+    return float(np.sqrt(np.mean(difference ** 2))), float(np.mean(np.abs(difference)))
+
+
+def _output_grid(model: bytes) -> tuple[float, int]:
+    """The scale and zero point of the DequantizeLinear that writes the graph's output."""
+    proto = onnx.load_from_string(model)
+    arrays = {t.name: onnx.numpy_helper.to_array(t) for t in proto.graph.initializer}
+    last = next(node for node in proto.graph.node if node.output[0] == proto.graph.output[0].name)
+    assert last.op_type == "DequantizeLinear"
+    return float(arrays[last.input[1]]), int(arrays[last.input[2]])
+
+
+def _float_convs(text: str) -> int:
+    """Floating-point convolutions and dot_generals in emitted StableHLO (by result element type)."""
+    return len(re.findall(r"stablehlo\.(?:convolution|dot_general)\b.*->\s*tensor<[^>]*x(?:f|bf)\d+>", text))
+
+
+@pytest.mark.parametrize("form", ["qdq_per_tensor", "qdq_per_channel"])
+@pytest.mark.parametrize("network", NETWORKS)
+def test_qdq_model_is_integer_and_as_accurate_as_onnxruntime(network: str, form: str) -> None:
+    """A QDQ file: every Conv imported as a quantized conv and the cpu module's only float convolution/dot the Gemm
+    head's; the output on the file's output grid; its RMS and mean absolute error against the float model within
+    1.25x of ONNX Runtime's int8 run's, and at least half of it (int8-sized, not the float answer)."""
+    model = _quantized(network, form)
+    graph, (ours,) = _convc(model)
+    (theirs,) = _onnxruntime(model, _input())
+    (reference,) = _onnxruntime(_float_model(network), _input())
+    file_convs = sum(node.op_type == "Conv" for node in onnx.load_from_string(model).graph.node)
+    quantized_convs = [op for op in graph.ops if op.kind == "conv" and all(is_quantized(v.type.dtype) for v in op.operands)]
+    assert len(quantized_convs) == file_convs == len([op for op in graph.ops if op.kind == "conv"])
+    assert _float_convs(convc.compile_graph(graph, target="cpu")) == 1  # the Gemm head
+    scale, zero_point = _output_grid(model)
+    steps = ours / scale + zero_point
+    np.testing.assert_allclose(steps, np.round(steps), atol=1e-3)
+    (ours_rms, ours_mean), (their_rms, their_mean) = _errors(ours, reference), _errors(theirs, reference)
+    assert 0.5 * their_rms <= ours_rms <= 1.25 * their_rms, (ours_rms, their_rms)
+    assert 0.5 * their_mean <= ours_mean <= 1.25 * their_mean, (ours_mean, their_mean)
+
+
+def test_default_qoperator_model_is_refused_naming_its_com_microsoft_ops() -> None:
+    """quantize_static's QOperator file with every op type quantized holds com.microsoft ops (QLinearAdd, ...), which
+    convc refuses by name (O4), not by a traceback."""
+    from convc.diagnostics import ConvcError
+
+    logging.getLogger().setLevel(logging.ERROR)
+    with tempfile.TemporaryDirectory() as directory:
+        source, target = Path(directory) / "float.onnx", Path(directory) / "int8.onnx"
+        source.write_bytes(_float_model("small_resnet"))
+        quantization.quantize_static(str(source), str(target), _Calibration(), quant_format=quantization.QuantFormat.QOperator)
+        with pytest.raises(ConvcError) as err:
+            convc.load_onnx(target.read_bytes())
+    assert err.value.constraint == "O4" and "com.microsoft.QLinearAdd" in str(err.value)
+
+
+def test_run_check_on_a_qdq_file_compares_with_both_oracles(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`convc int8.onnx --run --check --target cpu` on a QDQ file: the spec oracle (jax.lax, quantized steps) and ONNX
+    Runtime agree, exit 0."""
+    from convc.cli import main as convc_main
+
+    (tmp_path / "int8.onnx").write_bytes(_quantized("small_resnet", "qdq_per_channel"))
+    assert convc_main([str(tmp_path / "int8.onnx"), "--run", "--check", "--target", "cpu", "-o", str(tmp_path / "int8.mlir")]) == 0
+    out = capsys.readouterr().out
+    assert "y: 100.00% identical, at most 0 quantization steps apart vs jax.lax (ok)" in out
+    assert "y: max abs error vs onnxruntime" in out and "(ok)" in out.split("vs onnxruntime")[1]
