@@ -9,7 +9,6 @@ as quantized StableHLO that MLIR verifies. docs/testing.md lists the forms."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 import pytest
