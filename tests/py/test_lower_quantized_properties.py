@@ -91,8 +91,8 @@ def quantized_convs(draw: st.DrawFn) -> QConv:
     if mode in ("SAME", "SAME_LOWER"):
         lhs_dil = [1] * rank
     if mode == "VALID":  # a window that fits the input
-        sizes = [max(s, (k - 1) * d + 1) for s, k, d in zip(sizes, kernels, rhs_dil)]
-    pads = [_window(draw, s, k, st_, rd, ld, mode) for s, k, st_, rd, ld in zip(sizes, kernels, strides, rhs_dil, lhs_dil)]
+        sizes = [max(s, (k - 1) * d + 1) for s, k, d in zip(sizes, kernels, rhs_dil, strict=True)]
+    pads = [_window(draw, s, k, st_, rd, ld, mode) for s, k, st_, rd, ld in zip(sizes, kernels, strides, rhs_dil, lhs_dil, strict=True)]
     spatial = "HWD"[:rank]
     channels_last = draw(st.booleans())
     layouts = ("N" + spatial + "C", spatial + "IO", "N" + spatial + "C") if channels_last else ("NC" + spatial, "OI" + spatial, "NC" + spatial)
