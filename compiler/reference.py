@@ -189,9 +189,10 @@ def _conv_transpose_pads(op: Op, rhs_shape: Sequence[int], rhs_spec: Sequence[in
     return [(w - 1 - lo, w - 1 - hi) for w, (lo, hi) in zip(windows, padding)]
 
 
-def _conv_transpose_one(op: Op, lhs: Any, rhs: Any, dims: Any) -> Any:
+def _conv_transpose_one(op: Op, lhs: Any, rhs: Any, dims: Any, float_of_quantized: bool = False) -> Any:
     """lax.conv_transpose; where its conv would crop, on the input dilated and padded by
-    lax.pad instead (then strides 1 and no pads: the same conv)."""
+    lax.pad instead (then strides 1 and no pads: the same conv). `float_of_quantized`: the
+    operands are a quantized op's dequantized ones, accumulated wide and left unrounded."""
     from jax import lax
 
     v = view(op)
@@ -202,29 +203,37 @@ def _conv_transpose_one(op: Op, lhs: Any, rhs: Any, dims: Any) -> Any:
         if _crops(pads):
             lhs = _padded_lhs(lhs, rhs, dims, pads, strides)
             strides, padding, consistent = (1,) * n, [(0, 0)] * n, False
-    return as_result(op, (lhs, rhs), lax.conv_transpose(
+    preferred = (np.float64 if _WIDE.get() else None) if float_of_quantized else compute_dtype(op, (lhs, rhs))
+    value = lax.conv_transpose(
         lhs, rhs, strides, padding, rhs_dilation=v.rhs_dilation,
         dimension_numbers=dims, transpose_kernel=v.transpose_kernel, precision=exact_precision(),
-        preferred_element_type=compute_dtype(op, (lhs, rhs)), use_consistent_padding=consistent))
+        preferred_element_type=preferred, use_consistent_padding=consistent)
+    return value if float_of_quantized else as_result(op, (lhs, rhs), value)
 
 
 @lax_rule("conv_transpose")
 def _conv_transpose(op: Op, args: Sequence[Any]) -> Any:
     """lax.conv_transpose; with feature groups, one per group (lhs features and the kernel's
     O dim sliced per group) concatenated along the output features."""
+
+    if any(is_quantized(v.type.dtype) for v in (*op.operands, op.result)):
+        return _dequantize_op_quantize(op, args, _conv_transpose_float)
+    return _conv_transpose_float(op, args[0], args[1])
+
+
+def _conv_transpose_float(op: Op, lhs: Any, rhs: Any, float_of_quantized: bool = False) -> Any:
     from jax import lax
 
-    lhs, rhs = args
     v = view(op)
     dims = lax_dimension_numbers(v.dimension_numbers)
     groups = v.feature_group_count
     if groups == 1:
-        return _conv_transpose_one(op, lhs, rhs, dims)
+        return _conv_transpose_one(op, lhs, rhs, dims, float_of_quantized)
     lhs_spec, rhs_spec, out_spec = lax.conv_dimension_numbers(lhs.shape, rhs.shape, dims)
     lhs_step, rhs_step = lhs.shape[lhs_spec[1]] // groups, rhs.shape[rhs_spec[0]] // groups
     outputs = [
         _conv_transpose_one(op, lax.slice_in_dim(lhs, g * lhs_step, (g + 1) * lhs_step, axis=lhs_spec[1]),
-                            lax.slice_in_dim(rhs, g * rhs_step, (g + 1) * rhs_step, axis=rhs_spec[0]), dims)
+                            lax.slice_in_dim(rhs, g * rhs_step, (g + 1) * rhs_step, axis=rhs_spec[0]), dims, float_of_quantized)
         for g in range(groups)]
     return lax.concatenate(outputs, out_spec[1])
 
@@ -656,13 +665,17 @@ def _uniform_dequantize(op: Op, args: Sequence[Any]) -> Any:
 
 
 def _quantized_conv(op: Op, args: Sequence[Any]) -> Any:
+    return _dequantize_op_quantize(op, args, lambda op, lhs, rhs, _: _lax_conv(op, lhs, rhs, np.float64 if _WIDE.get() else None))
+
+
+def _dequantize_op_quantize(op: Op, args: Sequence[Any], float_op: Callable[[Op, Any, Any, bool], Any]) -> Any:
     """`dequantize_op_quantize` (both quantized) or `hybrid_dequantize_then_op` (a float lhs):
-    the float conv of the dequantized operands, exact (f64 on the CPU) and rounded once to
+    `float_op` (a conv) of the dequantized operands, exact (f64 on the CPU) and rounded once to
     the expressed type, then quantized to the result type when that is quantized."""
     (lhs, rhs), types = args, [v.type.dtype for v in op.operands]
     floats = [dequantize(a, t) if is_quantized(t) else a for a, t in zip((lhs, rhs), types)]
     expressed = floats[1].dtype
-    value = _lax_conv(op, floats[0], floats[1], np.float64 if _WIDE.get() else None).astype(expressed)
+    value = float_op(op, floats[0], floats[1], True).astype(expressed)
     result = op.result.type.dtype
     return quantize(value, result) if is_quantized(result) else value
 

@@ -19,7 +19,10 @@ graph inputs and outputs too, which is what `--inputs` feeds and `--outputs` wri
   expressed type) is the spec's float conv wherever the dequantized operands are exact in the
   expressed type (and within an ulp otherwise); it is then quantized as above.
 - a hybrid conv (float lhs, quantized rhs) is the float conv of the dequantized rhs, as
-  the spec's `hybrid_dequantize_then_op`.
+  the spec's `hybrid_dequantize_then_op`;
+- `transpose`, `reshape` and `reverse` of a quantized value (the layout changes of the JAX
+  export path, and the kernel moves `lower-conv-transpose` builds) are the same op on the
+  stored integers.
 """
 
 from __future__ import annotations
@@ -35,7 +38,9 @@ from convc.ops.conv import resolve_dimension_numbers
 from convc.pass_manager import Pass
 from convc.rewrite import Rewriter
 
-QUANTIZED_KINDS = ("uniform_quantize", "uniform_dequantize", "conv")
+# Ops that only move a quantized value's elements: the same op on its stored integers.
+MOVES = ("transpose", "reshape", "reverse")
+QUANTIZED_KINDS = ("uniform_quantize", "uniform_dequantize", "conv", *MOVES)
 
 
 def _quant(t: TensorType) -> QuantType:
@@ -113,6 +118,8 @@ class _Lowering:
         x = op.operands[0]
         if op.kind == "uniform_dequantize":
             return dequantize(b, self.storage(x), _quant(x.type), "real")
+        if op.kind in MOVES:
+            return b.create(op.kind, self.storage(x), suffix="stored", **op.attrs)
         if op.kind == "uniform_quantize":
             real = dequantize(b, self.storage(x), _quant(x.type), "real") if is_quantized(x.type.dtype) else x
             result = _quant(op.result.type)

@@ -11,7 +11,7 @@ and infers the result through the plain `conv` rule; the lowering passes build t
 plan, so shape rule and rewrite cannot drift apart. The algebra is that of JAX's conv transpose
 rules (see docs/transposed-convs.md).
 
-Constraint ids: T1..T5 (conv_transpose), B1..B7 (conv_backprop_input), F1..F3
+Constraint ids: T1..T6 (conv_transpose), B1..B7 (conv_backprop_input), F1..F3
 (conv_backprop_filter); where a rule is the forward conv's own, its C/L id is kept.
 """
 
@@ -22,12 +22,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..diagnostics import VerifyError
+from ..dtypes import quant_type
 from ..ir import TensorType, Value
 from .base import BOOL, INTS, PADDING, Attr, ConvDimensionNumbers, Derived, ForeignAttr, OpDef, OpFactory, OpView, ones_per_spatial_dim
 from .conv import (
     CONV,
     CONV_ATTRS,
     CONV_FOREIGN,
+    QUANTIZED_PREFERRED,
     Forward,
     assemble,
     check_ranks,
@@ -181,6 +183,16 @@ def _check_transpose_features(lhs: TensorType, rhs: TensorType, dn: ConvDimensio
                           attr="feature_group_count")
 
 
+def _check_per_axis_kernel(rhs: TensorType, transpose_kernel: bool) -> None:
+    """With `transpose_kernel` the lowering reverses the kernel (and for groups reshapes it):
+    StableHLO's `reverse` takes per-tensor quantized tensors only, so a per-axis kernel cannot."""
+    quant = quant_type(rhs.dtype)
+    if transpose_kernel and quant is not None and quant.axis is not None:
+        raise VerifyError("a per-axis quantized kernel cannot be used with transpose_kernel: the lowered conv's kernel is this one "
+                          "reversed, and StableHLO's reverse takes per-tensor quantized tensors only (quantize the kernel per "
+                          "tensor, or reverse and transpose it before quantizing)", "T6", operand=1)
+
+
 def plan_conv_transpose(v: OpView) -> ConvPlan:
     """lhs-dilated conv (`lhs_dilation = strides`, unit window strides); with `transpose_kernel`
     the kernel is reversed, its I/O roles swapped and, for groups, its group axis moved O -> I."""
@@ -195,6 +207,7 @@ def plan_conv_transpose(v: OpView) -> ConvPlan:
         raise VerifyError(f"feature_group_count must be positive, got {groups}", "C21", attr="feature_group_count")
     transpose_kernel = v.transpose_kernel
     _check_transpose_features(lhs, rhs, dn, groups, transpose_kernel)
+    _check_per_axis_kernel(rhs, transpose_kernel)
     pads = _transpose_pads(v, spatial(rhs.shape, dn.rhs_spec), strides, rhs_dilation)
     rhs_spec = swap_roles(dn.rhs_spec) if transpose_kernel else dn.rhs_spec
     attrs = _conv_attrs(v, ConvDimensionNumbers(dn.lhs_spec, rhs_spec, dn.out_spec), (1,) * n, pads, strides, rhs_dilation, groups)
@@ -449,7 +462,7 @@ CONV_TRANSPOSE_ATTRS: dict[str, Attr] = {
     "use_consistent_padding": Attr(BOOL, False, doc="explicit pads mean the forward conv's (lax, PyTorch)"),
     "feature_group_count": CONV_ATTRS["feature_group_count"],
     "precision": CONV_ATTRS["precision"],
-    "preferred_element_type": CONV_ATTRS["preferred_element_type"],
+    "preferred_element_type": QUANTIZED_PREFERRED,
 }
 
 BACKPROP_INPUT_ATTRS: dict[str, Attr] = {
@@ -474,7 +487,7 @@ BACKPROP_FILTER_FOREIGN = {name: meaning for name, meaning in CONV_FOREIGN.items
 
 CONV_TRANSPOSE = OpDef("conv_transpose", ("lhs", "rhs"), infer_conv_transpose, CONV_TRANSPOSE_ATTRS,
                        doc="jax.lax.conv_transpose plus feature_group_count; lowered by lower-conv-transpose", vjp=plan_vjp,
-                       foreign=TRANSPOSE_FOREIGN)
+                       foreign=TRANSPOSE_FOREIGN, quantized=True)
 CONV_BACKPROP_INPUT = OpDef("conv_backprop_input", ("out_grad", "rhs"), infer_backprop_input, BACKPROP_INPUT_ATTRS,
                             doc="input gradient (transposed conv) of a forward conv; lowered by lower-conv-backprop-input", vjp=plan_vjp,
                             foreign=BACKPROP_INPUT_FOREIGN)

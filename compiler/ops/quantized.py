@@ -9,7 +9,9 @@ graph would use a straight-through estimator, which is a modelling choice, not a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from ..diagnostics import VerifyError
 from ..dtypes import QuantType, is_float, quant_type
@@ -136,4 +138,28 @@ def _check_rhs_axis(qr: QuantType, dn: ConvDimensionNumbers) -> None:
                           operand=1)
 
 
-__all__ = ["QUANTIZED_OPS", "ROUND_NEAREST_EVEN", "UNIFORM_DEQUANTIZE", "UNIFORM_QUANTIZE", "quantized_conv_dtype"]
+# --- data movement on quantized values (the spec's transpose, reshape, reverse) -------------
+
+
+def moved_axis_dtype(dtype: str, axis_of: Callable[[int], int | None]) -> str | None:
+    """The element type of a transpose/reshape result: a per-tensor type as it is, a per-axis
+    one with its quantization dimension where `axis_of` maps it; None where it maps it nowhere."""
+    quant = quant_type(dtype)
+    if quant is None or quant.axis is None:
+        return dtype
+    moved = axis_of(quant.axis)
+    return None if moved is None else replace(quant, axis=moved).spelling()
+
+
+def reshaped_axis(before: Sequence[int], after: Sequence[int]) -> Callable[[int], int | None]:
+    """Where a reshape puts dimension `axis` of `before`: the dimension of `after` of the same
+    size with as many elements before it (the spec's reshape C3), else None."""
+
+    def find(axis: int) -> int | None:
+        leading = math.prod(before[:axis])
+        return next((d for d in range(len(after)) if after[d] == before[axis] and math.prod(after[:d]) == leading), None)
+
+    return find
+
+
+__all__ = ["QUANTIZED_OPS", "ROUND_NEAREST_EVEN", "UNIFORM_DEQUANTIZE", "UNIFORM_QUANTIZE", "moved_axis_dtype", "quantized_conv_dtype", "reshaped_axis"]

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..diagnostics import VerifyError
-from ..dtypes import from_numpy, is_float
+from ..dtypes import from_numpy, is_float, quant_type
 from ..ir import TensorType, Value
 from .base import (
     DTYPE,
@@ -33,6 +33,7 @@ from .base import (
     operand_type,
     same_types,
 )
+from .quantized import moved_axis_dtype, reshaped_axis
 
 
 def _constant(v: OpView) -> TensorType:
@@ -76,17 +77,26 @@ def _reshape(v: OpView) -> TensorType:
         raise VerifyError(f"new_sizes must be non-negative, got {list(sizes)}", "reshape.M1", attr="new_sizes")
     if int(np.prod(sizes, dtype=object)) != x.num_elements():
         raise VerifyError(f"cannot reshape {x} ({x.num_elements()} elements) to {list(sizes)}", "reshape.C2", attr="new_sizes")
-    return TensorType(tuple(sizes), x.dtype)
+    dtype = moved_axis_dtype(x.dtype, reshaped_axis(x.shape, sizes))
+    if dtype is None:
+        raise VerifyError(f"a reshape of a per-axis quantized tensor must keep its quantization dimension whole, with the same "
+                          f"number of elements before it: {x} to {list(sizes)}", "reshape.C3", attr="new_sizes")
+    return TensorType(tuple(sizes), dtype)
 
 
 def _transpose(v: OpView) -> TensorType:
     x, perm = v.operand(0), v.attr("permutation")
     check_permutation(perm, x.rank, "permutation", "transpose.C2")
-    return TensorType(tuple(x.shape[d] for d in perm), x.dtype)
+    dtype = moved_axis_dtype(x.dtype, perm.index)  # the quantization dimension goes where the permutation puts it
+    assert dtype is not None
+    return TensorType(tuple(x.shape[d] for d in perm), dtype)
 
 
 def _reverse(v: OpView) -> TensorType:
     x = v.operand(0)
+    quant = quant_type(x.dtype)
+    if quant is not None and quant.axis is not None:
+        raise VerifyError(f"reverse takes a tensor or a per-tensor quantized tensor, got {x}", "reverse.I1", operand=0)
     check_axes(v.attr("dimensions"), x.rank, "dimensions", "reverse.C3", "reverse.C2")
     return x
 
@@ -239,9 +249,9 @@ TENSOR_OPS: tuple[OpDef, ...] = (
     OpDef("add", ("lhs", "rhs"), same_types, doc="elementwise sum of equal types", vjp=_add_vjp),
     OpDef("multiply", ("lhs", "rhs"), same_types, doc="elementwise product of equal types", vjp=_multiply_vjp),
     OpDef("relu", ("x",), operand_type, doc="max(x, 0)", vjp=_relu_vjp),
-    OpDef("reshape", ("x",), _reshape, {"new_sizes": Attr(INTS, required=True, doc="the result shape")}, doc="lax.reshape", vjp=_reshape_vjp),
-    OpDef("transpose", ("x",), _transpose, {"permutation": Attr(INTS, required=True, doc="result dim i is operand dim permutation[i]")}, doc="lax.transpose", vjp=_transpose_vjp),
-    OpDef("reverse", ("x",), _reverse, {"dimensions": Attr(INTS, required=True, doc="the dims reversed")}, doc="lax.rev", vjp=_reverse_vjp),
+    OpDef("reshape", ("x",), _reshape, {"new_sizes": Attr(INTS, required=True, doc="the result shape")}, doc="lax.reshape", vjp=_reshape_vjp, quantized=True),
+    OpDef("transpose", ("x",), _transpose, {"permutation": Attr(INTS, required=True, doc="result dim i is operand dim permutation[i]")}, doc="lax.transpose", vjp=_transpose_vjp, quantized=True),
+    OpDef("reverse", ("x",), _reverse, {"dimensions": Attr(INTS, required=True, doc="the dims reversed")}, doc="lax.rev", vjp=_reverse_vjp, quantized=True),
     OpDef("pad", ("x",), _pad, {
         "padding_config": Attr(IntRowsKind(3), required=True, doc="one [lo, hi, interior] row per dimension"),
         "padding_value": Attr(FLOAT, 0.0, doc="the value padded in"),

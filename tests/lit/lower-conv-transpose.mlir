@@ -158,6 +158,28 @@ module @three_d {
 
 // -----
 
+// Quantized operands (the spec's quantized convolution takes lhs_dilation): the lowered
+// conv keeps the quantized types, its kernel the per-tensor quantized kernel reversed.
+// CHECK-LABEL: module @quantized_transpose_kernel
+// CHECK: %[[REV:[^ ]+]] = "convc.reverse"(%w) {dimensions = array<i64: 0, 1>} : (tensor<3x3x4x2x!quant.uniform<i8:f32, 2.500000e-01:1>>) -> tensor<3x3x4x2x!quant.uniform<i8:f32, 2.500000e-01:1>>
+// CHECK: %y = "convc.conv"(%x, %[[REV]])
+// CHECK-SAME: dimension_numbers = #convc.dims<[b, 0, 1, f]x[0, 1, o, i]->[b, 0, 1, f]>, lhs_dilation = array<i64: 2, 2>
+// CHECK-SAME: preferred_element_type = "!quant.uniform<i8:f32, 2.000000e+00>"
+// CHECK-SAME: -> tensor<1x6x6x4x!quant.uniform<i8:f32, 2.000000e+00>>
+// HLO-LABEL: module @quantized_transpose_kernel
+// HLO: stablehlo.reverse %w, dims = [0, 1] : tensor<3x3x4x2x!quant.uniform<i8:f32, 2.500000e-01:1>>
+// HLO: stablehlo.convolution
+// HLO-SAME: lhs_dilate = [2, 2]
+// HLO-SAME: -> tensor<1x6x6x4x!quant.uniform<i8:f32, 2.000000e+00>>
+module @quantized_transpose_kernel {
+  func.func @main(%x: tensor<1x3x3x2x!quant.uniform<i8:f32, 0.5:-3>>, %w: tensor<3x3x4x2x!quant.uniform<i8:f32, 0.25:1>>) -> tensor<1x6x6x4x!quant.uniform<i8:f32, 2.0:0>> {
+    %y = "convc.conv_transpose"(%x, %w) {padding = "SAME", strides = array<i64: 2, 2>, transpose_kernel = true, preferred_element_type = "!quant.uniform<i8:f32, 2.0:0>"} : (tensor<1x3x3x2x!quant.uniform<i8:f32, 0.5:-3>>, tensor<3x3x4x2x!quant.uniform<i8:f32, 0.25:1>>) -> tensor<1x6x6x4x!quant.uniform<i8:f32, 2.0:0>>
+    func.return %y : tensor<1x6x6x4x!quant.uniform<i8:f32, 2.0:0>>
+  }
+}
+
+// -----
+
 // ERR: lower-conv-transpose.mlir:{{[0-9]+}}:5: error: 't1' (conv_transpose): conv_transpose has no default dimension_numbers for rank 6; give them explicitly [T1]
 module @no_default_layout {
   func.func @main(%x: tensor<1x2x2x2x2x1xf32>, %w: tensor<1x1x1x1x1x1xf32>) -> tensor<1x2x2x2x2x1xf32> {
@@ -203,5 +225,15 @@ module @out_features_not_grouped {
   func.func @main(%x: tensor<1x4x4x6xf32>, %w: tensor<3x3x3x5xf32>) -> tensor<1x4x4x5xf32> {
     %t5 = "convc.conv_transpose"(%x, %w) {feature_group_count = 2 : i64} : (tensor<1x4x4x6xf32>, tensor<3x3x3x5xf32>) -> tensor<1x4x4x5xf32>
     func.return %t5 : tensor<1x4x4x5xf32>
+  }
+}
+
+// -----
+
+// ERR: lower-conv-transpose.mlir:{{[0-9]+}}:5: error: 't6' (conv_transpose): a per-axis quantized kernel cannot be used with transpose_kernel: the lowered conv's kernel is this one reversed, and StableHLO's reverse takes per-tensor quantized tensors only {{.*}} [T6]
+module @per_axis_kernel_reversed {
+  func.func @main(%x: tensor<1x3x3x2x!quant.uniform<i8:f32, 0.5>>, %w: tensor<3x3x2x2x!quant.uniform<i8:f32:2, {0.5, 0.25}>>) -> tensor<1x6x6x2x!quant.uniform<i8:f32, 2.0>> {
+    %t6 = "convc.conv_transpose"(%x, %w) {padding = "SAME", strides = array<i64: 2, 2>, transpose_kernel = true, preferred_element_type = "!quant.uniform<i8:f32, 2.0>"} : (tensor<1x3x3x2x!quant.uniform<i8:f32, 0.5>>, tensor<3x3x2x2x!quant.uniform<i8:f32:2, {0.5, 0.25}>>) -> tensor<1x6x6x2x!quant.uniform<i8:f32, 2.0>>
+    func.return %t6 : tensor<1x6x6x2x!quant.uniform<i8:f32, 2.0>>
   }
 }

@@ -80,3 +80,27 @@ module @requantize {
 
 // CPU-LABEL: module @requantize
 // CPU: func.func public @main(%x: tensor<4xi8> loc("x")) -> (tensor<4xui8> {jax.result_info = "q"}, tensor<4xf32> {jax.result_info = "d"})
+
+// -----
+
+// Quantized transposes (jax2tf's NCHW -> NHWC around a quantized conv) move stored integers;
+// the per-axis kernel's quantization dimension followed its output features (0 -> 3).
+// CHECK-LABEL: module @quantized_transposes
+// CHECK: func.func @main(%x: tensor<1x2x5x5xi8>, %w: tensor<3x2x3x3xi8>) -> tensor<1x3x3x3xf32>
+// CHECK: %xt = "convc.transpose"(%x) {permutation = array<i64: 0, 2, 3, 1>} : (tensor<1x2x5x5xi8>) -> tensor<1x5x5x2xi8>
+// CHECK: %wt = "convc.transpose"(%w) {permutation = array<i64: 2, 3, 1, 0>} : (tensor<3x2x3x3xi8>) -> tensor<3x3x2x3xi8>
+// CHECK: "convc.convert"(%wt) {new_dtype = i32}
+// CHECK: "convc.broadcast_in_dim"(%{{[^)]+}}) {broadcast_dimensions = array<i64: 3>, shape = array<i64: 3, 3, 2, 3>}
+// CPU-LABEL: module @quantized_transposes
+// CPU-NOT: quant
+// CPU: stablehlo.convolution
+// CPU-SAME: xi32>
+module @quantized_transposes {
+  func.func @main(%x: tensor<1x2x5x5x!quant.uniform<i8:f32, 0.5:-3>>, %w: tensor<3x2x3x3x!quant.uniform<i8:f32:0, {0.25:1, 0.5, 0.125:-1}>>) -> tensor<1x3x3x3xf32> {
+    %xt = "convc.transpose"(%x) {permutation = array<i64: 0, 2, 3, 1>} : (tensor<1x2x5x5x!quant.uniform<i8:f32, 0.5:-3>>) -> tensor<1x5x5x2x!quant.uniform<i8:f32, 0.5:-3>>
+    %wt = "convc.transpose"(%w) {permutation = array<i64: 2, 3, 1, 0>} : (tensor<3x2x3x3x!quant.uniform<i8:f32:0, {0.25:1, 0.5, 0.125:-1}>>) -> tensor<3x3x2x3x!quant.uniform<i8:f32:3, {0.25:1, 0.5, 0.125:-1}>>
+    %c = "convc.conv"(%xt, %wt) {dimension_numbers = ["NHWC", "HWIO", "NCHW"], preferred_element_type = "!quant.uniform<i8:f32, 4.0>"} : (tensor<1x5x5x2x!quant.uniform<i8:f32, 0.5:-3>>, tensor<3x3x2x3x!quant.uniform<i8:f32:3, {0.25:1, 0.5, 0.125:-1}>>) -> tensor<1x3x3x3x!quant.uniform<i8:f32, 4.0>>
+    %d = "convc.uniform_dequantize"(%c) : (tensor<1x3x3x3x!quant.uniform<i8:f32, 4.0>>) -> tensor<1x3x3x3xf32>
+    func.return %d : tensor<1x3x3x3xf32>
+  }
+}

@@ -4,8 +4,8 @@
 // One case per rule of uniform_quantize, uniform_dequantize and of conv on quantized
 // types (the spec's convolution C28-C34, and its input I1: lhs is per-tensor at most).
 // STATUS-NOT: Traceback
-// STATUS-COUNT-13: {{^}}{{.*}}verify-quantized-ops.mlir:{{[0-9]+}}:5: error: '{{[a-z]+}}' ({{[a-z_]+}}): {{.*}}
-// STATUS-NEXT: {{^}}exit status: 1, output lines: 13{{$}}
+// STATUS-COUNT-15: {{^}}{{.*}}verify-quantized-ops.mlir:{{[0-9]+}}:5: error: '{{[a-z]+}}' ({{[a-z_]+}}): {{.*}}
+// STATUS-NEXT: {{^}}exit status: 1, output lines: 15{{$}}
 
 module @quantize_operand_float_or_quantized {
   func.func @main(%x: tensor<4xi32>) -> tensor<4x!quant.uniform<i8:f32, 0.5>> {
@@ -132,5 +132,25 @@ module @round_needs_float {
     // expected-error@+1 {{'r' (round_nearest_even): round_nearest_even needs a floating element type, got i32 [round_nearest_even.C1]}}
     %r = "convc.round_nearest_even"(%x) : (tensor<4xi32>) -> tensor<4xi32>
     func.return %r : tensor<4xi32>
+  }
+}
+
+// -----
+
+module @reshape_splits_the_quantization_dimension {
+  func.func @main(%x: tensor<2x4x!quant.uniform<i8:f32:1, {0.5, 0.25, 0.5, 0.25}>>) -> tensor<2x2x2xi8> {
+    // expected-error@+1 {{'r' (reshape): a reshape of a per-axis quantized tensor must keep its quantization dimension whole, with the same number of elements before it: tensor<2x4x!quant.uniform<i8:f32:1, {5.000000e-01,2.500000e-01,5.000000e-01,2.500000e-01}>> to [2, 2, 2] [reshape.C3]}}
+    %r = "convc.reshape"(%x) {new_sizes = array<i64: 2, 2, 2>} : (tensor<2x4x!quant.uniform<i8:f32:1, {0.5, 0.25, 0.5, 0.25}>>) -> tensor<2x2x2xi8>
+    func.return %r : tensor<2x2x2xi8>
+  }
+}
+
+// -----
+
+module @reverse_per_axis {
+  func.func @main(%x: tensor<2x3x!quant.uniform<i8:f32:0, {0.5, 0.25}>>) -> tensor<2x3x!quant.uniform<i8:f32:0, {0.5, 0.25}>> {
+    // expected-error@+1 {{'r' (reverse): reverse takes a tensor or a per-tensor quantized tensor, got tensor<2x3x!quant.uniform<i8:f32:0, {5.000000e-01,2.500000e-01}>> [reverse.I1]}}
+    %r = "convc.reverse"(%x) {dimensions = array<i64: 1>} : (tensor<2x3x!quant.uniform<i8:f32:0, {0.5, 0.25}>>) -> tensor<2x3x!quant.uniform<i8:f32:0, {0.5, 0.25}>>
+    func.return %r : tensor<2x3x!quant.uniform<i8:f32:0, {0.5, 0.25}>>
   }
 }
