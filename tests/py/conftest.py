@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,10 @@ import convc
 import numpy as np
 import pytest
 from convc.runtime import Executable, compile_stablehlo
+
+# pytest-xdist runs one worker process per core: on a GPU, each takes GPU memory as it needs it
+# rather than JAX's default 75% up front, which the second worker would not find.
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 
 def pytest_configure(config: pytest.Config) -> None:
