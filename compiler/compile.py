@@ -25,6 +25,11 @@ from .textual import parse_ir, print_graph
 EMIT_KINDS = ("stablehlo", "convc", "bytecode")
 DEFAULT_ELIDE_LARGER = 16  # convc's printed IR: constants beyond the inline size become dense_resource<__elided__>
 DEFAULT_MAX_BYTES = 1 << 31
+# XLA options convc's own runs of a target's modules compile with (PJRT compile options; for
+# other consumers of the module, XLA_FLAGS sets the same). cpu: XLA:CPU hands YNNPACK single
+# dots only, not the fusions of convs and elementwise ops it forms by default, which ran the
+# models suite's networks slower (docs/benchmarks.md, "YNNPACK's fusions").
+TARGET_XLA_OPTIONS: dict[str, dict[str, str]] = {"cpu": {"xla_cpu_experimental_ynn_fusion_type": "LIBRARY_FUSION_TYPE_INDIVIDUAL_DOT"}}
 MLIR_BYTECODE_MAGIC = b"ML\xefR"  # how every MLIR bytecode file starts
 
 
@@ -234,6 +239,12 @@ class Compiler:
             platform = default_platform()
         self.target = platform if platform in ("cpu", "gpu") else "generic"
         return self.target
+
+    def xla_options(self, platform: str) -> dict[str, str]:
+        """The XLA options (TARGET_XLA_OPTIONS) to compile this compiler's module with on PJRT
+        `platform`: its target's, when that target is the platform's; none for a -p pipeline."""
+        target = self.target if self.pipeline is None else None
+        return dict(TARGET_XLA_OPTIONS.get(target, {})) if target == platform else {}
 
     def run_passes(self, graph: Graph, passes: Sequence[Pass] | None = None) -> Graph:
         from .autotune_pjrt import with_pjrt_measure  # what autotune-conv-lowering times candidates with

@@ -151,7 +151,7 @@ def run_lowered(compiler: Compiler, graph: Graph, inputs: Inputs = None, *, seed
     else:
         module = compiler.runnable(to_run)
         with compiler.timed("pjrt compile"):
-            executable = compile_stablehlo(module, platform)
+            executable = compile_stablehlo(module, platform, compiler.xla_options(platform_name(platform)))
         with compiler.timed("pjrt run"):
             outputs = executable(*compiler.weights.values(), *arrays)  # --weights-as-inputs: the weights lead
         ran_on = executable.platform

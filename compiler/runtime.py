@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -85,13 +85,14 @@ class Executable:
         return "\n".join(m.to_string() for m in self.loaded.hlo_modules())
 
 
-def compile_stablehlo(text: str | bytes, platform: str | None = None) -> Executable:
-    """Compile a StableHLO module, as text or MLIR bytecode, for the first device of `platform`."""
+def compile_stablehlo(text: str | bytes, platform: str | None = None, xla_options: Mapping[str, str] | None = None) -> Executable:
+    """Compile a StableHLO module, as text or MLIR bytecode, for the first device of `platform`;
+    `xla_options` are XLA debug options for this compile (`xla_cpu_...`: what XLA_FLAGS sets for a process)."""
     from jax._src import compiler
     from jax._src.lib import xla_client
 
     client = _client(platform)
     device = client.local_devices()[0]
-    options = compiler.get_compile_options(num_replicas=1, num_partitions=1)
+    options = compiler.get_compile_options(num_replicas=1, num_partitions=1, env_options_overrides=dict(xla_options or {}))
     loaded = client.compile_and_load(text, xla_client.DeviceList((device,)), options)
     return Executable(loaded, device, client.platform)
