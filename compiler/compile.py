@@ -20,6 +20,7 @@ from .frontend import load_model_text
 from .ir import Graph, Op, unused_name
 from .literals import INLINE_ELEMENTS
 from .pass_manager import Pass, PassManager, PipelineError, parse_pipeline
+from .runtime import Executable
 from .textual import parse_ir, print_graph
 
 EMIT_KINDS = ("stablehlo", "convc", "bytecode")
@@ -303,6 +304,15 @@ class Compiler:
                 mlir.load()
             with self.timed("mlir verify + bind weights"):
                 return mlir.bound_bytecode(text, bound)
+
+    def executable(self, graph: Graph, platform: str | None = None) -> Executable:
+        """The lowered `graph` (without a mesh) compiled by PJRT for `platform` (None: the one
+        PJRT finds) as convc runs it: `runnable`, with its target's XLA options."""
+        from .runtime import compile_stablehlo, platform_name
+
+        module = self.runnable(graph)
+        with self.timed("pjrt compile"):
+            return compile_stablehlo(module, platform, self.xla_options(platform_name(platform)))
 
     def bound_text(self, graph: Graph) -> tuple[str, dict[str, np.ndarray]]:
         """The module's text with its large constants as placeholders, and their arrays by

@@ -125,7 +125,7 @@ def run_lowered(compiler: Compiler, graph: Graph, inputs: Inputs = None, *, seed
                 platform: str | None = None, file: str | None = None, log: Log | None = None) -> RunResult:
     """Run the lowered `graph`, as `compiler` emits it for PJRT (`Compiler.runnable`), on
     PJRT `platform` (None: the best available). `file` names the model in diagnostics and warnings."""
-    from .runtime import compile_stablehlo, platform_name
+    from .runtime import platform_name
 
     warnings: list[str] = []
 
@@ -149,9 +149,7 @@ def run_lowered(compiler: Compiler, graph: Graph, inputs: Inputs = None, *, seed
             outputs = run_graph(graph, text, arrays, platform, file)
         ran_on = platform_name(platform)
     else:
-        module = compiler.runnable(to_run)
-        with compiler.timed("pjrt compile"):
-            executable = compile_stablehlo(module, platform, compiler.xla_options(platform_name(platform)))
+        executable = compiler.executable(to_run, platform)
         with compiler.timed("pjrt run"):
             outputs = executable(*compiler.weights.values(), *arrays)  # --weights-as-inputs: the weights lead
         ran_on = executable.platform

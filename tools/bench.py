@@ -384,11 +384,9 @@ def custom_call_targets(hlo_text: str) -> list[str]:
 def compile_case(spec: ConvSpec, target: str, pjrt_platform: str, autotune: bool) -> Any:
     """convc's executable for the case on `pjrt_platform` (--autotune measures there, or reads its cache)."""
     from convc.compile import Compiler
-    from convc.runtime import compile_stablehlo
 
     compiler = Compiler(target=target, autotune=autotune, autotune_platform=pjrt_platform)
-    text = compiler.emit(compiler.run_passes(convc_graph(spec)), "stablehlo").decode()
-    return compile_stablehlo(text, pjrt_platform)
+    return compiler.executable(compiler.run_passes(convc_graph(spec)), pjrt_platform)
 
 
 def run_case(spec: ConvSpec, target: str, budget_s: float, use_torch: bool, seed: int = 0, autotune: bool = False,

@@ -373,11 +373,9 @@ def max_relative_error(ours: Sequence[np.ndarray], reference: Sequence[np.ndarra
 
 def compile_step(spec: TrainSpec, target: str, pjrt_platform: str, autotune: bool) -> Any:
     from convc.compile import Compiler
-    from convc.runtime import compile_stablehlo
 
     compiler = Compiler(target=target, autotune=autotune, autotune_platform=pjrt_platform)
-    text = compiler.emit(compiler.run_passes(convc_step(spec)), "stablehlo").decode()
-    return compile_stablehlo(text, pjrt_platform)
+    return compiler.executable(compiler.run_passes(convc_step(spec)), pjrt_platform)
 
 
 def run_train_case(spec: TrainSpec, target: str, budget_s: float, use_torch: bool, seed: int = 0, autotune: bool = False,
