@@ -5,7 +5,8 @@
   to XLA's own convolution;
 * **census**: the ops XLA:CPU's optimized HLO runs (its entry computation, without the free
   ones: parameters, constants, tuples, bitcasts), a fusion named by the heaviest op inside it
-  (`fusion(convolution)`, `fusion(dot)`, ... `fusion(elementwise)`);
+  (`fusion(convolution)`, `fusion(dot)`, ... `fusion(elementwise)`), with the library that
+  runs it where XLA names one (`fusion(dot, ynn_fusion)`: YNNPACK's);
 * **op times**: a `jax.profiler` trace of a few calls of the compiled executable. XLA:CPU's
   thunk runtime records one event per thunk named as its HLO instruction (jaxlib 0.10.2
   through 0.12 do), so each op's time per call is the sum of its events over the calls. Where
@@ -25,9 +26,10 @@ from typing import Any
 COMPUTATION = re.compile(r"^(ENTRY\s+)?%([\w.\-]+)\s.*\{\s*$")
 INSTRUCTION = re.compile(r"^\s+(?:ROOT\s+)?%([\w.\-]+)\s=\s(.*?)\s([a-z][a-z0-9\-]*)\((.*)$")
 CALLS = re.compile(r"calls=%([\w.\-]+)")
+FUSION_KIND = re.compile(r'"fusion_config":\{"kind":"_*([^"]+)"')  # a library's fusion (XNNPACK's, YNNPACK's)
 FREE = frozenset({"parameter", "constant", "get-tuple-element", "tuple", "bitcast"})
 HEAVY = ("convolution", "dot", "reduce-window", "reduce", "scatter", "gather", "sort")  # a fusion is named by the first inside it
-LAYOUT = re.compile(r"\{[^{}]*\}")
+LAYOUT = re.compile(r"\{[^{}]*\}|/\*.*?\*/")  # layouts and /*index=N*/ comments
 TRACED_CALLS = 5
 XLA = "xla"  # the lowerings' key for the convs left to XLA's own convolution
 
@@ -61,7 +63,8 @@ def parse_hlo(hlo: str) -> list[Instruction]:
         if opcode == "fusion":
             called = CALLS.search(rest)
             inside = {op for _, _, op, _ in bodies.get(called.group(1), [])} if called else set()
-            category = f"fusion({next((op for op in HEAVY if op in inside), 'elementwise')})"
+            library = FUSION_KIND.search(rest)
+            category = f"fusion({next((op for op in HEAVY if op in inside), 'elementwise')}{', ' + library.group(1) if library else ''})"
         result.append(Instruction(name, category, LAYOUT.sub("", shape)))
     return result
 

@@ -22,6 +22,7 @@ disagreement ends the run (exit 1).
 from __future__ import annotations
 
 import io
+import math
 import os
 import time
 import warnings
@@ -37,6 +38,7 @@ TOLERANCE = 1e-4  # per tensor: max |convc - torch| / max |torch|, f32
 TORCHVISION_NETWORKS = ("resnet18", "mobilenet_v2", "dcgan_generator")
 FALLBACK_NETWORKS = ("resnet18_style", "mobilenet_v2_style", "dcgan_generator")
 DCGAN_LATENT = 100  # the DCGAN paper's z
+BATCHNORM_SHIFTS = {"running_mean": -0.5, "running_var": 0.5, "weight": 0.5, "bias": -0.5}  # each U(0, 1) + shift
 DCGAN_WIDTH, DCGAN_QUICK_WIDTH = 64, 16  # its generator's last hidden features (ngf); --quick narrows it
 
 
@@ -119,10 +121,9 @@ def build_module(spec: TrainModelSpec) -> Any:
     with torch.no_grad():
         for layer in module.modules():
             if isinstance(layer, torch.nn.modules.batchnorm._BatchNorm):
-                layer.running_mean.copy_(torch.rand(layer.running_mean.shape, generator=generator) - 0.5)
-                layer.running_var.copy_(torch.rand(layer.running_var.shape, generator=generator) + 0.5)
-                layer.weight.copy_(torch.rand(layer.weight.shape, generator=generator) + 0.5)
-                layer.bias.copy_(torch.rand(layer.bias.shape, generator=generator) - 0.5)
+                for name, shift in BATCHNORM_SHIFTS.items():
+                    tensor: Any = getattr(layer, name)
+                    tensor.copy_(torch.rand(tensor.shape, generator=generator) + shift)
     return module.eval()
 
 
@@ -219,7 +220,7 @@ def step_error(ours: Sequence[np.ndarray], theirs: Sequence[Any], names: Sequenc
     worst, where = 0.0, names[0]
     for name, a, b in zip(names, ours, theirs, strict=True):
         error = bench_models.relative_error(np.asarray(a), b.detach().numpy())
-        if not error <= worst:  # a NaN or inf error is the worst
+        if not error <= worst and not math.isnan(worst):  # a NaN error is the worst, and stays so
             worst, where = error, name
     return worst, where
 
