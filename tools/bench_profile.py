@@ -112,12 +112,14 @@ class Profile:
 
 def thunk_times_ns(executable: Any, buffers: Sequence[Any], names: set[str], calls: int = TRACED_CALLS) -> Counter[str]:
     """The total duration of the profiler's events named as one of `names`, over `calls`
-    calls of `executable` (empty where the trace has none or cannot be taken)."""
+    calls of `executable` after an untraced one (empty where the trace has none or cannot be
+    taken)."""
     import jax
 
     from . import bench
 
     totals: Counter[str] = Counter()
+    bench.block_until_ready(executable.run_on_device(buffers))  # a first call sets its thunks up: not traced
     with tempfile.TemporaryDirectory() as directory:
         try:
             jax.profiler.start_trace(directory)
