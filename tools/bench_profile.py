@@ -30,6 +30,7 @@ FUSION_KIND = re.compile(r'"fusion_config":\{"kind":"_*([^"]+)"')  # a library's
 FREE = frozenset({"parameter", "constant", "get-tuple-element", "tuple", "bitcast"})
 HEAVY = ("convolution", "dot", "reduce-window", "reduce", "scatter", "gather", "sort")  # a fusion is named by the first inside it
 LAYOUT = re.compile(r"\{[^{}]*\}|/\*.*?\*/")  # layouts and /*index=N*/ comments
+ARRAY = re.compile(r"[a-z]+[0-9]*\[[0-9,]*\]")
 TRACED_CALLS = 5
 XLA = "xla"  # the lowerings' key for the convs left to XLA's own convolution
 
@@ -65,8 +66,16 @@ def parse_hlo(hlo: str) -> list[Instruction]:
             inside = {op for _, _, op, _ in bodies.get(called.group(1), [])} if called else set()
             library = FUSION_KIND.search(rest)
             category = f"fusion({next((op for op in HEAVY if op in inside), 'elementwise')}{', ' + library.group(1) if library else ''})"
-        result.append(Instruction(name, category, LAYOUT.sub("", shape)))
+        result.append(Instruction(name, category, short_shape(LAYOUT.sub("", shape))))
     return result
+
+
+def short_shape(shape: str) -> str:
+    """A tuple of equal arrays as `(f32[7,384] x9)`; any other shape as it is."""
+    parts = ARRAY.findall(shape)
+    if shape.startswith("(") and len(parts) > 1 and len(set(parts)) == 1:
+        return f"({parts[0]} x{len(parts)})"
+    return shape
 
 
 def convs(graph: Any) -> list[Any]:

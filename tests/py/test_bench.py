@@ -255,7 +255,9 @@ ENTRY %main.1 (x.1: f32[1,8,8,4], w.1: f32[4,8]) -> (f32[1,8,8,8], f32[8,8]) {
 def test_hlo_census_lists_the_entry_ops_that_work_and_names_fusions_by_their_heaviest_op() -> None:
     """parse_hlo keeps the entry computation's working ops in order (not parameters, bitcasts,
     tuples), names a fusion by the heaviest op of the computation it calls, with the library
-    XLA hands it to, and gives each result's shape without layouts."""
+    XLA hands it to, and gives each result's shape without layouts (a tuple of equal arrays
+    shortened)."""
+    from convc.tools import bench_profile
     from convc.tools.bench_profile import Instruction, parse_hlo
 
     assert parse_hlo(PROFILED_HLO) == [
@@ -264,6 +266,8 @@ def test_hlo_census_lists_the_entry_ops_that_work_and_names_fusions_by_their_hea
         Instruction("conv.3", "convolution", "f32[1,8,8,8]"),
         Instruction("transpose.4", "transpose", "f32[8,8]"),
     ]
+    assert bench_profile.short_shape("(f32[7,384], f32[7,384], f32[7,384])") == "(f32[7,384] x3)"
+    assert bench_profile.short_shape("(f32[8,64], s32[8,64])") == "(f32[8,64], s32[8,64])"
 
 
 def test_profile_of_a_tiny_network_agrees_with_its_lowerings_and_times_its_ops() -> None:
