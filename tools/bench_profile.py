@@ -6,7 +6,9 @@
 * **census**: the ops XLA:CPU's optimized HLO runs (its entry computation, without the free
   ones: parameters, constants, tuples, bitcasts), a fusion named by the heaviest op inside it
   (`fusion(convolution)`, `fusion(dot)`, ... `fusion(elementwise)`), with the library that
-  runs it where XLA names one (`fusion(dot, ynn_fusion)`: YNNPACK's);
+  runs it where XLA names one (`fusion(dot, ynn_fusion)`: YNNPACK's), and how many heavy ops
+  the fusions compute in all (one YNNPACK fusion may run a whole stage: four convs, a dot and
+  the pooling);
 * **op times**: a `jax.profiler` trace of a few calls of the compiled executable. XLA:CPU's
   thunk runtime records one event per thunk named as its HLO instruction (jaxlib 0.10.2
   through 0.12 do), so each op's time per call is the sum of its events over the calls. Where
@@ -40,6 +42,11 @@ class Instruction:
     name: str
     category: str  # its opcode, a fusion's as fusion(<heaviest op inside>)
     shape: str  # its result's, without layouts
+    fused: tuple[tuple[str, int], ...] = ()  # a fusion's: how many of each HEAVY op it computes, heaviest first
+
+    def describe(self) -> str:
+        inside = f" [{', '.join(f'{n} {op}' for op, n in self.fused)}]" if sum(n for _, n in self.fused) > 1 else ""
+        return f"{self.name} {self.category}{inside} {self.shape}"
 
 
 def parse_hlo(hlo: str) -> list[Instruction]:
@@ -61,12 +68,14 @@ def parse_hlo(hlo: str) -> list[Instruction]:
         if opcode in FREE:
             continue
         category = opcode
+        fused: tuple[tuple[str, int], ...] = ()
         if opcode == "fusion":
             called = CALLS.search(rest)
-            inside = {op for _, _, op, _ in bodies.get(called.group(1), [])} if called else set()
+            inside = Counter(op for _, _, op, _ in bodies.get(called.group(1), [])) if called else Counter()
+            fused = tuple((op, inside[op]) for op in HEAVY if inside[op])
             library = FUSION_KIND.search(rest)
-            category = f"fusion({next((op for op in HEAVY if op in inside), 'elementwise')}{', ' + library.group(1) if library else ''})"
-        result.append(Instruction(name, category, short_shape(LAYOUT.sub("", shape))))
+            category = f"fusion({fused[0][0] if fused else 'elementwise'}{', ' + library.group(1) if library else ''})"
+        result.append(Instruction(name, category, short_shape(LAYOUT.sub("", shape)), fused))
     return result
 
 
@@ -111,8 +120,9 @@ def run_passes_counting(compiler: Any, graph: Any) -> dict[str, int]:
 class Profile:
     lowerings: dict[str, int]
     census: dict[str, int]  # ops run per category
+    fused: dict[str, int] = field(default_factory=dict)  # the HEAVY ops computed inside fusions, in all
     times_ms: dict[str, float] = field(default_factory=dict)  # per call, per category (empty: no thunk events)
-    slowest: list[tuple[str, str, str, float]] = field(default_factory=list)  # (name, category, shape, ms per call)
+    slowest: list[tuple[str, float]] = field(default_factory=list)  # (Instruction.describe(), ms per call)
     traced_calls: int = 0
 
     def as_dict(self) -> dict[str, Any]:
@@ -153,7 +163,10 @@ def profile_executable(executable: Any, buffers: Sequence[Any], lowerings: dict[
     """The census of `executable`'s optimized HLO and, where the trace has thunk events, each
     category's time per call and the `slowest` ops."""
     instructions = parse_hlo(executable.hlo_text())
-    profile = Profile(lowerings, dict(Counter(i.category for i in instructions).most_common()))
+    fused: Counter[str] = Counter()
+    for instruction in instructions:
+        fused.update(dict(instruction.fused))
+    profile = Profile(lowerings, dict(Counter(i.category for i in instructions).most_common()), dict(fused.most_common()))
     totals = thunk_times_ns(executable, buffers, {i.name for i in instructions}, calls)
     if not totals:
         return profile
@@ -162,7 +175,7 @@ def profile_executable(executable: Any, buffers: Sequence[Any], lowerings: dict[
     for name, ns in totals.items():
         per_category[by_name[name].category] += ns
     profile.times_ms = {category: ns / calls / 1e6 for category, ns in per_category.most_common()}
-    profile.slowest = [(name, by_name[name].category, by_name[name].shape, ns / calls / 1e6) for name, ns in totals.most_common(slowest)]
+    profile.slowest = [(by_name[name].describe(), ns / calls / 1e6) for name, ns in totals.most_common(slowest)]
     profile.traced_calls = calls
     return profile
 
@@ -174,7 +187,8 @@ def format_profile(title: str, profile: dict[str, Any]) -> str:
     taken = ", ".join(f"{name} {n}" for name, n in low.items()) or "none"
     lines = [f"  profile of {title}:",
              f"    convs at the cpu lowerings: {reached}; taken by {taken}; left to XLA's conv: {left} (+{made} made by the rewrites)",
-             "    optimized HLO runs: " + ", ".join(f"{n} {category}" for category, n in profile["census"].items())]
+             "    optimized HLO runs: " + ", ".join(f"{n} {category}" for category, n in profile["census"].items())
+             + (f"; the fusions compute {', '.join(f'{n} {op}' for op, n in profile['fused'].items())}" if profile["fused"] else "")]
     times = profile["times_ms"]
     if not times:
         lines.append("    op times: this jaxlib's profiler trace has no XLA:CPU thunk events")
@@ -182,5 +196,5 @@ def format_profile(title: str, profile: dict[str, Any]) -> str:
     total = sum(times.values()) or 1e-12
     lines.append(f"    thunk time per call ({profile['traced_calls']} calls traced, {total:.2f} ms in all): "
                  + ", ".join(f"{category} {ms:.2f} ms ({100 * ms / total:.0f}%)" for category, ms in times.items()))
-    lines.append("    slowest: " + "; ".join(f"{name} {category} {shape} {ms:.2f} ms" for name, category, shape, ms in profile["slowest"]))
+    lines.append("    slowest: " + "; ".join(f"{what} {ms:.2f} ms" for what, ms in profile["slowest"]))
     return "\n".join(lines)

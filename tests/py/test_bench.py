@@ -261,7 +261,7 @@ def test_hlo_census_lists_the_entry_ops_that_work_and_names_fusions_by_their_hea
     from convc.tools.bench_profile import Instruction, parse_hlo
 
     assert parse_hlo(PROFILED_HLO) == [
-        Instruction("ynn_fusion", "fusion(dot, ynn_fusion)", "f32[64,8]"),
+        Instruction("ynn_fusion", "fusion(dot, ynn_fusion)", "f32[64,8]", (("dot", 1),)),
         Instruction("relu_fusion", "fusion(elementwise)", "f32[1,8,8,8]"),
         Instruction("conv.3", "convolution", "f32[1,8,8,8]"),
         Instruction("transpose.4", "transpose", "f32[8,8]"),
