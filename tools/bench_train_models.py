@@ -39,7 +39,7 @@ TORCHVISION_NETWORKS = ("resnet18", "mobilenet_v2", "dcgan_generator")
 FALLBACK_NETWORKS = ("resnet18_style", "mobilenet_v2_style", "dcgan_generator")
 DCGAN_LATENT = 100  # the DCGAN paper's z
 BATCHNORM_SHIFTS = {"running_mean": -0.5, "running_var": 0.5, "weight": 0.5, "bias": -0.5}  # each U(0, 1) + shift
-DCGAN_WIDTH, DCGAN_QUICK_WIDTH = 64, 16  # its generator's last hidden features (ngf); --quick narrows it
+DCGAN_WIDTH, DCGAN_QUICK_WIDTH = 64, 8  # its generator's last hidden features (ngf); --quick narrows it
 
 
 @dataclass(frozen=True)
