@@ -166,8 +166,7 @@ class Prepared:
     import_s: float
     grad_s: float
     compile_s: float
-    compiler: Any = None
-    lowerings: dict[str, int] | None = None  # --profile: the convs each cpu lowering took
+    lowerings: dict[str, int]  # --profile: the convs each cpu lowering took (empty without)
 
 
 def prepare(spec: TrainModelSpec, target: str, module: Any, profile: bool = False, seed: int = 0) -> Prepared:
@@ -190,7 +189,7 @@ def prepare(spec: TrainModelSpec, target: str, module: Any, profile: bool = Fals
     step = convc.grad(graph, wrt)
     differentiated = time.perf_counter()
     compiler = Compiler(target=target)
-    lowerings = None
+    lowerings: dict[str, int] = {}
     if profile:
         lowerings = bench_profile.run_passes_counting(compiler, step)
     else:
@@ -211,7 +210,7 @@ def prepare(spec: TrainModelSpec, target: str, module: Any, profile: bool = Fals
         return [y, *torch.autograd.grad(y, leaves, cotangent_torch)]
 
     return Prepared(executable, [x, *weights, cotangent], wrt, [v.name for v in step.outputs], torch_run,
-                    imported - start, differentiated - imported, compiled - differentiated, compiler, lowerings)
+                    imported - start, differentiated - imported, compiled - differentiated, lowerings)
 
 
 def step_error(ours: Sequence[np.ndarray], theirs: Sequence[Any], names: Sequence[str]) -> tuple[float, str]:
@@ -250,7 +249,7 @@ def run_train_model(spec: TrainModelSpec, target: str, budget_s: float, module: 
     medians, best, iqr = bench.summarize(samples)
     report = None
     if profile:
-        report = bench_profile.profile_executable(prepared.executable, buffers, prepared.lowerings or {}).as_dict()
+        report = bench_profile.profile_executable(prepared.executable, buffers, prepared.lowerings).as_dict()
     return TrainModelResult(
         spec.name, spec.source, spec.batch, spec.describe(), medians, best, iqr, len(samples["convc"]),
         medians["convc"] / medians["torch"], error, len(prepared.wrt), sum(a.size for a in prepared.arrays[1:-1]),
