@@ -8,6 +8,8 @@ same computation as JAX writes it (`jax.jit` of jax.lax / jax.vjp) and PyTorch e
     python -m convc.tools.bench --platform gpu       # CUDA: PyTorch on cuDNN, batches x32
     python -m convc.tools.bench --suite train        # training steps (tools/bench_train.py)
     python -m convc.tools.bench --suite models --target cpu   # ONNX networks vs ONNX Runtime (tools/bench_models.py)
+    python -m convc.tools.bench --suite train-models          # their training steps vs PyTorch autograd (tools/bench_train_models.py)
+    python -m convc.tools.bench --suite models --profile      # + where each network's time goes (tools/bench_profile.py)
 
 Everything runs on one PJRT platform (`--platform`, default the one PJRT picks): on `gpu`,
 PyTorch runs on CUDA with cudnn.benchmark, every timed call ends with the device
@@ -42,7 +44,7 @@ import numpy as np
 SPATIAL_LETTERS = {1: "W", 2: "HW", 3: "DHW"}
 IMPLEMENTATIONS = ("convc", "jax", "torch")
 PLATFORMS = ("cpu", "gpu")
-SUITES = ("conv", "train", "models")
+SUITES = ("conv", "train", "models", "train-models")
 TOLERANCE = 1e-4  # max |convc - jax| / (1 + max |jax|), f32
 # On the GPU, f32 convs run in TF32 (operands rounded to 2^-11 relative) and XLA autotunes
 # the cuDNN algorithm per compile, so two compiles of one conv may round differently.
@@ -526,7 +528,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--suite", choices=SUITES, default="conv",
                         help="conv: single convs and their gradients (default); train: forward + backward of five blocks "
                              "(convc.grad against jax.vjp and PyTorch autograd); models: whole networks imported from ONNX "
-                             "against ONNX Runtime and PyTorch eager (cpu only)")
+                             "against ONNX Runtime and PyTorch eager (cpu only); train-models: training steps of imported "
+                             "ResNet-18, MobileNet v2 and a DCGAN generator (convc.grad of the weights) against PyTorch autograd (cpu only)")
     parser.add_argument("--cases", help="comma-separated substrings of case names to run (default: all)")
     parser.add_argument("--platform", choices=PLATFORMS,
                         help="the PJRT platform convc and JAX run on, and PyTorch's device (gpu: CUDA); default: the one PJRT picks")
@@ -536,12 +539,15 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--autotune", action="store_true",
                         help="target cpu: convc chooses each conv's lowering by measurement (convc --autotune, default cache)")
     parser.add_argument("--batch", type=_batch_list, default=(1, 8), metavar="N,...",
-                        help="--suite models: the batch sizes each network runs at (default 1,8)")
+                        help="--suite models, train-models: the batch sizes each network runs at (default 1,8)")
     parser.add_argument("--size", type=_positive_int, metavar="PIXELS",
-                        help="--suite models: the input's height and width (default 224, --quick 64)")
+                        help="--suite models, train-models: the input's height and width (default 224, --quick 64)")
     parser.add_argument("--without-pass", metavar="PASS",
                         help="--suite models: also time convc compiled with the target's default pipeline minus PASS, "
                              "interleaved with the rest (a pass's before and after, in one process)")
+    parser.add_argument("--profile", action="store_true",
+                        help="--suite models, train-models: per network, the conv lowerings convc chose, the ops of XLA's optimized "
+                             "HLO and their times per call (a profiler trace of a few calls, after the timing)")
     parser.add_argument("--json", help="write the results (and the machine) to this JSON file")
     parser.add_argument("--budget", type=float, help="seconds of timing per case (default 8, --quick 1)")
     parser.add_argument("--no-torch", action="store_true", help="skip PyTorch even when it is installed")
@@ -582,8 +588,13 @@ def resolve_platform(args: argparse.Namespace) -> None:
 
 
 def selected_cases(args: argparse.Namespace) -> list[Any]:
-    """The suite's cases (ConvSpec, or bench_train.TrainSpec for --suite train) that --cases
-    names, shrunk by --quick, their batches scaled by --batch-scale."""
+    """The suite's cases (ConvSpec; bench_train.TrainSpec for --suite train, bench_models.ModelSpec
+    for models, bench_train_models.TrainModelSpec for train-models) that --cases names, shrunk
+    by --quick, their batches scaled by --batch-scale."""
+    if getattr(args, "suite", "conv") == "train-models":
+        from convc.tools import bench_train_models
+
+        return _wanted(bench_train_models.train_specs(bench_train_models.default_size(args), args.batch, args.quick), args)
     if getattr(args, "suite", "conv") == "models":
         from convc.tools import bench_models
 
@@ -612,6 +623,8 @@ def run_suite(args: argparse.Namespace, log: Callable[[str], None] = print) -> d
         raise BenchError(f"--autotune chooses among the cpu target's lowerings; the target is '{target}'")
     if args.without_pass and args.suite != "models":
         raise BenchError("--without-pass compares convc with and without a pass on --suite models only")
+    if getattr(args, "profile", False) and args.suite not in ("models", "train-models"):
+        raise BenchError("--profile profiles whole networks: --suite models or train-models")
     budget = args.budget if args.budget is not None else (1.0 if args.quick else 8.0)
     use_torch = not args.no_torch and _configure_torch(args.platform, args.torch_threads)
     if not args.no_malloc_tuning:
@@ -621,6 +634,10 @@ def run_suite(args: argparse.Namespace, log: Callable[[str], None] = print) -> d
         from convc.tools import bench_models
 
         return bench_models.run_models_suite(args, info, target, budget, use_torch, log)
+    if args.suite == "train-models":
+        from convc.tools import bench_train_models
+
+        return bench_train_models.run_train_models_suite(args, info, target, budget, use_torch, log)
     peak_size = 512 if args.quick else 8192 if args.platform == "gpu" else 2048
     peak = None if args.no_peak else sgemm_peak_gflops(peak_size, pjrt_platform=args.platform)
     log(f"machine: {info['cpu']}, {info['cores']} cores, {info['device_kind']}, jax {info['jax']}, torch {info['torch']}; "

@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from . import bench
+from . import bench, bench_profile
 
 TOLERANCE = 1e-4  # max |ours - onnxruntime| / max |onnxruntime|, f32
 QUICK_SIZE = 64
@@ -83,6 +83,7 @@ class ModelResult:
     onnx_nodes: int
     checked: list[str] = field(default_factory=list)  # the implementations compared with ONNX Runtime
     ratio_vs_without: float | None = None  # convc over convc without --without-pass's pass
+    profile: dict[str, Any] | None = None  # --profile: bench_profile.Profile of convc's executable
 
 
 # --- the networks --------------------------------------------------------------------------
@@ -404,12 +405,14 @@ def pipeline_without(target: str, name: str) -> str:
 
 
 def run_model(spec: ModelSpec, target: str, budget_s: float, use_torch: bool, threads: int, seed: int = 0,
-              modules: dict[str, Any] | None = None, platform: str = "cpu", without: str | None = None) -> ModelResult:
+              modules: dict[str, Any] | None = None, platform: str = "cpu", without: str | None = None,
+              profile: bool = False) -> ModelResult:
     """Export, import and compile (timed), check convc and PyTorch against ONNX Runtime's CPU
     provider (BenchError on a disagreement), then time them interleaved. On `platform` gpu,
     convc and PyTorch run on the GPU (both in TF32, their default for f32 convs), and ONNX
     Runtime is timed only where it has its CUDA provider. `without`: a pipeline (the default
-    minus one pass) compiled too, checked and timed as "convc_without"."""
+    minus one pass) compiled too, checked and timed as "convc_without". `profile`: after the
+    timing, convc's lowerings, HLO census and op times (bench_profile)."""
     import jax
     import torch
     from convc import load_onnx
@@ -423,7 +426,12 @@ def run_model(spec: ModelSpec, target: str, budget_s: float, use_torch: bool, th
     graph = load_onnx(model, file=f"{spec.name}.onnx")
     imported = time.perf_counter()
     compiler = Compiler(target=target)
-    executable = compile_stablehlo(compiler.emit(compiler.run_passes(graph), "stablehlo").decode(), platform)
+    lowerings = None
+    if profile:
+        lowerings = bench_profile.run_passes_counting(compiler, graph)
+    else:
+        compiler.run_passes(graph)
+    executable = compile_stablehlo(compiler.emit(graph, "stablehlo").decode(), platform)
     compiled = time.perf_counter()
     buffers = [jax.device_put(x, executable.device)]
     torch_device = "cuda" if platform == "gpu" else "cpu"
@@ -468,13 +476,14 @@ def run_model(spec: ModelSpec, target: str, budget_s: float, use_torch: bool, th
         thunks["convc_without"] = lambda: bench.block_until_ready(baseline.run_on_device(buffers))
     samples = bench.Timer(budget_s).run(thunks)
     medians, best, iqr = bench.summarize(samples)
+    report = bench_profile.profile_executable(executable, buffers, lowerings).as_dict() if lowerings is not None else None
     return ModelResult(
         spec.name, spec.source, spec.batch, spec.describe(), medians, best, iqr, len(samples["convc"]),
         medians["convc"] / medians["ort"] if "ort" in medians else None,
         medians["convc"] / medians["torch"] if "torch" in medians else None, error, torch_error,
         imported - start, compiled - imported, _node_count(model),
         ["convc", *(["torch"] if use_torch else []), *(["convc_without"] if baseline is not None else [])],
-        medians["convc"] / medians["convc_without"] if "convc_without" in medians else None)
+        medians["convc"] / medians["convc_without"] if "convc_without" in medians else None, report)
 
 
 def _node_count(model: bytes) -> int:
@@ -543,11 +552,14 @@ def run_models_suite(args: Any, info: dict[str, Any], target: str, budget: float
     results = []
     for spec in specs:
         modules.setdefault(spec.name, build_module(spec.name))
-        result = run_model(spec, target, budget, use_torch, threads, modules=modules, platform=platform, without=without)
+        result = run_model(spec, target, budget, use_torch, threads, modules=modules, platform=platform, without=without,
+                           profile=getattr(args, "profile", False))
         log(f"  {spec.name} batch {spec.batch}: convc {result.ms['convc']:.2f} ms"
             + (f", ORT {result.ms['ort']:.2f} ms" if "ort" in result.ms else "")
             + (f", torch {result.ms['torch']:.2f} ms" if "torch" in result.ms else "")
             + f"; import {result.import_s:.2f} s, compile {result.compile_s:.2f} s ({result.rounds} rounds)")
+        if result.profile is not None:
+            log(bench_profile.format_profile(f"{spec.name} batch {spec.batch}", result.profile))
         results.append(result)
     info["load_average_after"] = list(os.getloadavg())
     return {

@@ -158,14 +158,15 @@ def test_every_train_step_is_the_gradient_graph_jax_computes() -> None:
 def test_quick_models_suite_checks_against_onnxruntime(tmp_path: Path) -> None:
     """--suite models --quick on one network at batch 1: the ONNX export is imported, compiled
     and run, convc's (and PyTorch's) output was compared with ONNX Runtime's within the
-    suite's tolerance, and the JSON carries every reported field."""
+    suite's tolerance, and the JSON carries every reported field, --profile's lowerings and
+    census among them."""
     pytest.importorskip("onnxruntime")
     pytest.importorskip("torch")
     from convc.tools import bench_models
 
     out = tmp_path / "models.json"
     code = bench.main(["--suite", "models", "--quick", "--platform", "cpu", "--target", "cpu", "--batch", "1",
-                       "--cases", "mobilenet_v2", "--budget", "0.05", "--json", str(out)])
+                       "--cases", "mobilenet_v2", "--budget", "0.05", "--profile", "--json", str(out)])
     assert code == 0
     report = json.loads(out.read_text())
     assert (report["suite"], report["input_size"], report["batches"]) == ("models", bench_models.QUICK_SIZE, [1])
@@ -180,6 +181,7 @@ def test_quick_models_suite_checks_against_onnxruntime(tmp_path: Path) -> None:
     assert case["import_s"] > 0 and case["compile_s"] > 0 and case["onnx_nodes"] > 0
     assert case["ratio_vs_ort"] == case["ms"]["convc"] / case["ms"]["ort"]
     assert report["geomean_convc_over_ort"] == pytest.approx(case["ratio_vs_ort"])
+    assert case["profile"]["lowerings"]["convs"] > 0 and case["profile"]["census"]  # --profile's census
 
 
 def test_models_suite_without_pass_times_the_pipeline_without_it(tmp_path: Path) -> None:
@@ -234,3 +236,144 @@ def test_models_suite_without_torch_is_one_line_exit_1_from_the_command_line() -
                              "--platform", "cpu"], capture_output=True, text=True, check=False)
     assert result.returncode == 1
     assert result.stderr == "bench: error: --suite models exports its networks from PyTorch; --no-torch leaves nothing to export\n"
+
+
+# --- --profile (tools/bench_profile.py) ----------------------------------------------------
+
+PROFILED_HLO = """HloModule m, is_scheduled=true
+
+%fused_computation (param_0: f32[64,4], param_1: f32[4,8]) -> f32[64,8] {
+  %param_0 = f32[64,4]{1,0} parameter(0)
+  %param_1 = f32[4,8]{1,0} parameter(1)
+  ROOT %dot.1 = f32[64,8]{1,0} dot(%param_0, %param_1), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+}
+
+%fused_computation.1 (param_0.2: f32[64,8]) -> f32[1,8,8,8] {
+  %param_0.2 = f32[64,8]{1,0} parameter(0)
+  %constant.0 = f32[] constant(0)
+  %broadcast.3 = f32[64,8]{1,0} broadcast(%constant.0), dimensions={}
+  %relu.1 = f32[64,8]{1,0} maximum(%param_0.2, %broadcast.3)
+  ROOT %bitcast.2 = f32[1,8,8,8]{3,2,1,0} bitcast(%relu.1)
+}
+
+ENTRY %main.1 (x.1: f32[1,8,8,4], w.1: f32[4,8]) -> (f32[1,8,8,8], f32[8,8]) {
+  %x.1 = f32[1,8,8,4]{3,2,1,0} parameter(0), metadata={op_name="x"}
+  %w.1 = f32[4,8]{1,0} parameter(1)
+  %bitcast = f32[64,4]{1,0} bitcast(%x.1)
+  %ynn_fusion = f32[64,8]{1,0} fusion(%bitcast, %w.1), kind=kCustom, calls=%fused_computation, backend_config={"outer_dimension_partitions":[],"fusion_config":{"kind":"__ynn_fusion"}}
+  %relu_fusion = f32[1,8,8,8]{3,2,1,0} fusion(%ynn_fusion), kind=kLoop, calls=%fused_computation.1
+  %conv.3 = f32[1,8,8,8]{3,2,1,0} convolution(%relu_fusion, %relu_fusion), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f
+  %transpose.4 = f32[8,8]{0,1} transpose(%w.1), dimensions={1,0}
+  ROOT %tuple.5 = (f32[1,8,8,8]{3,2,1,0}, /*index=1*/f32[8,8]{0,1}) tuple(%conv.3, %transpose.4)
+}
+"""
+
+
+def test_hlo_census_lists_the_entry_ops_that_work_and_names_fusions_by_their_heaviest_op() -> None:
+    """parse_hlo keeps the entry computation's working ops in order (not parameters, bitcasts,
+    tuples), names a fusion by the heaviest op of the computation it calls, with the library
+    XLA hands it to, and gives each result's shape without layouts (a tuple of equal arrays
+    shortened)."""
+    from convc.tools import bench_profile
+    from convc.tools.bench_profile import Instruction, parse_hlo
+
+    assert parse_hlo(PROFILED_HLO) == [
+        Instruction("ynn_fusion", "fusion(dot, ynn_fusion)", "f32[64,8]", (("dot", 1),)),
+        Instruction("relu_fusion", "fusion(elementwise)", "f32[1,8,8,8]"),
+        Instruction("conv.3", "convolution", "f32[1,8,8,8]"),
+        Instruction("transpose.4", "transpose", "f32[8,8]"),
+    ]
+    assert bench_profile.short_shape("(f32[7,384], f32[7,384], f32[7,384])") == "(f32[7,384] x3)"
+    assert bench_profile.short_shape("(f32[8,64], s32[8,64])") == "(f32[8,64], s32[8,64])"
+
+
+def test_profile_of_a_tiny_network_agrees_with_its_lowerings_and_times_its_ops() -> None:
+    """A 1x1 conv, relu and a 3x3 conv on the cpu target: the pass-by-pass count says the 1x1
+    went to cpu-conv-1x1-to-dot, and the optimized HLO runs exactly as many convolutions as
+    the count leaves to XLA's conv, at least one dot; the profiler's thunk events time every
+    category the census lists (or the profile says the trace has none), and the printed
+    profile names all of it."""
+    import convc
+    import jax
+    import numpy as np
+    from convc.compile import Compiler
+    from convc.runtime import compile_stablehlo
+    from convc.tools import bench_profile
+
+    b = convc.Builder("tiny")
+    x = b.input("x", (1, 8, 8, 4))
+    layout = ("NHWC", "HWIO", "NHWC")
+    y = b.relu(b.conv(x, b.constant("w1", np.full((1, 1, 4, 8), 0.5, np.float32)), dimension_numbers=layout))
+    b.output(b.conv(y, b.constant("w2", np.full((3, 3, 8, 8), 0.25, np.float32)), dimension_numbers=layout, padding=((1, 1), (1, 1))))
+    graph = b.build()
+    compiler = Compiler(target="cpu")
+    lowerings = bench_profile.run_passes_counting(compiler, graph)
+    assert lowerings["convs"] == 2 and lowerings["cpu-conv-1x1-to-dot"] == 1
+    executable = compile_stablehlo(compiler.emit(graph, "stablehlo").decode(), "cpu")
+    profile = bench_profile.profile_executable(executable, [jax.device_put(np.ones((1, 8, 8, 4), np.float32))], lowerings)
+    convolutions = sum(n for category, n in profile.census.items() if "convolution" in category)
+    assert convolutions == lowerings[bench_profile.XLA] + lowerings["xla_made_by_rewrites"]
+    assert sum(n for category, n in profile.census.items() if category == "dot" or category.startswith("fusion(dot")) >= 1
+    if profile.times_ms:
+        assert set(profile.times_ms) <= set(profile.census) and all(ms >= 0 for ms in profile.times_ms.values())
+        assert profile.traced_calls == bench_profile.TRACED_CALLS and profile.slowest
+    text = bench_profile.format_profile("tiny", profile.as_dict())
+    assert "taken by cpu-conv-1x1-to-dot 1" in text
+    assert all(category in text for category in profile.census)
+    assert ("thunk time per call" in text) == bool(profile.times_ms)
+
+
+def test_profile_is_for_the_network_suites() -> None:
+    """--profile on the conv suite: one line, exit 1."""
+    with pytest.raises(bench.BenchError, match="--profile profiles whole networks"):
+        bench.run_suite(bench.parse_args(["--profile", "--platform", "cpu", "--quick"]))
+
+
+# --- --suite train-models (tools/bench_train_models.py) ------------------------------------
+
+
+def test_quick_train_models_suite_checks_the_dcgan_step_against_torch_autograd(tmp_path: Path,
+                                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """--suite train-models --quick on the DCGAN generator at batch 1 (target generic: XLA
+    compiles it in half the time), with --profile: its five ConvTranspose weights are the
+    gradient's inputs, so the step has 14 convs (5 forward, 5 kernel gradients, 4 input
+    gradients: the latent needs none), all left to XLA; convc's output and gradients agreed
+    with PyTorch autograd's within the suite's tolerance before timing, the JSON carries every
+    reported field, and the profile was printed."""
+    pytest.importorskip("onnx")
+    pytest.importorskip("torch")
+    from convc.tools import bench_train_models
+
+    out = tmp_path / "train-models.json"
+    code = bench.main(["--suite", "train-models", "--quick", "--platform", "cpu", "--target", "generic", "--batch", "1", "--cases", "dcgan",
+                       "--budget", "0.05", "--torch-threads", "1", "--profile", "--json", str(out)])
+    assert code == 0
+    report = json.loads(out.read_text())
+    assert (report["suite"], report["batches"], report["tolerance"]) == ("train-models", [1], bench_train_models.TOLERANCE)
+    [case] = report["cases"]
+    assert (case["name"], case["source"], case["shape"]) == ("dcgan_generator", "here", "1x100x1x1 ngf8")
+    assert case["wrt"] == 5 and case["weights"] == 16 * (100 * 64 + 64 * 32 + 32 * 16 + 16 * 8 + 8 * 3)  # 4 x 4 kernels
+    assert case["max_error_vs_torch"] <= bench_train_models.TOLERANCE
+    assert set(case["ms"]) == {"convc", "torch"} and case["ratio_vs_torch"] == case["ms"]["convc"] / case["ms"]["torch"]
+    assert report["geomean_convc_over_torch"] == pytest.approx(case["ratio_vs_torch"])
+    assert case["profile"]["lowerings"] == {"convs": 14, "xla": 14, "xla_made_by_rewrites": 0}
+    assert "profile of dcgan_generator batch 1:" in capsys.readouterr().out
+
+
+def test_step_error_names_the_worst_tensor() -> None:
+    """The gradient check compares every tensor relative to its own largest value and names
+    the worst; a NaN is the worst."""
+    torch = pytest.importorskip("torch")
+    import numpy as np
+    from convc.tools.bench_train_models import step_error
+
+    theirs = [torch.tensor([1.0, 2.0]), torch.tensor([100.0, 0.0])]
+    assert step_error([np.array([1.0, 2.0]), np.array([100.0, 1.0])], theirs, ["y", "w.grad"]) == (0.01, "w.grad")
+    assert step_error([np.array([1.0, np.nan]), np.array([100.0, 0.0])], theirs, ["y", "w.grad"])[1] == "y"
+
+
+def test_train_models_suite_without_torch_is_one_line_exit_1(capsys: pytest.CaptureFixture[str]) -> None:
+    """--suite train-models --no-torch: the steps come from PyTorch and are checked against its
+    autograd, so the run refuses in one line, exit 1."""
+    assert bench.main(["--suite", "train-models", "--no-torch", "--quick", "--platform", "cpu"]) == 1
+    assert capsys.readouterr().err.startswith("bench: error: --suite train-models exports its networks from PyTorch")
