@@ -243,9 +243,8 @@ class Compiler:
 
     def xla_options(self, platform: str) -> dict[str, str]:
         """The XLA options (TARGET_XLA_OPTIONS) to compile this compiler's module with on PJRT
-        `platform`: its target's, when that target is the platform's; none for a -p pipeline."""
-        target = self.target if self.pipeline is None else None
-        return dict(TARGET_XLA_OPTIONS.get(target, {})) if target == platform else {}
+        `platform`: its target's, when a target is named and is the platform's."""
+        return dict(TARGET_XLA_OPTIONS.get(self.target, {})) if self.target is not None and self.target == platform else {}
 
     def run_passes(self, graph: Graph, passes: Sequence[Pass] | None = None) -> Graph:
         from .autotune_pjrt import with_pjrt_measure  # what autotune-conv-lowering times candidates with

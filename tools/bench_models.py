@@ -417,7 +417,6 @@ def run_model(spec: ModelSpec, target: str, budget_s: float, use_torch: bool, th
     import torch
     from convc import load_onnx
     from convc.compile import Compiler
-    from convc.runtime import compile_stablehlo
 
     module = ((modules or {}).get(spec.name) or build_module(spec.name)).cpu()  # exported on the CPU; a GPU run moved it
     x = np.random.default_rng(seed).standard_normal(spec.input_shape).astype(np.float32)
@@ -431,7 +430,7 @@ def run_model(spec: ModelSpec, target: str, budget_s: float, use_torch: bool, th
         lowerings = bench_profile.run_passes_counting(compiler, graph)
     else:
         compiler.run_passes(graph)
-    executable = compile_stablehlo(compiler.emit(graph, "stablehlo").decode(), platform)
+    executable = compiler.executable(graph, platform)
     compiled = time.perf_counter()
     buffers = [jax.device_put(x, executable.device)]
     torch_device = "cuda" if platform == "gpu" else "cpu"
@@ -446,7 +445,7 @@ def run_model(spec: ModelSpec, target: str, budget_s: float, use_torch: bool, th
     baseline = None
     if without is not None:
         plain = Compiler(target=target, pipeline=without)
-        baseline = compile_stablehlo(plain.emit(plain.run_passes(load_onnx(model, file=f"{spec.name}.onnx")), "stablehlo").decode(), platform)
+        baseline = plain.executable(plain.run_passes(load_onnx(model, file=f"{spec.name}.onnx")), platform)
 
     def ort_run() -> Any:
         assert session is not None

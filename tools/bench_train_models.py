@@ -175,7 +175,6 @@ def prepare(spec: TrainModelSpec, target: str, module: Any, profile: bool = Fals
     import convc
     import torch
     from convc.compile import Compiler
-    from convc.runtime import compile_stablehlo
 
     from . import bench_profile
 
@@ -194,7 +193,7 @@ def prepare(spec: TrainModelSpec, target: str, module: Any, profile: bool = Fals
         lowerings = bench_profile.run_passes_counting(compiler, step)
     else:
         compiler.run_passes(step)
-    executable = compile_stablehlo(compiler.emit(step, "stablehlo").decode(), "cpu")
+    executable = compiler.executable(step, "cpu")
     compiled = time.perf_counter()
     parameters = dict(module.named_parameters())
     for name, parameter in parameters.items():

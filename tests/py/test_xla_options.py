@@ -37,8 +37,9 @@ def test_cpu_target_runs_keep_convs_out_of_ynnpack_fusions(rng: np.random.Genera
 
 def test_xla_options_apply_to_the_targets_own_platform_only() -> None:
     """A target's options go with its platform's compiles: not with another platform's, not
-    with the generic target's, and not with a -p pipeline (it names no target)."""
+    with the generic target's, and not with a -p pipeline that names no target."""
     assert Compiler(target="cpu").xla_options("cpu") == TARGET_XLA_OPTIONS["cpu"]
     assert Compiler(target="cpu").xla_options("gpu") == {}
     assert Compiler(target="generic").xla_options("cpu") == {}
-    assert Compiler(target="cpu", pipeline="dce").xla_options("cpu") == {}
+    assert Compiler(pipeline="dce").xla_options("cpu") == {}
+    assert Compiler(target="cpu", pipeline="dce").xla_options("cpu") == TARGET_XLA_OPTIONS["cpu"]
