@@ -8,6 +8,7 @@ same computation as JAX writes it (`jax.jit` of jax.lax / jax.vjp) and PyTorch e
     python -m convc.tools.bench --platform gpu       # CUDA: PyTorch on cuDNN, batches x32
     python -m convc.tools.bench --suite train        # training steps (tools/bench_train.py)
     python -m convc.tools.bench --suite models --target cpu   # ONNX networks vs ONNX Runtime (tools/bench_models.py)
+    python -m convc.tools.bench --suite models --int8         # quantized: vs ONNX Runtime int8 (tools/bench_models_int8.py)
 
 Everything runs on one PJRT platform (`--platform`, default the one PJRT picks): on `gpu`,
 PyTorch runs on CUDA with cudnn.benchmark, every timed call ends with the device
@@ -544,6 +545,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--without-pass", metavar="PASS",
                         help="--suite models: also time convc compiled with the target's default pipeline minus PASS, "
                              "interleaved with the rest (a pass's before and after, in one process)")
+    parser.add_argument("--int8", action="store_true",
+                        help="--suite models: each network quantized by onnxruntime's quantize_static (QDQ, per-channel); "
+                             "convc int8 against ONNX Runtime int8 and convc f32")
     parser.add_argument("--json", help="write the results (and the machine) to this JSON file")
     parser.add_argument("--budget", type=float, help="seconds of timing per case (default 8, --quick 1)")
     parser.add_argument("--no-torch", action="store_true", help="skip PyTorch even when it is installed")
@@ -614,15 +618,18 @@ def run_suite(args: argparse.Namespace, log: Callable[[str], None] = print) -> d
         raise BenchError(f"--autotune chooses among the cpu target's lowerings; the target is '{target}'")
     if args.without_pass and args.suite != "models":
         raise BenchError("--without-pass compares convc with and without a pass on --suite models only")
+    if args.int8 and (args.suite != "models" or args.without_pass):
+        raise BenchError("--int8 quantizes the networks of --suite models (without --without-pass)")
     budget = args.budget if args.budget is not None else (1.0 if args.quick else 8.0)
     use_torch = not args.no_torch and _configure_torch(args.platform, args.torch_threads)
     if not args.no_malloc_tuning:
         keep_freed_memory()
     info = machine(args.platform)
     if args.suite == "models":
-        from convc.tools import bench_models
+        from convc.tools import bench_models, bench_models_int8
 
-        return bench_models.run_models_suite(args, info, target, budget, use_torch, log)
+        models_runner = bench_models_int8.run_int8_suite if args.int8 else bench_models.run_models_suite
+        return models_runner(args, info, target, budget, use_torch, log)
     peak_size = 512 if args.quick else 8192 if args.platform == "gpu" else 2048
     peak = None if args.no_peak else sgemm_peak_gflops(peak_size, pjrt_platform=args.platform)
     log(f"machine: {info['cpu']}, {info['cores']} cores, {info['device_kind']}, jax {info['jax']}, torch {info['torch']}; "
