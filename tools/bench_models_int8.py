@@ -75,13 +75,18 @@ def quantize(model: bytes, input_shape: tuple[int, ...], seed: int = 1) -> bytes
         def get_next(self) -> dict[str, np.ndarray] | None:
             return next(self.batches, None)
 
-    logging.getLogger().setLevel(logging.ERROR)  # the quantizer's advice to pre-process the model
-    with tempfile.TemporaryDirectory(prefix="convc-int8-") as directory:
-        source, target = Path(directory) / "float.onnx", Path(directory) / "int8.onnx"
-        source.write_bytes(without_initializer_aliases(model))
-        quantization.quantize_static(str(source), str(target), Calibration(), quant_format=quantization.QuantFormat.QDQ,
-                                     per_channel=True)
-        return target.read_bytes()
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(logging.ERROR)  # the quantizer's advice to pre-process the model
+    try:
+        with tempfile.TemporaryDirectory(prefix="convc-int8-") as directory:
+            source, target = Path(directory) / "float.onnx", Path(directory) / "int8.onnx"
+            source.write_bytes(without_initializer_aliases(model))
+            quantization.quantize_static(str(source), str(target), Calibration(), quant_format=quantization.QuantFormat.QDQ,
+                                         per_channel=True)
+            return target.read_bytes()
+    finally:
+        root.setLevel(level)
 
 
 def without_initializer_aliases(model: bytes) -> bytes:

@@ -54,3 +54,27 @@ def test_on_grid_is_to_a_thousandth_of_a_step() -> None:
 def test_int8_outside_the_models_suite_is_one_line_exit_1(capsys: pytest.CaptureFixture[str]) -> None:
     assert bench.main(["--int8", "--quick", "--platform", "cpu"]) == 1
     assert capsys.readouterr().err == "bench: error: --int8 quantizes the networks of --suite models (without --without-pass)\n"
+
+
+def test_identity_aliases_of_initializers_become_copies_and_the_model_computes_the_same() -> None:
+    """The exporter's shared-initializer aliases (Identity of an initializer) are replaced by copies, so that
+    quantize_static writes a DequantizeLinear straight into each Conv; other Identity nodes stay; ONNX Runtime
+    computes the same output before and after."""
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+
+    bias = numpy_helper.from_array(np.array([1.0, 2.0], np.float32), "bias")
+    nodes = [helper.make_node("Identity", ["bias"], ["bias_alias"]), helper.make_node("Add", ["x", "bias_alias"], ["sum"]),
+             helper.make_node("Identity", ["sum"], ["y"])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])], [bias])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+    unshared = onnx.load_from_string(bench_models_int8.without_initializer_aliases(model))
+    assert [n.op_type for n in unshared.graph.node] == ["Add", "Identity"]
+    assert sorted(t.name for t in unshared.graph.initializer) == ["bias", "bias_alias"]
+    ort = pytest.importorskip("onnxruntime")
+    x = {"x": np.array([3.0, 4.0], np.float32)}
+    before = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, x)[0]
+    after = ort.InferenceSession(unshared.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, x)[0]
+    np.testing.assert_array_equal(before, after)
+    np.testing.assert_array_equal(after, [4.0, 6.0])
