@@ -10,6 +10,7 @@ same computation as JAX writes it (`jax.jit` of jax.lax / jax.vjp) and PyTorch e
     python -m convc.tools.bench --suite models --target cpu   # ONNX networks vs ONNX Runtime (tools/bench_models.py)
     python -m convc.tools.bench --suite train-models          # their training steps vs PyTorch autograd (tools/bench_train_models.py)
     python -m convc.tools.bench --suite models --profile      # + where each network's time goes (tools/bench_profile.py)
+    python -m convc.tools.bench --suite models --int8         # quantized: vs ONNX Runtime int8 (tools/bench_models_int8.py)
 
 Everything runs on one PJRT platform (`--platform`, default the one PJRT picks): on `gpu`,
 PyTorch runs on CUDA with cudnn.benchmark, every timed call ends with the device
@@ -548,6 +549,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--profile", action="store_true",
                         help="--suite models, train-models: per network, the conv lowerings convc chose, the ops of XLA's optimized "
                              "HLO and their times per call (a profiler trace of a few calls, after the timing)")
+    parser.add_argument("--int8", action="store_true",
+                        help="--suite models: each network quantized by onnxruntime's quantize_static (QDQ, per-channel); "
+                             "convc int8 against ONNX Runtime int8 and convc f32")
     parser.add_argument("--json", help="write the results (and the machine) to this JSON file")
     parser.add_argument("--budget", type=float, help="seconds of timing per case (default 8, --quick 1)")
     parser.add_argument("--no-torch", action="store_true", help="skip PyTorch even when it is installed")
@@ -625,15 +629,18 @@ def run_suite(args: argparse.Namespace, log: Callable[[str], None] = print) -> d
         raise BenchError("--without-pass compares convc with and without a pass on --suite models only")
     if getattr(args, "profile", False) and args.suite not in ("models", "train-models"):
         raise BenchError("--profile profiles whole networks: --suite models or train-models")
+    if args.int8 and (args.suite != "models" or args.without_pass or args.profile):
+        raise BenchError("--int8 quantizes the networks of --suite models (without --without-pass or --profile)")
     budget = args.budget if args.budget is not None else (1.0 if args.quick else 8.0)
     use_torch = not args.no_torch and _configure_torch(args.platform, args.torch_threads)
     if not args.no_malloc_tuning:
         keep_freed_memory()
     info = machine(args.platform)
     if args.suite == "models":
-        from convc.tools import bench_models
+        from convc.tools import bench_models, bench_models_int8
 
-        return bench_models.run_models_suite(args, info, target, budget, use_torch, log)
+        models_runner = bench_models_int8.run_int8_suite if args.int8 else bench_models.run_models_suite
+        return models_runner(args, info, target, budget, use_torch, log)
     if args.suite == "train-models":
         from convc.tools import bench_train_models
 
