@@ -19,6 +19,8 @@
 
 // convc --run adds StableHLO emission, the import of jaxlib (the first use of MLIR or
 // PJRT), MLIR's verifier, PJRT's compile and run, and the write of -o, in the order they ran.
+// With -o the module is emitted twice: the text to write, then the form a run compiles
+// (its large constants bound from their arrays: Compiler.runnable).
 // RUN: convc %s -p canonicalize-dimension-numbers,resolve-padding,dce --timing --run --platform cpu -o %t 2>&1 >/dev/null | filecheck %s --check-prefix=EXEC
 // EXEC-LABEL: Execution timing report
 // EXEC: load (parse + verify)
@@ -28,6 +30,9 @@
 // EXEC-NEXT: import jaxlib (MLIR, JAX){{$}}
 // EXEC-NEXT: mlir verify{{$}}
 // EXEC-NEXT: inputs{{$}}
+// EXEC-NEXT: emit stablehlo{{$}}
+// EXEC-NEXT: import jaxlib (MLIR, JAX){{$}}
+// EXEC-NEXT: mlir verify + bind weights{{$}}
 // EXEC-NEXT: pjrt compile{{$}}
 // EXEC-NEXT: pjrt run{{$}}
 // EXEC-NEXT: write{{$}}

@@ -157,6 +157,26 @@ def test_qdq_conv_with_weight_zero_points_agrees_with_onnxruntime(x_storage: Any
     assert [op.kind for op in graph.ops if op.kind == "conv" and is_quantized(op.result.type.dtype)] == ["conv"]
 
 
+def test_qdq_conv_fuses_through_identity_aliases_of_its_dequantized_operands() -> None:
+    """Identity nodes between the DequantizeLinears and the Conv (the TorchScript exporter's aliases of equal
+    initializers, kept by the quantizer) do not stop the fusion: one quantized conv, integer convolutions only in
+    the cpu module, at most one step from ONNX Runtime."""
+    inits, y_scale = _conv_case("bias", np.uint8)
+    inits["bs"] = (inits["xs"] * inits["ws"]).astype(np.float32)
+    nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["q"]),
+             helper.make_node("DequantizeLinear", ["q", "xs", "xz"], ["xd"]),
+             helper.make_node("DequantizeLinear", ["w", "ws", "wz"], ["wd"], axis=0), helper.make_node("Identity", ["wd"], ["wd_alias"]),
+             helper.make_node("DequantizeLinear", ["b", "bs"], ["bd"], axis=0), helper.make_node("Identity", ["bd"], ["bd_alias"]),
+             helper.make_node("Identity", ["bd_alias"], ["bd_alias2"]),
+             helper.make_node("Conv", ["xd", "wd_alias", "bd_alias2"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("QuantizeLinear", ["c", "ys", "yz"], ["y"]), helper.make_node("DequantizeLinear", ["y", "ys", "yz"], ["yd"])]
+    graph = _assert_one_step_apart(_model(nodes, {"x": (1, 3, 8, 8)}, ["y", "yd"], inits), (1, 3, 8, 8), float(y_scale))
+    conv = next(op for op in graph.ops if op.kind == "conv")
+    assert all(is_quantized(v.type.dtype) for v in (*conv.operands, conv.result))
+    integer, floating = _convolutions(convc.compile_graph(graph, target="cpu"))
+    assert integer >= 1 and floating == 0, (integer, floating)
+
+
 def test_qdq_conv_of_an_int16_activation_stays_a_float_conv() -> None:
     """An int16-quantized activation with int8 weights is no quantized conv the spec has (C31: one storage type):
     the pattern is not fused, and the float conv between casts is at most one step from ONNX Runtime's (f32 sums

@@ -66,8 +66,12 @@ class QDQConvs:
                     written_as="Conv (DequantizeLinear -> Conv -> QuantizeLinear)")
 
     def _dequantize(self, name: str, ctx: Context) -> Node | None:
-        """The DequantizeLinear that produces `name` (of the default domain, no blocks, parameters known)."""
+        """The DequantizeLinear that produces `name` (of the default domain, no blocks, parameters
+        known), through any Identity nodes between them (the TorchScript exporter stores equal
+        initializers once and aliases the others with Identity, which the quantizer keeps)."""
         node = self.producer.get(name)
+        while node is not None and node.op_type == "Identity" and node.domain in ("", "ai.onnx"):
+            node = self.producer.get(node.input(0))
         return node if node is not None and _plain(node, "DequantizeLinear", ctx) else None
 
     def _activation(self, dx: Node, ctx: Context) -> bool:
