@@ -4,8 +4,8 @@ convolution limits a quantized network. For ResNet's four stage shapes (3x3, str
 NHWC/HWIO, channels 64 to 512), batch 1 and 8, three convs are emitted by convc for
 `--target generic` (no cpu rewrite), compiled by PJRT and timed interleaved in one process
 (`bench.Timer`): an i8 x i8 conv accumulated in i32 (`preferred_element_type`), the i32 x i32
-conv `lower-quantized` emits for 8-bit storage today (only up to I32_MAX_GFLOP: it is
-slow), and the f32 conv. Each result is checked
+conv of shifted operands `lower-quantized` emitted for 8-bit storage before it built the
+first form (only up to I32_MAX_GFLOP: it is slow), and the f32 conv. Each result is checked
 first: the two integer convs must agree exactly, the f32 conv within f32 rounding.
 
 With `--lowered`, the same shapes as whole quantized convs instead, the form an ONNX QDQ
