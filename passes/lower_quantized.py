@@ -9,15 +9,22 @@ graph inputs and outputs too, which is what `--inputs` feeds and `--outputs` wri
 - `uniform_quantize` is the spec's `quantize`: x / scale + zero_point, clamped to
   [storage_min, storage_max], `round_nearest_even`, converted to the storage type (a
   quantized operand is dequantized first);
-- a quantized `conv` is an integer conv of the zero-point-shifted operands, (lhs - z_lhs) and
-  (rhs - z_rhs[o]), in i32 (8-bit storage; i64 for wider, whose products i32 cannot hold);
-  with `integer_conv=false` (the gpu pipeline: XLA:GPU compiles no integer conv, as cuDNN
-  offers none of this form) in f64, which holds those integer sums exactly.
-  Its padding pads the shifted operand with 0, which is the real value 0, as the spec's
-  dequantized conv pads; so every window, at the border too, sums exactly
-  sum((l - z_l) * (r - z_r)). The sum times s_lhs * s_rhs[o] (in f64, rounded once to the
-  expressed type) is the spec's float conv wherever the dequantized operands are exact in the
-  expressed type (and within an ulp otherwise); it is then quantized as above.
+- a quantized `conv` with 8-bit storage (the `cpu` pipeline) is an i8 x i8 conv accumulated
+  in i32 of the stored integers themselves (u8 storage moved into i8 by subtracting 128, its
+  zero point with it), which XLA:CPU runs about as fast as the f32 conv, with the zero points
+  applied outside it. Over the valid taps of each window (padding and the holes of lhs
+  dilation are real zeros, which the conv's own zero padding of the stored values skips):
+  sum((l - z_l)(r - z_r)) = conv(l, r) - z_r[o] * windowsum(l) - z_l * sum(r - z_r[o]),
+  the last a constant per output position and feature, exact at the borders, computed here
+  when the kernel is a constant (else by a conv of ones over the input's valid positions).
+  A zero zero point (symmetric weights: the usual case) emits no term.
+- otherwise (16- and 32-bit storage, or `integer_conv=false`: the gpu pipeline, as XLA:GPU
+  compiles no integer conv, cuDNN offering none of this form) it is the conv of the
+  zero-point-shifted operands, (lhs - z_lhs) and (rhs - z_rhs[o]), in i64 (f64 without
+  integer convs, which holds every such sum exactly); its zero padding is the real value 0.
+- either sum times s_lhs * s_rhs[o] (in f64, rounded once to the expressed type) is the
+  spec's float conv wherever the dequantized operands are exact in the expressed type (and
+  within an ulp otherwise); it is then quantized as above.
 - a hybrid conv (float lhs, quantized rhs) is the float conv of the dequantized rhs, as
   the spec's `hybrid_dequantize_then_op`;
 - `transpose`, `reshape` and `reverse` of a quantized value (the layout changes of the JAX
@@ -34,7 +41,7 @@ from convc.dtypes import QuantType, is_quantized, numpy_dtype, quant_type
 from convc.ir import Graph, Op, TensorType, Value
 from convc.ops import view
 from convc.ops.base import OpFactory
-from convc.ops.conv import resolve_dimension_numbers
+from convc.ops.conv import Forward, assemble, explicit_padding, read_forward, resolve_dimension_numbers, spatial
 from convc.pass_manager import Pass
 from convc.rewrite import Rewriter
 
@@ -92,6 +99,85 @@ def quantize(b: OpFactory, x: Value, quant: QuantType, axis: int | None, suffix:
     return b.create("convert", value, suffix=suffix, new_dtype=quant.storage_dtype())
 
 
+EIGHT_BITS = ("i8", "u8")
+
+
+def _wrap_i32(values: np.ndarray) -> np.ndarray:
+    """int64 values as i32 modulo 2^32: i32 adds wrap the same way, so a sum whose total fits
+    in i32 comes out exact whatever its terms."""
+    return ((values.astype(np.int64) + 2**31) % 2**32 - 2**31).astype(np.int32)
+
+
+def _as_i8(b: OpFactory, stored: Value, quant: QuantType, suffix: str) -> tuple[Value, np.ndarray]:
+    """8-bit stored integers as i8 and their zero points (int64): u8 storage moves down by
+    128 (exact: 0..255 becomes -128..127), its zero points with it, so x - z is unchanged."""
+    zero_points = np.asarray(quant.zero_points, np.int64)
+    if quant.storage == "i8":
+        return stored, zero_points
+    wide = b.create("convert", stored, suffix=f"{suffix}_i32", new_dtype="i32")
+    offset = _per_slice(b, np.asarray(128, np.int32), None, wide.type, f"{suffix}_offset")
+    moved = b.create("subtract", wide, offset, suffix=f"{suffix}_moved")
+    return b.create("convert", moved, suffix=f"{suffix}_i8", new_dtype="i8"), zero_points - 128
+
+
+def constant_storage(value: Value) -> np.ndarray | None:
+    """The stored integers of a quantized value known at compile time (a float constant
+    quantized, through layout moves), computed as the lowered `quantize` computes them; else None."""
+    op = value.producer
+    if op is None:
+        return None
+    if op.kind in MOVES:
+        inner = constant_storage(op.operands[0])
+        if inner is None:
+            return None
+        if op.kind == "transpose":
+            return np.transpose(inner, op.attrs["permutation"])
+        if op.kind == "reshape":
+            return inner.reshape(op.attrs["new_sizes"])
+        return np.flip(inner, tuple(op.attrs["dimensions"]))
+    source = op.operands[0].producer if op.kind == "uniform_quantize" else None
+    if source is None or source.kind != "constant" or is_quantized(op.operands[0].type.dtype):
+        return None
+    quant = _quant(value.type)
+    if quant.expressed not in ("f32", "f64"):
+        return None
+    dtype = numpy_dtype(quant.expressed)
+    x = np.asarray(source.attrs["value"], dtype)
+
+    def along(values: tuple[float, ...] | tuple[int, ...]) -> np.ndarray:
+        array = np.asarray(values, np.float64).astype(dtype)
+        if quant.axis is None:
+            return array.reshape(())
+        return array.reshape([-1 if d == quant.axis else 1 for d in range(x.ndim)])
+
+    real = x / along(quant.scales)
+    if any(quant.zero_points):
+        real = real + along(quant.zero_points)
+    low, high = quant.limits()
+    return np.rint(np.clip(real, dtype.type(low), dtype.type(high))).astype(quant.storage_numpy())
+
+
+def valid_taps(lhs: TensorType, rhs: TensorType, fwd: Forward, pads: tuple[tuple[int, int], ...],
+               out_spatial: tuple[int, ...]) -> list[np.ndarray]:
+    """Per spatial dim, the (output position, kernel tap) matrix of 0/1: 1 where the tap lands
+    on an input element, 0 on padding or a hole of lhs dilation."""
+    masks = []
+    for n, k, out, s, (lo, _), a, r in zip(spatial(lhs.shape, fwd.dn.lhs_spec), spatial(rhs.shape, fwd.dn.rhs_spec),
+                                          out_spatial, fwd.strides, pads, fwd.lhs_dilation, fwd.rhs_dilation):
+        u = np.arange(out)[:, None] * s + np.arange(k)[None, :] * r - lo
+        masks.append(((u >= 0) & (u <= (n - 1) * a) & (u % a == 0)).astype(np.int64))
+    return masks
+
+
+def valid_sums(kernel: np.ndarray, rhs_spec: tuple[int, ...], masks: list[np.ndarray]) -> np.ndarray:
+    """[o, out positions...]: the sum of `kernel` over the valid taps of each output position
+    (and over its input features), exact in int64."""
+    summed = np.moveaxis(kernel.astype(np.int64), [rhs_spec[0], rhs_spec[1], *rhs_spec[2:]], range(kernel.ndim)).sum(axis=1)
+    for d, mask in enumerate(masks):
+        summed = np.moveaxis(np.tensordot(summed, mask, axes=([1 + d], [1])), -1, 1 + d)
+    return summed
+
+
 def _accumulator(quant: QuantType, integer_conv: bool) -> str:
     """i32 holds the sums of 8-bit products (each below 2^16 in magnitude); wider storage, i64.
     Without integer convs (XLA:GPU has none: cuDNN's integer convs take no such form), f64,
@@ -135,10 +221,13 @@ class _Lowering:
             kernel = dequantize(b, self.storage(rhs), q_rhs, "rhs_real")
             return b.create("conv", lhs, kernel, suffix="conv", **attrs)
         q_lhs, q_out = _quant(lhs.type), _quant(op.result.type)
-        wide = _accumulator(q_lhs, self.integer_conv)
-        shifted_lhs = _shifted(b, self.storage(lhs), q_lhs, None, wide, "lhs")
-        shifted_rhs = _shifted(b, self.storage(rhs), q_rhs, None if q_rhs.axis is None else dn.rhs_spec[0], wide, "rhs")
-        acc = b.create("conv", shifted_lhs, shifted_rhs, suffix="acc", **attrs)
+        if self.integer_conv and q_lhs.storage in EIGHT_BITS and q_rhs.storage in EIGHT_BITS:
+            wide, acc = "i32", self.conv8(op, b, attrs)
+        else:
+            wide = _accumulator(q_lhs, self.integer_conv)
+            shifted_lhs = _shifted(b, self.storage(lhs), q_lhs, None, wide, "lhs")
+            shifted_rhs = _shifted(b, self.storage(rhs), q_rhs, None if q_rhs.axis is None else dn.rhs_spec[0], wide, "rhs")
+            acc = b.create("conv", shifted_lhs, shifted_rhs, suffix="acc", **attrs)
         expressed = numpy_dtype(q_out.expressed)
         multipliers = (np.float64(np.asarray(q_lhs.scales[0]).astype(expressed))
                        * np.asarray(q_rhs.scales, np.float64).astype(expressed).astype(np.float64))
@@ -147,6 +236,87 @@ class _Lowering:
         scaled = b.create("multiply", wide_acc, _per_slice(b, multipliers, axis, wide_acc.type, "multiplier"), suffix="real_f64")
         real = b.create("convert", scaled, suffix="real", new_dtype=q_out.expressed)
         return quantize(b, real, q_out, None if q_out.axis is None else dn.out_spec[1], "stored")
+
+    def conv8(self, op: Op, b: Rewriter, attrs: dict[str, object]) -> Value:
+        """sum((l - z_l)(r - z_r)) over each window's valid taps, in i32: the i8 x i8 -> i32 conv
+        of the stored integers, less z_r[o] * windowsum(l), less z_l * sum(r - z_r[o]); a zero
+        zero point adds no term."""
+        lhs, rhs = op.operands
+        q_lhs, q_rhs = _quant(lhs.type), _quant(rhs.type)
+        x, zx = _as_i8(b, self.storage(lhs), q_lhs, "lhs")
+        known = constant_storage(rhs)
+        if known is None:
+            w, zw = _as_i8(b, self.storage(rhs), q_rhs, "rhs")
+        else:  # the kernel's integers, here: its constant, and its valid-tap sums computed now
+            offset = 128 if q_rhs.storage == "u8" else 0
+            known = known.astype(np.int64) - offset
+            w, zw = b.create("constant", suffix="rhs_i8", value=known.astype(np.int8)), np.asarray(q_rhs.zero_points, np.int64) - offset
+        conv_attrs = {**attrs, "preferred_element_type": "i32"}
+        acc = b.create("conv", x, w, suffix="acc", **conv_attrs)
+        fwd = read_forward(view(op), lhs.type.rank)
+        if any(zw):
+            acc = b.create("subtract", acc, self.window_term(b, x, w.type, zw, fwd, conv_attrs, acc.type), suffix="acc_zr")
+        if zx[0]:
+            pads = explicit_padding(view(op).padding, spatial(lhs.type.shape, fwd.dn.lhs_spec),
+                                    spatial(rhs.type.shape, fwd.dn.rhs_spec), fwd.strides, fwd.rhs_dilation)
+            masks = valid_taps(lhs.type, rhs.type, fwd, pads, spatial(acc.type.shape, fwd.dn.out_spec))
+            term = self.kernel_term(b, x.type, w, known, int(zx[0]), zw, fwd, masks, conv_attrs)
+            if term.type.shape != acc.type.shape:  # the same for every batch
+                term = b.create("broadcast_in_dim", term, suffix="zl_term_b", shape=acc.type.shape,
+                                broadcast_dimensions=tuple(range(acc.type.rank)))
+            acc = b.create("subtract", acc, term, suffix="acc_zl")
+        return acc
+
+    @staticmethod
+    def window_term(b: Rewriter, x: Value, kernel: TensorType, zw: np.ndarray, fwd: Forward, conv_attrs: dict[str, object],
+                    out: TensorType) -> Value:
+        """z_r[o] * (the sum of l over each window's taps and its group's input features): a conv
+        with a ones kernel of one output feature per group, spread over the group's features."""
+        dn = fwd.dn
+        groups = fwd.feature_groups * fwd.batch_groups
+        ones_shape = assemble(dn.rhs_spec, groups, kernel.shape[dn.rhs_spec[1]], spatial(kernel.shape, dn.rhs_spec))
+        ones = b.create("constant", suffix="ones", value=np.ones(ones_shape, np.int8))
+        sums = b.create("conv", x, ones, suffix="window_sums", **conv_attrs)
+        feature, features = dn.out_spec[1], out.shape[dn.out_spec[1]]
+        if groups != features:  # feature o is group o // (features / groups): split, broadcast, merge
+            split = (*out.shape[:feature], groups, features // groups, *out.shape[feature + 1:])
+            dims = tuple(d if d <= feature else d + 1 for d in range(out.rank))
+            spread = b.create("broadcast_in_dim", sums, suffix="window_sums_b", shape=split, broadcast_dimensions=dims)
+            sums = b.create("reshape", spread, suffix="window_sums_spread", new_sizes=out.shape)
+        factor = _per_slice(b, _wrap_i32(zw), feature if len(zw) > 1 else None, out, "zr")
+        return b.create("multiply", sums, factor, suffix="zr_term")
+
+    @staticmethod
+    def kernel_term(b: Rewriter, lhs: TensorType, w: Value, known: np.ndarray | None, zx: int, zw: np.ndarray, fwd: Forward,
+                    masks: list[np.ndarray], conv_attrs: dict[str, object]) -> Value:
+        """z_l * sum(r - z_r[o]) over each output position's valid taps and input features, for
+        batch 1 (it is the same for every batch): a constant when the kernel is one, else a conv
+        of ones over the input's positions (a stored 0 on padding and holes) less z_r[o] times
+        the valid tap count."""
+        dn = fwd.dn
+        kernel = w.type
+        if known is not None:
+            shifted = known - zw.reshape([-1 if d == dn.rhs_spec[0] else 1 for d in range(kernel.rank)])
+            sums = valid_sums(shifted, dn.rhs_spec, masks)[None]
+            return b.create("constant", suffix="zl_term", value=_wrap_i32(_to_layout(zx * sums, dn.out_spec)))
+        ones_shape = assemble(dn.lhs_spec, fwd.batch_groups, lhs.shape[dn.lhs_spec[1]], spatial(lhs.shape, dn.lhs_spec))
+        ones = b.create("constant", suffix="valid", value=np.ones(ones_shape, np.int8))
+        sums = b.create("conv", ones, w, suffix="kernel_sums", **conv_attrs)
+        if any(zw):
+            taps = np.ones((), np.int64) * kernel.shape[dn.rhs_spec[1]]
+            for mask in masks:
+                taps = np.multiply.outer(taps, mask.sum(axis=1))
+            features = kernel.shape[dn.rhs_spec[0]]
+            counts = np.broadcast_to(zw.reshape([-1] + [1] * len(masks)) * taps[None], (features, *taps.shape))
+            sums = b.create("subtract", sums, b.create("constant", suffix="zr_counts", value=_wrap_i32(_to_layout(counts[None], dn.out_spec))),
+                            suffix="kernel_sums_shifted")
+        factor = _per_slice(b, np.asarray(zx, np.int32), None, sums.type, "zl")
+        return b.create("multiply", sums, factor, suffix="zl_term")
+
+
+def _to_layout(array: np.ndarray, spec: tuple[int, ...]) -> np.ndarray:
+    """An array ordered (batch, feature, spatial...) moved to the dims `spec` names."""
+    return np.moveaxis(array, range(array.ndim), spec)
 
 
 def _involves_quantized(op: Op) -> bool:

@@ -4,9 +4,18 @@ convolution limits a quantized network. For ResNet's four stage shapes (3x3, str
 NHWC/HWIO, channels 64 to 512), batch 1 and 8, three convs are emitted by convc for
 `--target generic` (no cpu rewrite), compiled by PJRT and timed interleaved in one process
 (`bench.Timer`): an i8 x i8 conv accumulated in i32 (`preferred_element_type`), the i32 x i32
-conv `lower-quantized` emits for 8-bit storage today (only up to I32_MAX_GFLOP: it is
-slow), and the f32 conv. Each result is checked
-first: the two integer convs must agree exactly, the f32 conv within f32 rounding."""
+conv of shifted operands `lower-quantized` emitted for 8-bit storage before it built the
+first form (only up to I32_MAX_GFLOP: it is slow), and the f32 conv. Each result is checked
+first: the two integer convs must agree exactly, the f32 conv within f32 rounding.
+
+With `--lowered`, the same shapes as whole quantized convs instead, the form an ONNX QDQ
+per-channel model with int8 activations gives inside a network (channels-last, as
+`cpu-layout-nhwc` leaves the convs between two others; an i8 input with zero point -8, a
+constant i8 kernel with per-channel power-of-two scales and zero points 0, a u8 result),
+compiled for `--target cpu`
+(`lower-quantized` and the cpu rewrites) and timed against the f32 conv of the same shape
+and layout with a constant kernel, also compiled for `--target cpu`. The quantized result
+must equal the spec oracle's (compiler/reference.py) on every element first."""
 
 from __future__ import annotations
 
@@ -78,6 +87,69 @@ def measure(batch: int, size: int, channels: int, budget_s: float) -> dict[str, 
             "f32_relative_error": f32_error}
 
 
+QUANTIZED_INPUT = "!quant.uniform<i8:f32, 0.0625:-8>"
+QUANTIZED_OUTPUT = "!quant.uniform<u8:f32, 2.0:128>"
+
+
+def lowered_graphs(batch: int, size: int, channels: int) -> tuple[Any, Any, np.ndarray]:
+    """The quantized conv (constant per-channel symmetric i8 kernel) and the f32 conv with the
+    kernel's real values, 3x3 SAME, NHWC/HWIO; and the stored i8 input. (A channels-first
+    integer input at a graph's boundary is slower: XLA:CPU makes the transpose into
+    channels-last a change of layout, and its integer conv runs channels-first then.)"""
+    from convc import Builder
+
+    rng = np.random.default_rng(0)
+    stored = rng.integers(-127, 128, (3, 3, channels, channels)).astype(np.float32)
+    scales = 2.0 ** -rng.integers(6, 9, channels)
+    real = (stored * scales).astype(np.float32)
+    kernel_type = "!quant.uniform<i8:f32:3, {" + ",".join(repr(float(s)) for s in scales) + "}>"
+    layouts = {"padding": "SAME", "dimension_numbers": ("NHWC", "HWIO", "NHWC")}
+    graphs = []
+    for quantized in (True, False):
+        b = Builder("qconv" if quantized else "conv")
+        x = b.input("x", (batch, size, size, channels), QUANTIZED_INPUT if quantized else "f32")
+        w = b.constant("w_real", real)
+        if quantized:
+            w = b.uniform_quantize(w, name="w", new_dtype=kernel_type)
+        b.output(b.conv(x, w, name="y", preferred_element_type=QUANTIZED_OUTPUT if quantized else None, **layouts))
+        graphs.append(b.build())
+    return graphs[0], graphs[1], rng.integers(-128, 128, (batch, size, size, channels)).astype(np.int8)
+
+
+def measure_lowered(batch: int, size: int, channels: int, budget_s: float) -> dict[str, Any]:
+    """One shape as a whole quantized conv through `--target cpu` against the f32 conv: the
+    quantized result must equal the spec oracle's, then both medians (ms), timed interleaved."""
+    import jax
+    from convc import compile_graph
+    from convc.reference import evaluate
+    from convc.runtime import compile_stablehlo
+
+    quantized, plain, stored = lowered_graphs(batch, size, channels)
+    (want,) = evaluate(quantized, [stored])
+    real = ((stored.astype(np.float32) + 8) * np.float32(0.0625)).astype(np.float32)
+    thunks: dict[str, Callable[[], None]] = {}
+    for kind, graph, x in (("int8", quantized, stored), ("f32", plain, real)):
+        executable = compile_stablehlo(compile_graph(graph, target="cpu"), "cpu")
+        buffers = [jax.device_put(x, executable.device)]
+        if kind == "int8":
+            (got,) = [np.asarray(out) for out in executable.run_on_device(buffers)]
+            if not np.array_equal(got, np.asarray(want)):
+                raise AssertionError(f"{batch}x{size}x{size}x{channels}: the lowered quantized conv disagrees with the spec oracle")
+        thunks[kind] = functools.partial(_run, executable, buffers)
+    gflop = 2 * batch * size * size * channels * channels * 9 / 1e9
+    medians, best, iqr = bench.summarize(bench.Timer(budget_s, min_rounds=2, max_rounds=12, block=1, warmup=1).run(thunks))
+    return {"batch": batch, "size": size, "channels": channels, "gflop": gflop, "ms": medians, "best_ms": best, "iqr_ms": iqr}
+
+
+def format_lowered_table(rows: Sequence[dict[str, Any]]) -> str:
+    lines = ["| batch | input (NHWC) | GFLOP | int8 conv ms | f32 conv ms | int8 / f32 |", "|---|---|---|---|---|---|"]
+    for r in rows:
+        ms = r["ms"]
+        lines.append(f"| {r['batch']} | {r['size']}x{r['size']}x{r['channels']} | {r['gflop']:.2f} | {ms['int8']:.1f} | {ms['f32']:.1f} | "
+                     f"{ms['int8'] / ms['f32']:.2g}x |")
+    return "\n".join(lines)
+
+
 def format_table(rows: Sequence[dict[str, Any]]) -> str:
     kinds = list(KINDS)
     lines = [f"| batch | input (NHWC) | GFLOP | {' | '.join(f'{k} ms' for k in kinds)} | i8->i32 / f32 | i32 / f32 |",
@@ -96,16 +168,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--stages", type=int, nargs="+", choices=range(len(STAGES)), default=list(range(len(STAGES))),
                         help="which ResNet stages (0-3: 56x56x64 ... 7x7x512; default all)")
     parser.add_argument("--budget", type=float, default=2.0, help="seconds of timing per shape (default 2)")
+    parser.add_argument("--lowered", action="store_true",
+                        help="time whole quantized convs through --target cpu against the f32 conv instead")
     parser.add_argument("--json", help="also write the results here")
     args = parser.parse_args(argv)
     rows = []
+    one, table = (measure_lowered, format_lowered_table) if args.lowered else (measure, format_table)
     for batch in args.batch:
         for stage in args.stages:
             size, channels = STAGES[stage]
-            rows.append(measure(batch, size, channels, args.budget))
-            print(format_table(rows[-1:]).splitlines()[-1], flush=True)
+            rows.append(one(batch, size, channels, args.budget))
+            print(table(rows[-1:]).splitlines()[-1], flush=True)
     print(f"\nload average {os.getloadavg()[0]:.1f} over {os.cpu_count()} cores\n")
-    print(format_table(rows))
+    print(table(rows))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as out:
             json.dump({"machine": bench.machine("cpu"), "load_average": os.getloadavg(), "results": rows}, out, indent=1)

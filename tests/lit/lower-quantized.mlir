@@ -5,22 +5,36 @@
 // lower-quantized: quantized values become their stored integers (inputs and outputs too)
 // and each quantized op the spec's arithmetic on them (docs/passes.md).
 
-// A per-axis quantized conv: an i32 conv of the zero-point-shifted operands, a per-feature
-// f64 rescale rounded to f32, then the spec's quantize.
+// A per-axis quantized conv whose kernel is an input: the i8 x i8 -> i32 conv of the stored
+// integers (no shift: the conv pads the stored values with 0, which skips padded taps), less
+// z_w[o] times each window's input sum (a conv with a ones kernel, one output feature, spread
+// over the three), less z_x times the kernel's sum over each position's valid taps (a conv of
+// ones over the input, less z_w[o] times the valid tap count: fewer at the borders), then a
+// per-feature f64 rescale rounded to f32 and the spec's quantize.
 // CHECK-LABEL: module @per_axis_conv
 // CHECK: func.func @main(%x: tensor<1x2x5x5xi8>, %w: tensor<3x2x3x3xi8>) -> tensor<1x3x5x5xi8>
-// CHECK: %[[XW:[^ ]+]] = "convc.convert"(%x) {new_dtype = i32}
-// CHECK: %[[XZ:[^ ]+]] = "convc.constant"() {value = dense<-3> : tensor<i32>}
-// CHECK: %[[XZB:[^ ]+]] = "convc.broadcast_in_dim"(%[[XZ]])
-// CHECK: %[[XS:[^ ]+]] = "convc.subtract"(%[[XW]], %[[XZB]])
-// CHECK: %[[WW:[^ ]+]] = "convc.convert"(%w) {new_dtype = i32}
-// CHECK: %[[WZ:[^ ]+]] = "convc.constant"() {value = dense<[1, -2, 0]> : tensor<3xi32>}
-// CHECK: %[[WZB:[^ ]+]] = "convc.broadcast_in_dim"(%[[WZ]]) {broadcast_dimensions = array<i64: 0>, shape = array<i64: 3, 2, 3, 3>}
-// CHECK: %[[WS:[^ ]+]] = "convc.subtract"(%[[WW]], %[[WZB]])
-// CHECK: %[[ACC:[^ ]+]] = "convc.conv"(%[[XS]], %[[WS]])
-// CHECK-SAME: padding = dense<{{\[\[}}1, 1], [1, 1]]> : tensor<2x2xi64>
-// CHECK-SAME: : (tensor<1x2x5x5xi32>, tensor<3x2x3x3xi32>) -> tensor<1x3x5x5xi32>
-// CHECK: %[[ACC64:[^ ]+]] = "convc.convert"(%[[ACC]]) {new_dtype = f64}
+// CHECK: %[[ACC:[^ ]+]] = "convc.conv"(%x, %w)
+// CHECK-SAME: padding = dense<{{\[\[}}1, 1], [1, 1]]> : tensor<2x2xi64>, preferred_element_type = i32
+// CHECK-SAME: : (tensor<1x2x5x5xi8>, tensor<3x2x3x3xi8>) -> tensor<1x3x5x5xi32>
+// CHECK: %[[ONES:[^ ]+]] = "convc.constant"() {value = dense<1> : tensor<1x2x3x3xi8>}
+// CHECK: %[[WS:[^ ]+]] = "convc.conv"(%x, %[[ONES]])
+// CHECK-SAME: -> tensor<1x1x5x5xi32>
+// CHECK: %[[WSB:[^ ]+]] = "convc.broadcast_in_dim"(%[[WS]]) {broadcast_dimensions = array<i64: 0, 1, 3, 4>, shape = array<i64: 1, 1, 3, 5, 5>}
+// CHECK: %[[WSS:[^ ]+]] = "convc.reshape"(%[[WSB]]) {new_sizes = array<i64: 1, 3, 5, 5>}
+// CHECK: %[[ZW:[^ ]+]] = "convc.constant"() {value = dense<[1, -2, 0]> : tensor<3xi32>}
+// CHECK: %[[ZWB:[^ ]+]] = "convc.broadcast_in_dim"(%[[ZW]]) {broadcast_dimensions = array<i64: 1>, shape = array<i64: 1, 3, 5, 5>}
+// CHECK: %[[ZWT:[^ ]+]] = "convc.multiply"(%[[WSS]], %[[ZWB]])
+// CHECK: %[[ACC1:[^ ]+]] = "convc.subtract"(%[[ACC]], %[[ZWT]])
+// CHECK: %[[VALID:[^ ]+]] = "convc.constant"() {value = dense<1> : tensor<1x2x5x5xi8>}
+// CHECK: %[[KS:[^ ]+]] = "convc.conv"(%[[VALID]], %w)
+// CHECK-SAME: -> tensor<1x3x5x5xi32>
+// CHECK: %[[COUNTS:[^ ]+]] = "convc.constant"() {value = dense<"0x08000000
+// CHECK: %[[KSS:[^ ]+]] = "convc.subtract"(%[[KS]], %[[COUNTS]])
+// CHECK: %[[ZX:[^ ]+]] = "convc.constant"() {value = dense<-3> : tensor<i32>}
+// CHECK: %[[ZXB:[^ ]+]] = "convc.broadcast_in_dim"(%[[ZX]])
+// CHECK: %[[ZXT:[^ ]+]] = "convc.multiply"(%[[KSS]], %[[ZXB]])
+// CHECK: %[[ACC2:[^ ]+]] = "convc.subtract"(%[[ACC1]], %[[ZXT]])
+// CHECK: %[[ACC64:[^ ]+]] = "convc.convert"(%[[ACC2]]) {new_dtype = f64}
 // CHECK: %[[M:[^ ]+]] = "convc.constant"() {value = dense<[0.05000000074505806, 0.10000000149011612, 0.02500000037252903]> : tensor<3xf64>}
 // CHECK: %[[MB:[^ ]+]] = "convc.broadcast_in_dim"(%[[M]]) {broadcast_dimensions = array<i64: 1>
 // CHECK: %[[R64:[^ ]+]] = "convc.multiply"(%[[ACC64]], %[[MB]])
@@ -40,9 +54,12 @@ module @per_axis_conv {
 
 // CPU-LABEL: module @per_axis_conv
 // CPU-NOT: quant
-// the integer conv, channels-last after cpu-layout-nhwc (the kernel is an input: it keeps its layout)
+// the i8 x i8 -> i32 conv, channels-last after cpu-layout-nhwc (the kernel is an input: it
+// keeps its layout); then the window-sum conv with its ones kernel
 // CPU: stablehlo.convolution
-// CPU-SAME: (tensor<1x5x5x2xi32>, tensor<3x2x3x3xi32>) -> tensor<1x5x5x3xi32>
+// CPU-SAME: (tensor<1x5x5x2xi8>, tensor<3x2x3x3xi8>) -> tensor<1x5x5x3xi32>
+// CPU: stablehlo.convolution
+// CPU-SAME: (tensor<1x5x5x2xi8>, tensor<3x3x2x1xi8>) -> tensor<1x5x5x1xi32>
 // CPU: stablehlo.round_nearest_even
 
 // XLA:GPU has no integer conv: the gpu pipeline's conv of the shifted operands is f64.
@@ -89,12 +106,14 @@ module @requantize {
 // CHECK: func.func @main(%x: tensor<1x2x5x5xi8>, %w: tensor<3x2x3x3xi8>) -> tensor<1x3x3x3xf32>
 // CHECK: %xt = "convc.transpose"(%x) {permutation = array<i64: 0, 2, 3, 1>} : (tensor<1x2x5x5xi8>) -> tensor<1x5x5x2xi8>
 // CHECK: %wt = "convc.transpose"(%w) {permutation = array<i64: 2, 3, 1, 0>} : (tensor<3x2x3x3xi8>) -> tensor<3x3x2x3xi8>
-// CHECK: "convc.convert"(%wt) {new_dtype = i32}
-// CHECK: "convc.broadcast_in_dim"(%{{[^)]+}}) {broadcast_dimensions = array<i64: 3>, shape = array<i64: 3, 3, 2, 3>}
+// CHECK: "convc.conv"(%xt, %wt)
+// CHECK-SAME: (tensor<1x5x5x2xi8>, tensor<3x3x2x3xi8>) -> tensor<1x3x3x3xi32>
+// CHECK: "convc.constant"() {value = dense<[1, 0, -1]> : tensor<3xi32>}
+// CHECK-NEXT: "convc.broadcast_in_dim"(%{{[^)]+}}) {broadcast_dimensions = array<i64: 1>, shape = array<i64: 1, 3, 3, 3>}
 // CPU-LABEL: module @quantized_transposes
 // CPU-NOT: quant
 // CPU: stablehlo.convolution
-// CPU-SAME: xi32>
+// CPU-SAME: xi8>) -> tensor<{{[^>]+}}xi32>
 module @quantized_transposes {
   func.func @main(%x: tensor<1x2x5x5x!quant.uniform<i8:f32, 0.5:-3>>, %w: tensor<3x2x3x3x!quant.uniform<i8:f32:0, {0.25:1, 0.5, 0.125:-1}>>) -> tensor<1x3x3x3xf32> {
     %xt = "convc.transpose"(%x) {permutation = array<i64: 0, 2, 3, 1>} : (tensor<1x2x5x5x!quant.uniform<i8:f32, 0.5:-3>>) -> tensor<1x5x5x2x!quant.uniform<i8:f32, 0.5:-3>>
@@ -102,5 +121,102 @@ module @quantized_transposes {
     %c = "convc.conv"(%xt, %wt) {dimension_numbers = ["NHWC", "HWIO", "NCHW"], preferred_element_type = "!quant.uniform<i8:f32, 4.0>"} : (tensor<1x5x5x2x!quant.uniform<i8:f32, 0.5:-3>>, tensor<3x3x2x3x!quant.uniform<i8:f32:3, {0.25:1, 0.5, 0.125:-1}>>) -> tensor<1x3x3x3x!quant.uniform<i8:f32, 4.0>>
     %d = "convc.uniform_dequantize"(%c) : (tensor<1x3x3x3x!quant.uniform<i8:f32, 4.0>>) -> tensor<1x3x3x3xf32>
     func.return %d : tensor<1x3x3x3xf32>
+  }
+}
+
+// -----
+
+// A constant kernel with symmetric weights (zero point 0: ONNX's and TF's int8 weights) and an
+// input zero point 0: the kernel's integers become an i8 constant here, and the i8 x i8 -> i32
+// conv is the whole sum; no correction term.
+// CHECK-LABEL: module @symmetric_constant_kernel
+// CHECK: %[[W:[^ ]+]] = "convc.constant"() {value = dense<{{\[\[\[}}1, -2, 3]]]> : tensor<1x1x3xi8>}
+// CHECK: %[[ACC:[^ ]+]] = "convc.conv"(%x, %[[W]])
+// CHECK-SAME: preferred_element_type = i32
+// CHECK-SAME: : (tensor<2x1x4xi8>, tensor<1x1x3xi8>) -> tensor<2x1x4xi32>
+// CHECK-NEXT: "convc.convert"(%[[ACC]]) {new_dtype = f64}
+// CPU-LABEL: module @symmetric_constant_kernel
+// CPU-NOT: quant
+// CPU: stablehlo.convolution
+// CPU-SAME: xi8>) -> tensor<{{[^>]+}}xi32>
+// CPU-NOT: stablehlo.convolution
+// CPU: stablehlo.round_nearest_even
+module @symmetric_constant_kernel {
+  func.func @main(%x: tensor<2x1x4x!quant.uniform<i8:f32, 0.5>>) -> tensor<2x1x4x!quant.uniform<i8:f32, 0.125>> {
+    %wr = "convc.constant"() {value = dense<[[[0.25, -0.5, 0.75]]]> : tensor<1x1x3xf32>} : () -> tensor<1x1x3xf32>
+    %w = "convc.uniform_quantize"(%wr) {new_dtype = "!quant.uniform<i8:f32, 0.25>"} : (tensor<1x1x3xf32>) -> tensor<1x1x3x!quant.uniform<i8:f32, 0.25>>
+    %c = "convc.conv"(%x, %w) {dimension_numbers = ["NCH", "OIH", "NCH"], padding = dense<1> : tensor<1x2xi64>, preferred_element_type = "!quant.uniform<i8:f32, 0.125>"} : (tensor<2x1x4x!quant.uniform<i8:f32, 0.5>>, tensor<1x1x3x!quant.uniform<i8:f32, 0.25>>) -> tensor<2x1x4x!quant.uniform<i8:f32, 0.125>>
+    func.return %c : tensor<2x1x4x!quant.uniform<i8:f32, 0.125>>
+  }
+}
+
+// -----
+
+// An input zero point (2) with a constant symmetric kernel [1, 2, 3] padded by 1: the z_x term is
+// a constant, 2 * the kernel's sum over each position's valid taps: 2 * [2+3, 1+2+3, 1+2+3, 1+2]
+// at the borders exact, the same for both batch entries (broadcast).
+// CHECK-LABEL: module @padded_input_zero_point
+// CHECK: %[[ACC:[^ ]+]] = "convc.conv"(%x, %{{[^)]+}})
+// CHECK-SAME: -> tensor<2x1x4xi32>
+// CHECK-NEXT: %[[T:[^ ]+]] = "convc.constant"() {value = dense<{{\[\[\[}}10, 12, 12, 6]]]> : tensor<1x1x4xi32>}
+// CHECK-NEXT: %[[TB:[^ ]+]] = "convc.broadcast_in_dim"(%[[T]]) {broadcast_dimensions = array<i64: 0, 1, 2>, shape = array<i64: 2, 1, 4>}
+// CHECK-NEXT: %[[SUM:[^ ]+]] = "convc.subtract"(%[[ACC]], %[[TB]])
+// CHECK-NEXT: "convc.convert"(%[[SUM]]) {new_dtype = f64}
+// CHECK-NOT: "convc.conv"
+// The gpu pipeline keeps the f64 conv of the shifted operands.
+// GPU-LABEL: module @padded_input_zero_point
+// GPU: stablehlo.convolution
+// GPU-SAME: (tensor<2x1x4xf64>, tensor<1x1x3xf64>) -> tensor<2x1x4xf64>
+module @padded_input_zero_point {
+  func.func @main(%x: tensor<2x1x4x!quant.uniform<i8:f32, 0.5:2>>) -> tensor<2x1x4x!quant.uniform<i8:f32, 0.125>> {
+    %wr = "convc.constant"() {value = dense<[[[0.25, 0.5, 0.75]]]> : tensor<1x1x3xf32>} : () -> tensor<1x1x3xf32>
+    %w = "convc.uniform_quantize"(%wr) {new_dtype = "!quant.uniform<i8:f32, 0.25>"} : (tensor<1x1x3xf32>) -> tensor<1x1x3x!quant.uniform<i8:f32, 0.25>>
+    %c = "convc.conv"(%x, %w) {dimension_numbers = ["NCH", "OIH", "NCH"], padding = dense<1> : tensor<1x2xi64>, preferred_element_type = "!quant.uniform<i8:f32, 0.125>"} : (tensor<2x1x4x!quant.uniform<i8:f32, 0.5:2>>, tensor<1x1x3x!quant.uniform<i8:f32, 0.25>>) -> tensor<2x1x4x!quant.uniform<i8:f32, 0.125>>
+    func.return %c : tensor<2x1x4x!quant.uniform<i8:f32, 0.125>>
+  }
+}
+
+// -----
+
+// A transposed conv's form (lhs dilation 2, padding 2): holes and padding are both real zeros,
+// so only the taps on input elements count: for the kernel [1, 2, 3] the valid-tap sums are
+// [3, 2, 1+3, 2, 1+3, 2, 1], times z_x = 2.
+// CHECK-LABEL: module @lhs_dilated_input_zero_point
+// CHECK: "convc.constant"() {value = dense<{{\[\[\[}}6, 4, 8, 4, 8, 4, 2]]]> : tensor<1x1x7xi32>}
+module @lhs_dilated_input_zero_point {
+  func.func @main(%x: tensor<1x1x3x!quant.uniform<i8:f32, 0.5:2>>) -> tensor<1x1x7x!quant.uniform<i8:f32, 0.125>> {
+    %wr = "convc.constant"() {value = dense<[[[0.25, 0.5, 0.75]]]> : tensor<1x1x3xf32>} : () -> tensor<1x1x3xf32>
+    %w = "convc.uniform_quantize"(%wr) {new_dtype = "!quant.uniform<i8:f32, 0.25>"} : (tensor<1x1x3xf32>) -> tensor<1x1x3x!quant.uniform<i8:f32, 0.25>>
+    %c = "convc.conv"(%x, %w) {dimension_numbers = ["NCH", "OIH", "NCH"], lhs_dilation = array<i64: 2>, padding = dense<2> : tensor<1x2xi64>, preferred_element_type = "!quant.uniform<i8:f32, 0.125>"} : (tensor<1x1x3x!quant.uniform<i8:f32, 0.5:2>>, tensor<1x1x3x!quant.uniform<i8:f32, 0.25>>) -> tensor<1x1x7x!quant.uniform<i8:f32, 0.125>>
+    func.return %c : tensor<1x1x7x!quant.uniform<i8:f32, 0.125>>
+  }
+}
+
+// -----
+
+// u8 storage moves into i8 by subtracting 128, its zero point with it: the input's 128 becomes
+// 0 (no z_x term), the constant kernel's stored [128, 131, 140] become [0, 3, 12] here and its
+// zero point 130 becomes 2: a z_w term (a ones-kernel conv of the moved input, times 2).
+// CHECK-LABEL: module @u8_operands
+// CHECK: %[[XW:[^ ]+]] = "convc.convert"(%x) {new_dtype = i32}
+// CHECK: %[[OFF:[^ ]+]] = "convc.constant"() {value = dense<128> : tensor<i32>}
+// CHECK: %[[OFFB:[^ ]+]] = "convc.broadcast_in_dim"(%[[OFF]])
+// CHECK: %[[XM:[^ ]+]] = "convc.subtract"(%[[XW]], %[[OFFB]])
+// CHECK: %[[X8:[^ ]+]] = "convc.convert"(%[[XM]]) {new_dtype = i8}
+// CHECK: %[[W:[^ ]+]] = "convc.constant"() {value = dense<{{\[\[\[}}0, 3, 12]]]> : tensor<1x1x3xi8>}
+// CHECK: %[[ACC:[^ ]+]] = "convc.conv"(%[[X8]], %[[W]])
+// CHECK: %[[ONES:[^ ]+]] = "convc.constant"() {value = dense<1> : tensor<1x1x3xi8>}
+// CHECK: %[[WS:[^ ]+]] = "convc.conv"(%[[X8]], %[[ONES]])
+// CHECK: %[[ZW:[^ ]+]] = "convc.constant"() {value = dense<2> : tensor<i32>}
+// CHECK: %[[ZWB:[^ ]+]] = "convc.broadcast_in_dim"(%[[ZW]])
+// CHECK: %[[T:[^ ]+]] = "convc.multiply"(%[[WS]], %[[ZWB]])
+// CHECK: %[[SUM:[^ ]+]] = "convc.subtract"(%[[ACC]], %[[T]])
+// CHECK-NEXT: "convc.convert"(%[[SUM]]) {new_dtype = f64}
+module @u8_operands {
+  func.func @main(%x: tensor<1x1x5x!quant.uniform<u8:f32, 0.5:128>>) -> tensor<1x1x3x!quant.uniform<i8:f32, 0.25>> {
+    %wr = "convc.constant"() {value = dense<[[[-1.0, 0.5, 5.0]]]> : tensor<1x1x3xf32>} : () -> tensor<1x1x3xf32>
+    %w = "convc.uniform_quantize"(%wr) {new_dtype = "!quant.uniform<u8:f32, 0.5:130>"} : (tensor<1x1x3xf32>) -> tensor<1x1x3x!quant.uniform<u8:f32, 0.5:130>>
+    %c = "convc.conv"(%x, %w) {dimension_numbers = ["NCH", "OIH", "NCH"], preferred_element_type = "!quant.uniform<i8:f32, 0.25>"} : (tensor<1x1x5x!quant.uniform<u8:f32, 0.5:128>>, tensor<1x1x3x!quant.uniform<u8:f32, 0.5:130>>) -> tensor<1x1x3x!quant.uniform<i8:f32, 0.25>>
+    func.return %c : tensor<1x1x3x!quant.uniform<i8:f32, 0.25>>
   }
 }

@@ -1,9 +1,12 @@
 """Property tests of `lower-quantized` against the spec oracle (compiler/reference.py:
 dequantize, float conv, quantize): drawn quantized convs, 1-D to 3-D, with every padding mode
 (and explicit, cropping and lhs-dilated windows), strides, both dilations, feature groups and
-depthwise convs, channels first or last, per-tensor and per-axis scales and zero points
-anywhere in the storage range (its limits drawn often), i8/u8/i16 storage; compiled for the
-cpu target (integer convs) or the gpu pipeline (f64 convs, run on the CPU) and run by XLA.
+depthwise convs, batch groups, channels first or last, per-tensor and per-axis scales and zero
+points anywhere in the storage range (its limits drawn often), i8/u8/i16 storage, the kernel a
+graph input or a quantized constant (whose zero-point term the cpu lowering computes at
+compile time); compiled for the cpu target (i8 x i8 -> i32 convs plus zero-point terms for
+8-bit storage, shifted i64 convs for i16) or the gpu pipeline (f64 convs, run on the CPU) and
+run by XLA.
 
 Fixed seed (derandomized, `strategies.budget`); CONVC_SOAK=1 draws fresh ones."""
 
@@ -35,12 +38,29 @@ class QConv:
     attrs: dict[str, Any]
     exact: bool
     target: str
+    constant_kernel: bool
 
-    def graph(self) -> Graph:
+    def graph(self, kernel: np.ndarray) -> Graph:
+        """The conv; with `constant_kernel`, its kernel the stored integers `kernel` made a
+        quantized constant (their real values quantized again), else a graph input."""
         b = Builder("qprop")
-        x, w = b.input("x", self.lhs, self.types[0]), b.input("w", self.rhs, self.types[1])
+        x = b.input("x", self.lhs, self.types[0])
+        if self.constant_kernel:
+            real = b.constant("w_real", _real(kernel, self.types[1]))
+            w = b.uniform_quantize(real, name="w", new_dtype=self.types[1])
+        else:
+            w = b.input("w", self.rhs, self.types[1])
         b.output(b.conv(x, w, name="c", preferred_element_type=self.types[2], **self.attrs))
         return b.build()
+
+
+def _real(stored: np.ndarray, dtype: str) -> np.ndarray:
+    """The f32 real values of stored integers (per axis: along the type's dimension)."""
+    quant = parse_quant(dtype)
+    shape = [-1 if d == quant.axis else 1 for d in range(stored.ndim)]
+    scales = np.asarray(quant.scales, np.float32).reshape(shape)
+    zero_points = np.asarray(quant.zero_points, np.float32).reshape(shape)
+    return ((stored.astype(np.float32) - zero_points) * scales).astype(np.float32)
 
 
 def _spelled(storage: str, expressed_axis: int | None, params: list[tuple[float, int]]) -> str:
@@ -77,11 +97,14 @@ def _window(draw: st.DrawFn, size: int, kernel: int, stride: int, rhs_dil: int, 
 @st.composite
 def quantized_convs(draw: st.DrawFn) -> QConv:
     rank = draw(st.integers(1, 3))
-    groups_kind = draw(st.sampled_from(["plain", "grouped", "depthwise"]))
+    groups_kind = draw(st.sampled_from(["plain", "grouped", "depthwise", "batch_grouped"]))
     groups = 1 if groups_kind == "plain" else draw(st.integers(2, 3))
     per_group = 1 if groups_kind == "depthwise" else draw(st.integers(1, 2))
     out_features = groups * draw(st.integers(1, 2))
     in_features = groups * per_group
+    batch_groups = groups if groups_kind == "batch_grouped" else 1
+    if batch_groups > 1:  # the kernel takes every input feature; the batch splits in groups
+        groups, per_group = 1, in_features
     sizes = [draw(st.integers(1, 5 if rank < 3 else 3)) for _ in range(rank)]
     kernels = [draw(st.integers(1, 3)) for _ in range(rank)]
     strides = [draw(st.integers(1, 2)) for _ in range(rank)]
@@ -96,7 +119,7 @@ def quantized_convs(draw: st.DrawFn) -> QConv:
     spatial = "HWD"[:rank]
     channels_last = draw(st.booleans())
     layouts = ("N" + spatial + "C", spatial + "IO", "N" + spatial + "C") if channels_last else ("NC" + spatial, "OI" + spatial, "NC" + spatial)
-    batch = draw(st.integers(1, 2))
+    batch = batch_groups * draw(st.integers(1, 2))
     lhs = (batch, *sizes, in_features) if channels_last else (batch, in_features, *sizes)
     rhs = (*kernels, per_group, out_features) if channels_last else (out_features, per_group, *kernels)
     rhs_axis, out_axis = (rank + 1, rank + 1) if channels_last else (0, 1)
@@ -122,7 +145,9 @@ def quantized_convs(draw: st.DrawFn) -> QConv:
     }
     if groups > 1:
         attrs["feature_group_count"] = groups
-    return QConv(lhs, rhs, (lhs_type, rhs_type, out_type), attrs, exact, draw(st.sampled_from(["cpu", "cpu", "gpu"])))
+    if batch_groups > 1:
+        attrs["batch_group_count"] = batch_groups
+    return QConv(lhs, rhs, (lhs_type, rhs_type, out_type), attrs, exact, draw(st.sampled_from(["cpu", "cpu", "gpu"])), draw(st.booleans()))
 
 
 def _stored(rng: np.random.Generator, shape: tuple[int, ...], dtype: str) -> np.ndarray:
@@ -136,9 +161,10 @@ def _stored(rng: np.random.Generator, shape: tuple[int, ...], dtype: str) -> np.
 def test_lowered_quantized_conv_agrees_with_the_spec_oracle(case: QConv, seed: int) -> None:
     """Exact scales: identical on every element. Others: the spec rounds each dequantized
     value to f32 and the lowering does not, so an output may land one step apart, no more."""
-    graph = case.graph()
     rng = np.random.default_rng(seed)
-    inputs = [_stored(rng, case.lhs, case.types[0]), _stored(rng, case.rhs, case.types[1])]
+    x, w = _stored(rng, case.lhs, case.types[0]), _stored(rng, case.rhs, case.types[1])
+    graph = case.graph(w)
+    inputs = [x] if case.constant_kernel else [x, w]
     (got,), (want,) = run(graph, inputs, target=case.target, platform="cpu").outputs, evaluate(graph, inputs)
     assert got.dtype == want.dtype and got.shape == want.shape
     apart = np.abs(got.astype(np.int64) - want.astype(np.int64))
