@@ -45,9 +45,7 @@ def quant_params(ctx: Context, node: Node, first: int, rank: int, axis: int | No
     """The quantized type of inputs `first` (scale) and `first + 1` (zero point), known at
     import, per axis along `axis` (default: the node's `axis` attribute, 1 when absent)."""
     scale = ctx.required_array(node, first, "the scale")
-    zero_point = ctx.array(node.input(first + 1)) if node.input(first + 1) else None
-    if node.input(first + 1) and zero_point is None:
-        raise ctx.error(f"the zero point (input {first + 1}) must be known at import")
+    zero_point = ctx.required_array(node, first + 1, "the zero point") if node.input(first + 1) else None
     return _quant_spelling(ctx, node, scale, zero_point, rank, node_axis(node) if axis is None else axis)
 
 
