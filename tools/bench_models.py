@@ -65,7 +65,10 @@ class ModelSpec:
 
 
 @dataclass
-class ModelResult:
+class NetworkTiming:
+    """What every network suite reports of one network at one batch: the timer's medians, best
+    times and spreads per implementation, over its rounds."""
+
     name: str
     source: str
     batch: int
@@ -74,6 +77,10 @@ class ModelResult:
     best_ms: dict[str, float]
     iqr_ms: dict[str, float]
     rounds: int
+
+
+@dataclass
+class ModelResult(NetworkTiming):
     ratio_vs_ort: float | None  # None: ONNX Runtime not timed (a GPU without its CUDA provider)
     ratio_vs_torch: float | None
     max_error_vs_ort: float

@@ -40,15 +40,7 @@ GRID_TOLERANCE = 1e-3  # |output / scale + zero point - nearest integer|, in ste
 
 
 @dataclass
-class Int8Result:
-    name: str
-    source: str
-    batch: int
-    shape: str
-    ms: dict[str, float]  # medians: convc_int8, ort_int8, convc_f32
-    best_ms: dict[str, float]
-    iqr_ms: dict[str, float]
-    rounds: int
+class Int8Result(bench_models.NetworkTiming):  # ms: convc_int8, ort_int8, convc_f32
     ratio_vs_ort_int8: float
     ratio_vs_convc_f32: float
     rms_error: float  # convc int8 vs the float model (ONNX Runtime's float run)

@@ -59,15 +59,7 @@ class TrainModelSpec:
 
 
 @dataclass
-class TrainModelResult:
-    name: str
-    source: str
-    batch: int
-    shape: str
-    ms: dict[str, float]  # medians
-    best_ms: dict[str, float]
-    iqr_ms: dict[str, float]
-    rounds: int
+class TrainModelResult(bench_models.NetworkTiming):
     ratio_vs_torch: float
     max_error_vs_torch: float  # the worst tensor's (the output or a gradient)
     wrt: int  # the weights differentiated
