@@ -272,15 +272,16 @@ def _check_binary_to_terminal(args: argparse.Namespace) -> None:
         raise UsageError("--emit bytecode: refusing to write binary to a terminal; use -o FILE or redirect stdout")
 
 
-def weights_beside_by_default(args: argparse.Namespace, graph: Graph) -> str | None:
-    """Where the weights of `graph` go when no --weights-* flag says: beside an -o FILE of
-    StableHLO text when they are large (more than LARGE_WEIGHTS_MIB in all), as hex they would
-    be most of the module and of its compile time; None: they stay constants in the module."""
+def weights_beside_by_default(args: argparse.Namespace, graph: Graph) -> tuple[str, int] | None:
+    """Where the weights of `graph` go when no --weights-* flag says, and their bytes: beside
+    an -o FILE of StableHLO text when they are large (more than LARGE_WEIGHTS_MIB in all), as
+    hex they would be most of the module and of its compile time; None: they stay constants."""
     if args.weights_as_inputs or args.weights_inline or args.emit != "stablehlo" or graph.mesh is not None:
         return None
     if args.output is None or args.output == "-":
         return None
-    return _beside(args.output) if _weight_bytes(graph) > LARGE_WEIGHTS_MIB << 20 else None
+    size = _weight_bytes(graph)
+    return (_beside(args.output), size) if size > LARGE_WEIGHTS_MIB << 20 else None
 
 
 def _beside(output: str) -> str:
@@ -329,9 +330,10 @@ def _convc_main(args: argparse.Namespace) -> int:
         require_platform(args.platform)  # before compiling: --autotune measures on that device
     source = model.clone() if args.check else None  # with --grad, --check takes jax.vjp of the model
     compiler.run_passes(graph)
-    if weights_file is None and (weights_file := weights_beside_by_default(args, graph)) is not None:
+    if weights_file is None and (beside := weights_beside_by_default(args, graph)) is not None:
+        weights_file, size = beside
         compiler.weights_larger = INLINE_ELEMENTS
-        _print_warning(f"{args.model}: note: the weights ({_weight_bytes(graph) / 1e6:.0f} MB) go to {weights_file} as @main's leading arguments, "
+        _print_warning(f"{args.model}: note: the weights ({size / 1e6:.0f} MB) go to {weights_file} as @main's leading arguments, "
                        "as with --weights-as-inputs (--weights-inline keeps them in the module)")
     writes = args.output is not None or not (args.run or args.check)
     # a run compiles its own form of the module (Compiler.runnable): emitted here only to be written

@@ -72,12 +72,9 @@ def parse_module(text: str, allow_unregistered: bool = False) -> Any:
             raise ValueError(str(err)) from None
 
 
-def verify_stablehlo(text: str, bytecode: bool = False) -> bytes | None:
-    """Emitted text must parse and verify; failing that is a convc bug. With `bytecode`,
-    the verified module as MLIR bytecode: what PJRT reads without parsing the text again
-    (a module's constants are raw bytes there, not hex)."""
-    module = _verified(text)
-    return _bytecode(module) if bytecode else None
+def verify_stablehlo(text: str) -> None:
+    """Emitted text must parse and verify; failing that is a convc bug."""
+    _verified(text)
 
 
 def bound_module(text: str, arrays: Mapping[str, np.ndarray]) -> Any:

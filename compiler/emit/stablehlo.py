@@ -559,7 +559,7 @@ def emit_stablehlo(graph: Graph, weights: Mapping[str, Op] | None = None, bound:
     before the graph's inputs, in the mapping's order, each located by its key; their
     arrays are the caller's to supply. Those in `bound` (see `bindable_constants`) stay
     constants, spelled as a zero splat marked `{convc.bound = "<key>"}`: the module's text
-    without their hex, for `mlir.bind_constants` to give them their values after parsing."""
+    without their hex, for `mlir.bound_module` to give them their values after parsing."""
     ctx = EmitContext()
     weights = weights or {}
     as_arguments = {id(op) for op in weights.values()}
