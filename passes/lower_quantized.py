@@ -18,6 +18,12 @@ graph inputs and outputs too, which is what `--inputs` feeds and `--outputs` wri
   the last a constant per output position and feature, exact at the borders, computed here
   when the kernel is a constant (else by a conv of ones over the input's valid positions).
   A zero zero point (symmetric weights: the usual case) emits no term.
+- a grouped quantized conv (feature or batch groups, depthwise included) on the `cpu`
+  pipeline whose every partial sum f32 holds exactly (below 2^24 in magnitude: the largest
+  shifted input times the largest per-window sum of |r - z_r[o]|, the kernel's own values
+  when it is a constant) is the f32 conv of the zero-point-shifted operands: XLA:CPU runs a
+  grouped integer conv as a dense one over a block-diagonal kernel it builds on every call,
+  while the f32 one becomes a tap sum (`cpu-depthwise-tap-sum`).
 - otherwise (16- and 32-bit storage, or `integer_conv=false`: the gpu pipeline, as XLA:GPU
   compiles no integer conv, cuDNN offering none of this form) it is the conv of the
   zero-point-shifted operands, (lhs - z_lhs) and (rhs - z_rhs[o]), in i64 (f64 without
@@ -68,7 +74,7 @@ def _per_slice(b: OpFactory, values: np.ndarray, axis: int | None, like: TensorT
 
 
 def _shifted(b: OpFactory, stored: Value, quant: QuantType, axis: int | None, wide: str, suffix: str) -> Value:
-    """stored - zero_point, exact in the integer type `wide`."""
+    """stored - zero_point, exact in `wide` (an integer type, f32 or f64: at most 2^17 in magnitude)."""
     value = b.create("convert", stored, suffix=f"{suffix}_wide", new_dtype=wide)
     if not any(quant.zero_points):
         return value
@@ -221,10 +227,10 @@ class _Lowering:
             kernel = dequantize(b, self.storage(rhs), q_rhs, "rhs_real")
             return b.create("conv", lhs, kernel, suffix="conv", **attrs)
         q_lhs, q_out = _quant(lhs.type), _quant(op.result.type)
-        if self.integer_conv and q_lhs.storage in EIGHT_BITS and q_rhs.storage in EIGHT_BITS:
+        wide = self.sum_type(op, q_lhs, q_rhs)
+        if wide == "i8":
             wide, acc = "i32", self.conv8(op, b, attrs)
         else:
-            wide = _accumulator(q_lhs, self.integer_conv)
             shifted_lhs = _shifted(b, self.storage(lhs), q_lhs, None, wide, "lhs")
             shifted_rhs = _shifted(b, self.storage(rhs), q_rhs, None if q_rhs.axis is None else dn.rhs_spec[0], wide, "rhs")
             acc = b.create("conv", shifted_lhs, shifted_rhs, suffix="acc", **attrs)
@@ -236,6 +242,18 @@ class _Lowering:
         scaled = b.create("multiply", wide_acc, _per_slice(b, multipliers, axis, wide_acc.type, "multiplier"), suffix="real_f64")
         real = b.create("convert", scaled, suffix="real", new_dtype=q_out.expressed)
         return quantize(b, real, q_out, None if q_out.axis is None else dn.out_spec[1], "stored")
+
+    def sum_type(self, op: Op, q_lhs: QuantType, q_rhs: QuantType) -> str:
+        """How the conv's integer sums are computed: "i8" (the i8 x i8 -> i32 conv of the stored
+        integers and its zero-point terms), else the type of the shifted operands' conv. XLA:CPU
+        runs a grouped integer conv as a dense one over a block-diagonal kernel it builds on
+        every call, so a grouped conv whose sums f32 holds exactly is an f32 conv (which the
+        cpu pipeline makes a tap sum)."""
+        if self.integer_conv and _is_grouped(op) and _sums_fit_f32(op, q_lhs, q_rhs):
+            return "f32"
+        if self.integer_conv and q_lhs.storage in EIGHT_BITS and q_rhs.storage in EIGHT_BITS:
+            return "i8"
+        return _accumulator(q_lhs, self.integer_conv)
 
     def conv8(self, op: Op, b: Rewriter, attrs: dict[str, object]) -> Value:
         """sum((l - z_l)(r - z_r)) over each window's valid taps, in i32: the i8 x i8 -> i32 conv
@@ -312,6 +330,40 @@ class _Lowering:
                             suffix="kernel_sums_shifted")
         factor = _per_slice(b, np.asarray(zx, np.int32), None, sums.type, "zl")
         return b.create("multiply", sums, factor, suffix="zl_term")
+
+
+F32_EXACT = 2**24  # every integer of smaller magnitude is an f32, and so is every partial sum of such
+
+
+def _is_grouped(op: Op) -> bool:
+    fwd = read_forward(view(op), op.operands[0].type.rank)
+    return fwd.feature_groups > 1 or fwd.batch_groups > 1
+
+
+def _largest_shift(quant: QuantType) -> np.ndarray:
+    """max |stored - zero_point| over the storage type's every value, per zero point."""
+    info = np.iinfo(quant.storage_numpy())
+    zero_points = np.asarray(quant.zero_points, np.int64)
+    return np.maximum(int(info.max) - zero_points, zero_points - int(info.min))
+
+
+def _sums_fit_f32(op: Op, q_lhs: QuantType, q_rhs: QuantType) -> bool:
+    """Whether every partial sum of (l - z_l)(r - z_r[o]) over a window is below 2^24 in
+    magnitude, whatever the order: then the f32 conv of the shifted operands is exact. A
+    constant kernel bounds it by its own values, another by its storage type's."""
+    lhs, rhs = op.operands
+    dn = resolve_dimension_numbers(view(op).dimension_numbers, lhs.type.rank)
+    largest_lhs = int(_largest_shift(q_lhs).max())
+    known = constant_storage(rhs)
+    if known is None:
+        per_window = int(_largest_shift(q_rhs).max()) * (rhs.type.num_elements() // rhs.type.shape[dn.rhs_spec[0]])
+    else:
+        zero_points = np.asarray(q_rhs.zero_points, np.int64)
+        if q_rhs.axis is not None:
+            zero_points = zero_points.reshape([-1 if d == dn.rhs_spec[0] else 1 for d in range(known.ndim)])
+        magnitudes = np.abs(known.astype(np.int64) - zero_points)
+        per_window = int(np.moveaxis(magnitudes, dn.rhs_spec[0], 0).reshape(known.shape[dn.rhs_spec[0]], -1).sum(axis=1).max())
+    return largest_lhs * per_window < F32_EXACT
 
 
 def _to_layout(array: np.ndarray, spec: tuple[int, ...]) -> np.ndarray:

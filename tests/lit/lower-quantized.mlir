@@ -220,3 +220,49 @@ module @u8_operands {
     func.return %c : tensor<1x1x3x!quant.uniform<i8:f32, 0.25>>
   }
 }
+
+// -----
+
+// A grouped conv whose sums f32 holds exactly (here at most 9 * 136 * 130 < 2^24): XLA:CPU
+// would run the i8 conv as a dense one over a block-diagonal kernel it builds on every call,
+// so it is the f32 conv of the shifted operands (zero padding is then the real 0), which the
+// cpu pipeline turns into a tap sum: no integer conv is left.
+// CHECK-LABEL: module @depthwise_in_f32
+// CHECK: %[[XF:[^ ]+]] = "convc.convert"(%x) {new_dtype = f32}
+// CHECK: %[[XS:[^ ]+]] = "convc.subtract"(%[[XF]], %{{[^)]+}})
+// CHECK: %[[WF:[^ ]+]] = "convc.convert"(%w) {new_dtype = f32}
+// CHECK: %[[WS:[^ ]+]] = "convc.subtract"(%[[WF]], %{{[^)]+}})
+// CHECK: %[[ACC:[^ ]+]] = "convc.conv"(%[[XS]], %[[WS]])
+// CHECK-SAME: feature_group_count = 4
+// CHECK-SAME: -> tensor<1x4x6x6xf32>
+// CHECK-NEXT: "convc.convert"(%[[ACC]]) {new_dtype = f64}
+// CPU-LABEL: module @depthwise_in_f32
+// CPU-NOT: stablehlo.convolution
+// CPU: stablehlo.multiply {{.*}} : tensor<1x6x6x4xf32>
+// CPU-NOT: stablehlo.convolution
+// CPU: return %c : tensor<1x4x6x6xi8>
+// GPU-LABEL: module @depthwise_in_f32
+// GPU: stablehlo.convolution
+// GPU-SAME: -> tensor<1x4x6x6xf64>
+module @depthwise_in_f32 {
+  func.func @main(%x: tensor<1x4x6x6x!quant.uniform<i8:f32, 0.5:-8>>, %w: tensor<4x1x3x3x!quant.uniform<i8:f32:0, {0.1, 0.2, 0.05:3, 0.1}>>) -> tensor<1x4x6x6x!quant.uniform<i8:f32, 0.25:4>> {
+    %c = "convc.conv"(%x, %w) {dimension_numbers = ["NCHW", "OIHW", "NCHW"], feature_group_count = 4, padding = dense<1> : tensor<2x2xi64>, preferred_element_type = "!quant.uniform<i8:f32, 0.25:4>"} : (tensor<1x4x6x6x!quant.uniform<i8:f32, 0.5:-8>>, tensor<4x1x3x3x!quant.uniform<i8:f32:0, {0.1, 0.2, 0.05:3, 0.1}>>) -> tensor<1x4x6x6x!quant.uniform<i8:f32, 0.25:4>>
+    func.return %c : tensor<1x4x6x6x!quant.uniform<i8:f32, 0.25:4>>
+  }
+}
+
+// -----
+
+// A grouped conv whose sums f32 may not hold (1024 taps of |x| <= 128 times |w| <= 128 reach
+// 2^24) stays the i8 x i8 -> i32 conv.
+// CHECK-LABEL: module @grouped_past_f32
+// CHECK-NOT: f32>
+// CHECK: "convc.conv"(%x, %w)
+// CHECK-SAME: feature_group_count = 2 : i64, preferred_element_type = i32
+// CHECK-SAME: -> tensor<1x2x1xi32>
+module @grouped_past_f32 {
+  func.func @main(%x: tensor<1x2048x1x!quant.uniform<i8:f32, 0.5>>, %w: tensor<2x1024x1x!quant.uniform<i8:f32, 0.1>>) -> tensor<1x2x1x!quant.uniform<i8:f32, 0.25>> {
+    %c = "convc.conv"(%x, %w) {dimension_numbers = ["NCH", "OIH", "NCH"], feature_group_count = 2, preferred_element_type = "!quant.uniform<i8:f32, 0.25>"} : (tensor<1x2048x1x!quant.uniform<i8:f32, 0.5>>, tensor<2x1024x1x!quant.uniform<i8:f32, 0.1>>) -> tensor<1x2x1x!quant.uniform<i8:f32, 0.25>>
+    func.return %c : tensor<1x2x1x!quant.uniform<i8:f32, 0.25>>
+  }
+}

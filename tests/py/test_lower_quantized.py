@@ -175,3 +175,41 @@ def test_running_a_module_that_keeps_quantized_types_is_refused_naming_the_pass(
         run(EXACT_CASES["per-tensor-same"].graph(), target="generic")
     assert err.value.constraint == "E3"
     assert "the pipeline must run lower-quantized" in str(err.value) and str(err.value).endswith("[E3]")
+
+
+def _lowered_conv_dtypes(case: Case, kernel: np.ndarray | None = None) -> list[str]:
+    """The element types of the lhs of every conv `lower-quantized` leaves (a constant kernel
+    when `kernel` holds its stored integers)."""
+    from convc.compile import Compiler
+    from convc.passes import PASSES
+
+    graph = case.graph()
+    if kernel is not None:
+        b = Builder("qconv")
+        x = b.input("x", case.lhs, case.lhs_type)
+        real = kernel.astype(np.float32) * np.float32(parse_quant(case.rhs_type).scales[0])
+        w = b.uniform_quantize(b.constant("w_real", real), name="w", new_dtype=case.rhs_type)
+        b.output(b.conv(x, w, name="c", preferred_element_type=case.out_type, **case.attrs))
+        graph = b.build()
+    lowered = Compiler(target="cpu").run_passes(graph, [PASSES["lower-quantized"]()])
+    return [op.operands[0].type.dtype for op in lowered.ops if op.kind == "conv"]
+
+
+@pytest.mark.parametrize(("per_group", "expected"), [(1023, ["f32"]), (1024, ["i8"])])
+def test_grouped_conv_sums_in_f32_only_while_every_sum_stays_below_2_24(per_group: int, expected: list[str]) -> None:
+    """A grouped quantized conv is an f32 conv of the shifted operands (XLA:CPU's grouped
+    integer conv is slow) only while 128 * 128 * its window size stays below 2^24, so that
+    every partial sum is an exact f32; at 1024 terms it stays the i8 x i8 -> i32 conv."""
+    case = Case((1, 2 * per_group, 1), (2, per_group, 1), _per_tensor("i8", 0.5, 0), _per_tensor("i8", 0.25, 0),
+                _per_tensor("i8", 64.0, 0), {"feature_group_count": 2, "dimension_numbers": ("NCH", "OIH", "NCH")})
+    assert _lowered_conv_dtypes(case) == expected
+
+
+def test_constant_grouped_kernel_is_bounded_by_its_own_values() -> None:
+    """A constant kernel bounds the sums by its values, not its storage type's: 4096 taps of
+    |w| <= 1 (at most 128 * 4096 < 2^24) take the f32 conv, |w| up to 127 does not."""
+    case = Case((1, 8192, 1), (2, 4096, 1), _per_tensor("i8", 0.5, 0), _per_tensor("i8", 0.25, 0),
+                _per_tensor("i8", 64.0, 0), {"feature_group_count": 2, "dimension_numbers": ("NCH", "OIH", "NCH")})
+    small = np.random.default_rng(0).integers(-1, 2, case.rhs)
+    assert _lowered_conv_dtypes(case, small) == ["f32"]
+    assert _lowered_conv_dtypes(case, small * 127) == ["i8"]
