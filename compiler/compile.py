@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from .diagnostics import ConvcError, Location, UsageError
+from .dtypes import is_integer
 from .emit import bindable_constants, emit_stablehlo, emits, weight_constants
 from .frontend import load_model_text
 from .ir import Graph, Op, unused_name
@@ -31,6 +32,11 @@ DEFAULT_MAX_BYTES = 1 << 31
 # dots only, not the fusions of convs and elementwise ops it forms by default, which ran the
 # models suite's networks slower (docs/benchmarks.md, "YNNPACK's fusions").
 TARGET_XLA_OPTIONS: dict[str, dict[str, str]] = {"cpu": {"xla_cpu_experimental_ynn_fusion_type": "LIBRARY_FUSION_TYPE_INDIVIDUAL_DOT"}}
+# ... and for a module holding an integer conv (what lower-quantized leaves): XLA:CPU runs an
+# integer conv that no library takes in its generic loop (tens of times the f32 conv's time),
+# so YNNPACK is handed single convs too.
+INTEGER_CONV_XLA_OPTIONS: dict[str, dict[str, str]] = {
+    "cpu": {"xla_cpu_experimental_ynn_fusion_type": "LIBRARY_FUSION_TYPE_INDIVIDUAL_DOT,LIBRARY_FUSION_TYPE_INDIVIDUAL_CONVOLUTION"}}
 MLIR_BYTECODE_MAGIC = b"ML\xefR"  # how every MLIR bytecode file starts
 
 
@@ -241,10 +247,14 @@ class Compiler:
         self.target = platform if platform in ("cpu", "gpu") else "generic"
         return self.target
 
-    def xla_options(self, platform: str) -> dict[str, str]:
-        """The XLA options (TARGET_XLA_OPTIONS) to compile this compiler's module with on PJRT
-        `platform`: its target's, when a target is named and is the platform's."""
-        return dict(TARGET_XLA_OPTIONS.get(self.target, {})) if self.target is not None and self.target == platform else {}
+    def xla_options(self, platform: str, graph: Graph | None = None) -> dict[str, str]:
+        """The XLA options to compile this compiler's lowered `graph` with on PJRT `platform`:
+        its target's (TARGET_XLA_OPTIONS; INTEGER_CONV_XLA_OPTIONS where `graph` holds an
+        integer conv), when a target is named and is the platform's."""
+        if self.target is None or self.target != platform:
+            return {}
+        integer_convs = graph is not None and any(op.kind == "conv" and is_integer(op.operands[0].type.dtype) for op in graph.ops)
+        return dict((INTEGER_CONV_XLA_OPTIONS if integer_convs else TARGET_XLA_OPTIONS).get(self.target, {}))
 
     def run_passes(self, graph: Graph, passes: Sequence[Pass] | None = None) -> Graph:
         from .autotune_pjrt import with_pjrt_measure  # what autotune-conv-lowering times candidates with
@@ -311,7 +321,7 @@ class Compiler:
 
         module = self.runnable(graph)
         with self.timed("pjrt compile"):
-            return compile_stablehlo(module, platform, self.xla_options(platform_name(platform)))
+            return compile_stablehlo(module, platform, self.xla_options(platform_name(platform), graph))
 
     def bound_text(self, graph: Graph) -> tuple[str, dict[str, np.ndarray]]:
         """The module's text with its large constants as placeholders, and their arrays by

@@ -77,6 +77,11 @@ def is_float(name: str) -> bool:
     return name.startswith(("f", "bf"))
 
 
+def is_integer(name: str) -> bool:
+    """A plain integer element type (i8 ... i64, ui8); not a quantized one."""
+    return name.startswith(("i", "ui"))
+
+
 def itemsize(name: str) -> int:
     return numpy_dtype(name).itemsize
 

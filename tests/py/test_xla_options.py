@@ -7,7 +7,9 @@ import re
 from pathlib import Path
 
 import numpy as np
-from convc.compile import TARGET_XLA_OPTIONS, Compiler
+from convc import Builder
+from convc.compile import INTEGER_CONV_XLA_OPTIONS, TARGET_XLA_OPTIONS, Compiler
+from convc.ir import Graph
 from convc.runtime import compile_stablehlo
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -43,3 +45,43 @@ def test_xla_options_apply_to_the_targets_own_platform_only() -> None:
     assert Compiler(target="generic").xla_options("cpu") == {}
     assert Compiler(pipeline="dce").xla_options("cpu") == {}
     assert Compiler(target="cpu", pipeline="dce").xla_options("cpu") == TARGET_XLA_OPTIONS["cpu"]
+
+
+def _quantized_conv_graph() -> Graph:
+    """An NHWC quantized conv with a constant per-tensor kernel, as an ONNX QDQ import has it."""
+    b = Builder("qconv")
+    x = b.input("x", (1, 8, 8, 16), "!quant.uniform<i8:f32, 0.5:-3>")  # 16 -> 32 features: YNNPACK declines smaller convs
+    kernel = np.random.default_rng(0).integers(-127, 128, (3, 3, 16, 32)).astype(np.float32) * np.float32(0.25)
+    w = b.uniform_quantize(b.constant("w_real", kernel), name="w", new_dtype="!quant.uniform<i8:f32, 0.25>")
+    b.output(b.conv(x, w, name="c", dimension_numbers=("NHWC", "HWIO", "NHWC"), padding="SAME",
+                    preferred_element_type="!quant.uniform<i8:f32, 16.0:2>"))
+    return b.build()
+
+
+def test_a_module_with_integer_convs_hands_ynnpack_its_convs() -> None:
+    """A cpu module holding an integer conv (a lowered quantized one) compiles with
+    INTEGER_CONV_XLA_OPTIONS: its i8 conv is a YNNPACK fusion of i8 operands (with the
+    dots-only option XLA upcasts it to an i32 conv in its generic loop), and both executables
+    agree with the spec oracle on every element."""
+    from convc.reference import evaluate
+
+    compiler = Compiler(target="cpu")
+    graph = compiler.run_passes(_quantized_conv_graph())
+    assert compiler.xla_options("cpu", graph) == INTEGER_CONV_XLA_OPTIONS["cpu"]
+    executable = compiler.executable(graph, "cpu")
+    assert [body for body in _ynnpack_fusion_bodies(executable.hlo_text()) if re.search(r"convolution\(s8\[", body)
+            or re.search(r"s32\[[^\n]*convolution\(%\S+, %\S+\)", body)]
+    dots_only = compile_stablehlo(compiler.runnable(graph), "cpu", TARGET_XLA_OPTIONS["cpu"])
+    assert not _ynnpack_fusion_bodies(dots_only.hlo_text())
+    x = np.random.default_rng(1).integers(-128, 128, (1, 8, 8, 16)).astype(np.int8)
+    want = evaluate(_quantized_conv_graph(), [x])[0]
+    for ran in (executable, dots_only):
+        np.testing.assert_array_equal(ran(x)[0], want)
+
+
+def test_float_modules_keep_the_dots_only_option() -> None:
+    """A module without integer convs keeps TARGET_XLA_OPTIONS (float convs measured faster
+    outside YNNPACK's fusions)."""
+    compiler = Compiler(target="cpu")
+    graph = compiler.run_passes(compiler.load(str(REPO_ROOT / "examples" / "resnet_block.json")))
+    assert compiler.xla_options("cpu", graph) == TARGET_XLA_OPTIONS["cpu"]
