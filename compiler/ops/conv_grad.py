@@ -397,9 +397,10 @@ def _check_backprop_kernel(rhs: TensorType) -> None:
     per-axis kernel fits neither StableHLO's reverse nor its conv's per-axis rule (C29)."""
     quant = quant_type(rhs.dtype)
     if quant is not None and quant.axis is not None:
-        raise VerifyError("a per-axis quantized kernel cannot be used: the input gradient's conv takes this kernel reversed, "
-                          "with its input and output features swapped, and StableHLO takes a per-axis kernel only along a conv's "
-                          "output features (C29) and never reversed (reverse.I1); quantize the kernel per tensor", "B8", operand=1)
+        raise VerifyError("a per-axis quantized kernel cannot be used: the input gradient's conv takes this kernel spatially "
+                          "reversed, with its input and output features swapped, and StableHLO takes a per-axis kernel only along "
+                          "a conv's output features (C29) and never reversed (reverse.I1); quantize the kernel per tensor", "B8",
+                          operand=1)
 
 
 def infer_backprop_input(v: OpView) -> TensorType:

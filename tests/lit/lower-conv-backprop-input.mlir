@@ -232,7 +232,7 @@ module @empty_result {
 
 // -----
 
-// ERR: lower-conv-backprop-input.mlir:{{[0-9]+}}:5: error: 'b8' (conv_backprop_input): a per-axis quantized kernel cannot be used: the input gradient's conv takes this kernel reversed, with its input and output features swapped, and StableHLO takes a per-axis kernel only along a conv's output features (C29) and never reversed (reverse.I1); quantize the kernel per tensor [B8]
+// ERR: lower-conv-backprop-input.mlir:{{[0-9]+}}:5: error: 'b8' (conv_backprop_input): a per-axis quantized kernel cannot be used: the input gradient's conv takes this kernel spatially reversed, with its input and output features swapped, and StableHLO takes a per-axis kernel only along a conv's output features (C29) and never reversed (reverse.I1); quantize the kernel per tensor [B8]
 module @per_axis_kernel {
   func.func @main(%g: tensor<1x3x3x2x!quant.uniform<i8:f32, 0.5>>, %w: tensor<3x3x2x2x!quant.uniform<i8:f32:3, {0.5, 0.25}>>) -> tensor<1x6x6x2x!quant.uniform<i8:f32, 2.0>> {
     %b8 = "convc.conv_backprop_input"(%g, %w) {dimension_numbers = ["NHWC", "HWIO", "NHWC"], input_shape = array<i64: 1, 6, 6, 2>, padding = "SAME", window_strides = array<i64: 2, 2>, preferred_element_type = "!quant.uniform<i8:f32, 2.0>"} : (tensor<1x3x3x2x!quant.uniform<i8:f32, 0.5>>, tensor<3x3x2x2x!quant.uniform<i8:f32:3, {0.5, 0.25}>>) -> tensor<1x6x6x2x!quant.uniform<i8:f32, 2.0>>
