@@ -310,35 +310,49 @@ def _backprop_input_shape(op: Op, out_grad: Any, rhs: Any) -> tuple[int, ...]:
     return tuple(shape)
 
 
-@lax_rule("conv_backprop_input")
-def _conv_backprop_input(op: Op, args: Sequence[Any]) -> Any:
+def _backprop_rule(float_op: Callable[[Op, Any, Any, Any], Any]) -> LaxRule:
+    """A gradient op's rule: `float_op` in the type it accumulates in, rounded to its result;
+    on quantized operands, the spec's dequantize -> that float op (f64 on the CPU) -> quantize."""
+
+    def rule(op: Op, args: Sequence[Any]) -> Any:
+        if any(is_quantized(v.type.dtype) for v in (*op.operands, op.result)):
+            return _dequantize_op_quantize(op, args, lambda op, a, b, _: float_op(op, a, b, np.float64 if _WIDE.get() else b.dtype))
+        return as_result(op, args, float_op(op, args[0], args[1], _backprop_dtype(op, args)))
+
+    return rule
+
+
+def _backprop_input_value(op: Op, out_grad: Any, rhs: Any, dtype: Any) -> Any:
+    """The vjp of the forward conv with respect to its input, in `dtype`."""
     import jax
     import jax.numpy as jnp
     from jax import lax
 
-    dtype = _backprop_dtype(op, args)
-    out_grad, rhs = (lax.convert_element_type(a, dtype) for a in args)
+    out_grad, rhs = (lax.convert_element_type(a, dtype) for a in (out_grad, rhs))
     input_shape = _backprop_input_shape(op, out_grad, rhs)
     padding = view(op).padding
     if "input_shape" not in op.attrs:
         padding = _scatter_padding(op, out_grad, rhs, input_shape)
     forward = _forward_conv(op, input_shape, rhs.shape, padding)
     _, pullback = jax.vjp(lambda x: forward(x, rhs), jnp.zeros(input_shape, dtype))
-    return as_result(op, args, pullback(out_grad)[0])
+    return pullback(out_grad)[0]
 
 
-@lax_rule("conv_backprop_filter")
-def _conv_backprop_filter(op: Op, args: Sequence[Any]) -> Any:
+def _backprop_filter_value(op: Op, lhs: Any, out_grad: Any, dtype: Any) -> Any:
+    """The vjp of the forward conv with respect to its kernel, in `dtype`."""
     import jax
     import jax.numpy as jnp
     from jax import lax
 
-    dtype = _backprop_dtype(op, args)
-    lhs, out_grad = (lax.convert_element_type(a, dtype) for a in args)
+    lhs, out_grad = (lax.convert_element_type(a, dtype) for a in (lhs, out_grad))
     kernel_shape = op.attrs["kernel_shape"]
     forward = _forward_conv(op, lhs.shape, kernel_shape, view(op).padding)
     _, pullback = jax.vjp(lambda w: forward(lhs, w), jnp.zeros(kernel_shape, dtype))
-    return as_result(op, args, pullback(out_grad)[0])
+    return pullback(out_grad)[0]
+
+
+lax_rule("conv_backprop_input")(_backprop_rule(_backprop_input_value))
+lax_rule("conv_backprop_filter")(_backprop_rule(_backprop_filter_value))
 
 
 @lax_rule("constant")

@@ -372,8 +372,11 @@ def conv_vjp(b: OpFactory, v: OpView, operands: Sequence[Value], g: Value) -> tu
     the operands', the other operand is converted to the cotangent's type and each gradient
     back to its primal's, as JAX's rules do. An empty cotangent flows nowhere."""
     lhs, rhs = operands
-    if is_quantized(lhs.type.dtype) or is_quantized(rhs.type.dtype):
+    if is_quantized(lhs.type.dtype):
         raise NoGradientRule("a quantized conv has no gradient rule: its result is rounded to a quantized type")
+    if is_quantized(rhs.type.dtype):  # the hybrid (weight-only) form: a float result, a quantized kernel
+        raise NoGradientRule("a quantized conv has no gradient rule: its kernel is quantized, and convc builds no gradient "
+                             "through a quantized kernel")
     if g.type.num_elements() == 0:
         return None, None
     attrs = gradient_conv_attrs(v, lhs.type, rhs.type)

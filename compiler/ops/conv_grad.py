@@ -11,8 +11,13 @@ and infers the result through the plain `conv` rule; the lowering passes build t
 plan, so shape rule and rewrite cannot drift apart. The algebra is that of JAX's conv transpose
 rules (see docs/transposed-convs.md).
 
-Constraint ids: T1..T6 (conv_transpose), B1..B7 (conv_backprop_input), F1..F3
+Constraint ids: T1..T6 (conv_transpose), B1..B8 (conv_backprop_input), F1..F4
 (conv_backprop_filter); where a rule is the forward conv's own, its C/L id is kept.
+
+Quantized operands: each op takes those the conv it lowers to takes (the spec's quantized
+`convolution`, C28-C34, checked on that conv), less those its kernel moves cannot carry: a
+per-axis kernel cannot be reversed (T6, B8), and the kernel gradient's conv has out_grad as its
+kernel, so a per-axis out_grad is quantized along its feature dimension (F4).
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..diagnostics import VerifyError
-from ..dtypes import quant_type
+from ..dtypes import is_quantized, quant_type
 from ..ir import TensorType, Value
 from .base import BOOL, INTS, PADDING, Attr, ConvDimensionNumbers, Derived, ForeignAttr, OpDef, OpFactory, OpView, ones_per_spatial_dim
 from .conv import (
@@ -99,6 +104,21 @@ class ConvPlan:
         if self.result_move is None:
             return out
         return TensorType(self.result_move.merged_shape(out.shape), out.dtype)
+
+
+# The quantized rules of the conv an op lowers to (the spec's convolution C28-C34, input I1).
+QUANTIZED_CONV_RULES = frozenset({"I1", *(f"C{n}" for n in range(28, 35))})
+
+
+def lowered_type(plan: ConvPlan, v: OpView, attr_names: Sequence[str], roles: str) -> TensorType:
+    """The plan's result type; a quantized rule of its conv says which operand plays which role there."""
+    try:
+        return plan.result_type(v.operand(0), v.operand(1), attr_names)
+    except VerifyError as err:
+        if err.constraint not in QUANTIZED_CONV_RULES:
+            raise
+        raise VerifyError(f"{err.message} (in the conv it lowers to: {roles})", err.constraint, attr=err.attr,
+                          operand=err.operand) from None
 
 
 def swap_roles(spec: Sequence[int]) -> tuple[int, ...]:
@@ -225,10 +245,20 @@ def infer_conv_transpose(v: OpView) -> TensorType:
 # --- the forward conv a gradient op describes ---------------------------------
 
 
+def expressed_type(t: TensorType) -> TensorType:
+    """`t` with a quantized element type replaced by its expressed type (shapes checked alone)."""
+    quant = quant_type(t.dtype)
+    return t if quant is None else TensorType(t.shape, quant.expressed)
+
+
 def forward_type(v: OpView, lhs: TensorType, rhs: TensorType, operand_attr: dict[int, str]) -> TensorType:
     """The forward conv's result type; its errors about an operand that the gradient op only
     knows as a shape attribute (`input_shape`, `kernel_shape`) point at that attribute."""
     attrs = {name: value for name, value in v.attrs.items() if name in CONV_ATTRS}
+    if any(is_quantized(t.dtype) for t in (lhs, rhs)) or is_quantized(attrs.get("preferred_element_type") or ""):
+        # the forward conv is only sized here: the quantized rules are the lowered conv's (C28-C34)
+        lhs, rhs = expressed_type(lhs), expressed_type(rhs)
+        attrs.pop("preferred_element_type", None)
     try:
         return infer_conv(CONV.bind([lhs, rhs], attrs))
     except VerifyError as err:
@@ -344,6 +374,7 @@ def plan_backprop_input(v: OpView) -> ConvPlan:
     out_grad, rhs = v.operand(0), v.operand(1)
     rank = check_ranks(out_grad, rhs)
     fwd = read_forward(v, rank)
+    _check_backprop_kernel(rhs)
     pads, sizes = backprop_input_sizes(v, fwd)
     batch = out_grad.shape[fwd.dn.out_spec[0]] * fwd.batch_groups
     features = rhs.shape[fwd.dn.rhs_spec[1]] * fwd.feature_groups
@@ -361,8 +392,20 @@ def plan_backprop_input(v: OpView) -> ConvPlan:
     )
 
 
+def _check_backprop_kernel(rhs: TensorType) -> None:
+    """The input gradient's conv takes the kernel reversed with its feature roles swapped: a
+    per-axis kernel fits neither StableHLO's reverse nor its conv's per-axis rule (C29)."""
+    quant = quant_type(rhs.dtype)
+    if quant is not None and quant.axis is not None:
+        raise VerifyError("a per-axis quantized kernel cannot be used: the input gradient's conv takes this kernel spatially "
+                          "reversed, with its input and output features swapped, and StableHLO takes a per-axis kernel only along "
+                          "a conv's output features (C29) and never reversed (reverse.I1); quantize the kernel per tensor", "B8",
+                          operand=1)
+
+
 def infer_backprop_input(v: OpView) -> TensorType:
-    return plan_backprop_input(v).result_type(v.operand(0), v.operand(1), list(BACKPROP_INPUT_ATTRS))
+    return lowered_type(plan_backprop_input(v), v, list(BACKPROP_INPUT_ATTRS),
+                        "lhs is out_grad, rhs this kernel reversed with its input and output features swapped")
 
 
 # --- conv_backprop_filter -------------------------------------------------------
@@ -388,6 +431,7 @@ def plan_backprop_filter(v: OpView) -> ConvPlan:
     lhs, out_grad = v.operand(0), v.operand(1)
     rank = check_ranks(lhs, out_grad)
     fwd = read_forward(v, rank)
+    _check_out_grad_axis(out_grad, fwd.dn.out_spec)
     kernel_type = TensorType(check_shape_attr(v, "kernel_shape", rank, "F1"), lhs.dtype)
     pads = _check_filter_sizes(v, fwd, lhs, out_grad, kernel_type)
     in_spatial, kernel = spatial(lhs.shape, fwd.dn.lhs_spec), spatial(kernel_type.shape, fwd.dn.rhs_spec)
@@ -399,8 +443,19 @@ def plan_backprop_filter(v: OpView) -> ConvPlan:
                                 feature_groups=fwd.batch_groups, batch_groups=fwd.feature_groups))
 
 
+def _check_out_grad_axis(out_grad: TensorType, out_spec: Sequence[int]) -> None:
+    """out_grad is the kernel of the kernel gradient's conv, its features that conv's output
+    features: the only dimension the spec lets a per-axis kernel be quantized along (C29)."""
+    quant = quant_type(out_grad.dtype)
+    if quant is not None and quant.axis is not None and quant.axis != out_spec[1]:
+        raise VerifyError(f"a per-axis quantized out_grad is quantized along its feature dimension {out_spec[1]}, not {quant.axis}: "
+                          "it is the kernel of the kernel gradient's conv, and the spec quantizes a per-axis kernel along that "
+                          "conv's output features (C29), which are out_grad's features", "F4", operand=1)
+
+
 def infer_backprop_filter(v: OpView) -> TensorType:
-    return plan_backprop_filter(v).result_type(v.operand(0), v.operand(1), list(BACKPROP_FILTER_ATTRS))
+    return lowered_type(plan_backprop_filter(v), v, list(BACKPROP_FILTER_ATTRS),
+                        "lhs is this lhs, rhs is out_grad, and the result's features are the kernel's output features")
 
 
 # --- gradient rule: the plan's ops, differentiated (the conv rule written once) -----------
@@ -469,11 +524,13 @@ BACKPROP_INPUT_ATTRS: dict[str, Attr] = {
     **CONV_ATTRS,
     "input_shape": Attr(INTS, doc="the forward input's shape (TF input_sizes, ONNX output_shape)"),
     "output_padding": Attr(INTS, Derived(lambda types: (0,) * (types[0].rank - 2), "0 per spatial dimension"), doc="extra result elements on the high side per spatial dim (PyTorch, ONNX)"),
+    "preferred_element_type": QUANTIZED_PREFERRED,
 }
 
 BACKPROP_FILTER_ATTRS: dict[str, Attr] = {
     **CONV_ATTRS,
     "kernel_shape": Attr(INTS, required=True, doc="the forward kernel's shape, in its layout (TF filter_sizes)"),
+    "preferred_element_type": QUANTIZED_PREFERRED,
 }
 
 # The conv's foreign names, as these ops spell them (conv_transpose's stride is `strides`).
@@ -490,10 +547,10 @@ CONV_TRANSPOSE = OpDef("conv_transpose", ("lhs", "rhs"), infer_conv_transpose, C
                        foreign=TRANSPOSE_FOREIGN, quantized=True)
 CONV_BACKPROP_INPUT = OpDef("conv_backprop_input", ("out_grad", "rhs"), infer_backprop_input, BACKPROP_INPUT_ATTRS,
                             doc="input gradient (transposed conv) of a forward conv; lowered by lower-conv-backprop-input", vjp=plan_vjp,
-                            foreign=BACKPROP_INPUT_FOREIGN)
+                            foreign=BACKPROP_INPUT_FOREIGN, quantized=True)
 CONV_BACKPROP_FILTER = OpDef("conv_backprop_filter", ("lhs", "out_grad"), infer_backprop_filter, BACKPROP_FILTER_ATTRS,
                              doc="kernel gradient of a forward conv; lowered by lower-conv-backprop-filter", vjp=plan_vjp,
-                             foreign=BACKPROP_FILTER_FOREIGN)
+                             foreign=BACKPROP_FILTER_FOREIGN, quantized=True)
 
 CONV_GRAD_OPS: tuple[OpDef, ...] = (CONV_TRANSPOSE, CONV_BACKPROP_INPUT, CONV_BACKPROP_FILTER)
 

@@ -108,6 +108,28 @@ module @dilations_negative_pads {
 
 // -----
 
+// Quantized operands: out_grad is the lowered conv's kernel, per axis along its features (that
+// conv's output features); the per-axis result is the kernel gradient along its output features.
+// CHECK-LABEL: module @quantized_kernel_gradient
+// CHECK: %dw = "convc.conv"(%x, %g)
+// CHECK-SAME: dimension_numbers = #convc.dims<[f, 0, 1, b]x[i, 0, 1, o]->[0, 1, b, f]>
+// CHECK-SAME: preferred_element_type = "!quant.uniform<i8:f32:3, {2.000000e+00,4.000000e+00,1.000000e+00,2.000000e+00:5}>"
+// CHECK-SAME: rhs_dilation = array<i64: 2, 2>
+// CHECK-SAME: (tensor<2x6x6x2x!quant.uniform<i8:f32, 5.000000e-01:-3>>, tensor<2x3x3x4x!quant.uniform<i8:f32:3, {2.500000e-01:1,5.000000e-01,1.250000e-01:-1,2.500000e-01}>>)
+// CHECK-SAME: -> tensor<3x3x2x4x!quant.uniform<i8:f32:3, {2.000000e+00,4.000000e+00,1.000000e+00,2.000000e+00:5}>>
+// HLO-LABEL: module @quantized_kernel_gradient
+// HLO: stablehlo.convolution(%x, %g) dim_numbers = [f, 0, 1, b]x[i, 0, 1, o]->[0, 1, b, f]
+// HLO-SAME: rhs_dilate = [2, 2]
+// HLO-SAME: -> tensor<3x3x2x4x!quant.uniform<i8:f32:3, {2.000000e+00,4.000000e+00,1.000000e+00,2.000000e+00:5}>>
+module @quantized_kernel_gradient {
+  func.func @main(%x: tensor<2x6x6x2x!quant.uniform<i8:f32, 0.5:-3>>, %g: tensor<2x3x3x4x!quant.uniform<i8:f32:3, {0.25:1, 0.5, 0.125:-1, 0.25}>>) -> tensor<3x3x2x4x!quant.uniform<i8:f32:3, {2.0, 4.0, 1.0, 2.0:5}>> {
+    %dw = "convc.conv_backprop_filter"(%x, %g) {dimension_numbers = ["NHWC", "HWIO", "NHWC"], kernel_shape = array<i64: 3, 3, 2, 4>, padding = "SAME", window_strides = array<i64: 2, 2>, preferred_element_type = "!quant.uniform<i8:f32:3, {2.0, 4.0, 1.0, 2.0:5}>"} : (tensor<2x6x6x2x!quant.uniform<i8:f32, 0.5:-3>>, tensor<2x3x3x4x!quant.uniform<i8:f32:3, {0.25:1, 0.5, 0.125:-1, 0.25}>>) -> tensor<3x3x2x4x!quant.uniform<i8:f32:3, {2.0, 4.0, 1.0, 2.0:5}>>
+    func.return %dw : tensor<3x3x2x4x!quant.uniform<i8:f32:3, {2.0, 4.0, 1.0, 2.0:5}>>
+  }
+}
+
+// -----
+
 // ERR: lower-conv-backprop-filter.mlir:{{[0-9]+}}:5: error: 'f1' (conv_backprop_filter): kernel_shape [4, 3, 3] has 3 dimensions, the operands have rank 4 [F1]
 module @kernel_shape_rank {
   func.func @main(%x: tensor<2x3x7x7xf32>, %g: tensor<2x4x5x5xf32>) -> tensor<4x3x3xf32> {
@@ -144,5 +166,26 @@ module @kernel_input_features {
   func.func @main(%x: tensor<2x3x7x7xf32>, %g: tensor<2x4x5x5xf32>) -> tensor<4x2x3x3xf32> {
     %c14 = "convc.conv_backprop_filter"(%x, %g) {kernel_shape = array<i64: 4, 2, 3, 3>} : (tensor<2x3x7x7xf32>, tensor<2x4x5x5xf32>) -> tensor<4x2x3x3xf32>
     func.return %c14 : tensor<4x2x3x3xf32>
+  }
+}
+
+// -----
+
+// ERR: lower-conv-backprop-filter.mlir:{{[0-9]+}}:5: error: 'f4' (conv_backprop_filter): a per-axis quantized out_grad is quantized along its feature dimension 3, not 2: it is the kernel of the kernel gradient's conv, and the spec quantizes a per-axis kernel along that conv's output features (C29), which are out_grad's features [F4]
+module @per_axis_out_grad_off_its_features {
+  func.func @main(%x: tensor<2x6x6x2x!quant.uniform<i8:f32, 0.5>>, %g: tensor<2x3x3x4x!quant.uniform<i8:f32:2, {0.25, 0.5, 0.25}>>) -> tensor<3x3x2x4x!quant.uniform<i8:f32, 2.0>> {
+    %f4 = "convc.conv_backprop_filter"(%x, %g) {dimension_numbers = ["NHWC", "HWIO", "NHWC"], kernel_shape = array<i64: 3, 3, 2, 4>, padding = "SAME", window_strides = array<i64: 2, 2>, preferred_element_type = "!quant.uniform<i8:f32, 2.0>"} : (tensor<2x6x6x2x!quant.uniform<i8:f32, 0.5>>, tensor<2x3x3x4x!quant.uniform<i8:f32:2, {0.25, 0.5, 0.25}>>) -> tensor<3x3x2x4x!quant.uniform<i8:f32, 2.0>>
+    func.return %f4 : tensor<3x3x2x4x!quant.uniform<i8:f32, 2.0>>
+  }
+}
+
+// -----
+
+// The lowered conv's own quantized rules say which operand plays which role there.
+// ERR: lower-conv-backprop-filter.mlir:{{[0-9]+}}:5: error: 'c30' (conv_backprop_filter): a per-axis result is quantized along its feature dimension 3, not 2 (in the conv it lowers to: lhs is this lhs, rhs is out_grad, and the result's features are the kernel's output features) [C30]
+module @per_axis_result_off_the_output_features {
+  func.func @main(%x: tensor<2x6x6x2x!quant.uniform<i8:f32, 0.5>>, %g: tensor<2x3x3x4x!quant.uniform<i8:f32:3, {0.25, 0.5, 0.25, 0.5}>>) -> tensor<3x3x2x4x!quant.uniform<i8:f32:2, {2.0, 1.0}>> {
+    %c30 = "convc.conv_backprop_filter"(%x, %g) {dimension_numbers = ["NHWC", "HWIO", "NHWC"], kernel_shape = array<i64: 3, 3, 2, 4>, padding = "SAME", window_strides = array<i64: 2, 2>, preferred_element_type = "!quant.uniform<i8:f32:2, {2.0, 1.0}>"} : (tensor<2x6x6x2x!quant.uniform<i8:f32, 0.5>>, tensor<2x3x3x4x!quant.uniform<i8:f32:3, {0.25, 0.5, 0.25, 0.5}>>) -> tensor<3x3x2x4x!quant.uniform<i8:f32:2, {2.0, 1.0}>>
+    func.return %c30 : tensor<3x3x2x4x!quant.uniform<i8:f32:2, {2.0, 1.0}>>
   }
 }

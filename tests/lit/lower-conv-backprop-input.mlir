@@ -139,6 +139,28 @@ module @batch_groups {
 
 // -----
 
+// Quantized operands (the spec's quantized convolution takes lhs_dilation): the lowered conv
+// keeps the quantized types; its kernel is the per-tensor quantized kernel reversed.
+// CHECK-LABEL: module @quantized_input_gradient
+// CHECK: %[[REV:[^ ]+]] = "convc.reverse"(%w) {dimensions = array<i64: 0, 1>} : (tensor<3x3x2x4x!quant.uniform<i8:f32, 2.500000e-01:1>>) -> tensor<3x3x2x4x!quant.uniform<i8:f32, 2.500000e-01:1>>
+// CHECK: %dx = "convc.conv"(%g, %[[REV]])
+// CHECK-SAME: dimension_numbers = #convc.dims<[b, 0, 1, f]x[0, 1, o, i]->[b, 0, 1, f]>, lhs_dilation = array<i64: 2, 2>
+// CHECK-SAME: preferred_element_type = "!quant.uniform<i8:f32, 2.000000e+00>"
+// CHECK-SAME: -> tensor<1x6x6x2x!quant.uniform<i8:f32, 2.000000e+00>>
+// HLO-LABEL: module @quantized_input_gradient
+// HLO: %[[REV:[^ ]+]] = stablehlo.reverse %w, dims = [0, 1] : tensor<3x3x2x4x!quant.uniform<i8:f32, 2.500000e-01:1>>
+// HLO: stablehlo.convolution(%g, %[[REV]])
+// HLO-SAME: lhs_dilate = [2, 2]
+// HLO-SAME: -> tensor<1x6x6x2x!quant.uniform<i8:f32, 2.000000e+00>>
+module @quantized_input_gradient {
+  func.func @main(%g: tensor<1x3x3x4x!quant.uniform<i8:f32, 0.5:-3>>, %w: tensor<3x3x2x4x!quant.uniform<i8:f32, 0.25:1>>) -> tensor<1x6x6x2x!quant.uniform<i8:f32, 2.0:0>> {
+    %dx = "convc.conv_backprop_input"(%g, %w) {dimension_numbers = ["NHWC", "HWIO", "NHWC"], input_shape = array<i64: 1, 6, 6, 2>, padding = "SAME", window_strides = array<i64: 2, 2>, preferred_element_type = "!quant.uniform<i8:f32, 2.0:0>"} : (tensor<1x3x3x4x!quant.uniform<i8:f32, 0.5:-3>>, tensor<3x3x2x4x!quant.uniform<i8:f32, 0.25:1>>) -> tensor<1x6x6x2x!quant.uniform<i8:f32, 2.0:0>>
+    func.return %dx : tensor<1x6x6x2x!quant.uniform<i8:f32, 2.0:0>>
+  }
+}
+
+// -----
+
 // ERR: lower-conv-backprop-input.mlir:{{[0-9]+}}:5: error: 'b1' (conv_backprop_input): out_grad feature dimension 5 differs from the 4 the forward conv produces [B1]
 module @out_grad_features {
   func.func @main(%g: tensor<1x5x4x4xf32>, %w: tensor<4x3x3x3xf32>) -> tensor<1x3x6x6xf32> {
@@ -205,5 +227,15 @@ module @empty_result {
   func.func @main(%g: tensor<1x4x1xf32>, %w: tensor<4x3x3xf32>) -> tensor<1x3x1xf32> {
     %b7 = "convc.conv_backprop_input"(%g, %w) {padding = dense<[[3, 3]]> : tensor<1x2xi64>} : (tensor<1x4x1xf32>, tensor<4x3x3xf32>) -> tensor<1x3x1xf32>
     func.return %b7 : tensor<1x3x1xf32>
+  }
+}
+
+// -----
+
+// ERR: lower-conv-backprop-input.mlir:{{[0-9]+}}:5: error: 'b8' (conv_backprop_input): a per-axis quantized kernel cannot be used: the input gradient's conv takes this kernel spatially reversed, with its input and output features swapped, and StableHLO takes a per-axis kernel only along a conv's output features (C29) and never reversed (reverse.I1); quantize the kernel per tensor [B8]
+module @per_axis_kernel {
+  func.func @main(%g: tensor<1x3x3x2x!quant.uniform<i8:f32, 0.5>>, %w: tensor<3x3x2x2x!quant.uniform<i8:f32:3, {0.5, 0.25}>>) -> tensor<1x6x6x2x!quant.uniform<i8:f32, 2.0>> {
+    %b8 = "convc.conv_backprop_input"(%g, %w) {dimension_numbers = ["NHWC", "HWIO", "NHWC"], input_shape = array<i64: 1, 6, 6, 2>, padding = "SAME", window_strides = array<i64: 2, 2>, preferred_element_type = "!quant.uniform<i8:f32, 2.0>"} : (tensor<1x3x3x2x!quant.uniform<i8:f32, 0.5>>, tensor<3x3x2x2x!quant.uniform<i8:f32:3, {0.5, 0.25}>>) -> tensor<1x6x6x2x!quant.uniform<i8:f32, 2.0>>
+    func.return %b8 : tensor<1x6x6x2x!quant.uniform<i8:f32, 2.0>>
   }
 }

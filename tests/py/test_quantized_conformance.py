@@ -257,3 +257,96 @@ def test_quantized_conv_transpose_agrees_with_the_spec_oracle(name: str) -> None
     np.testing.assert_array_equal(got, want)
     assert len(np.unique(got)) > 3
     parse_module(compile_graph(graph, target="generic"))  # the lowered quantized conv, as StableHLO, verifies
+
+
+# --- the conv gradients on quantized operands: the spec's quantized convolution that each
+# lowers to (lower-conv-backprop-input: out_grad over the reversed per-tensor kernel, lhs
+# dilated; lower-conv-backprop-filter: the input with out_grad as its kernel, per axis along
+# out_grad's features, batch-grouped for feature groups). The oracle is jax.vjp of the forward
+# conv on the dequantized operands, quantized: independent of both lowerings.
+
+NWC = ("NWC", "WIO", "NWC")
+P6 = [0.25, 0.5, 0.125, 0.0625, 0.25, 0.125]
+
+# name -> (out_grad shape, kernel shape, out_grad type, kernel type, result type (None: float), attributes)
+BACKPROP_INPUT: dict[str, tuple[tuple[int, ...], tuple[int, ...], str, str, str | None, dict[str, object]]] = {
+    "2d-same-stride2-input-shape": ((1, 3, 3, 4), (3, 3, 2, 4), LHS, RHS, OUT,
+                                    {"dimension_numbers": NHWC, "window_strides": (2, 2), "padding": "SAME", "input_shape": (1, 6, 6, 2)}),
+    "1d-explicit-pads-output-padding": ((2, 4, 3), (3, 2, 3), LHS, RHS, OUT,
+                                        {"dimension_numbers": NWC, "window_strides": (2,), "padding": ((1, 2),), "output_padding": (1,)}),
+    "2d-nchw-dilated-cropping": ((1, 3, 4, 4), (3, 2, 2, 2), LHS, RHS, OUT,
+                                 {"rhs_dilation": (2, 1), "padding": ((3, 0), (0, 1)), "input_shape": (1, 2, 3, 4)}),
+    "feature-groups": ((1, 3, 3, 4), (3, 3, 1, 4), LHS, RHS, OUT, {"dimension_numbers": NHWC, "feature_group_count": 2, "padding": "SAME"}),
+    "batch-groups": ((1, 4, 4, 4), (2, 2, 3, 4), LHS, RHS, OUT,
+                     {"dimension_numbers": NHWC, "batch_group_count": 2, "window_strides": (2, 2), "input_shape": (2, 8, 8, 3)}),
+    "forward-lhs-dilation": ((1, 3, 3, 2), (2, 2, 3, 2), LHS, RHS, OUT, {"dimension_numbers": NHWC, "lhs_dilation": (2, 2)}),
+    "i32-result": ((1, 3, 3, 4), (3, 3, 2, 4), LHS, RHS, ACC, {"dimension_numbers": NHWC, "padding": "SAME"}),
+    "hybrid-per-tensor-kernel": ((1, 3, 3, 4), (3, 3, 2, 4), "f32", RHS, None,
+                                 {"dimension_numbers": NHWC, "window_strides": (2, 2), "padding": "VALID"}),
+}
+
+# name -> (input shape, out_grad shape, input type, out_grad type, result type (None: float), attributes)
+BACKPROP_FILTER: dict[str, tuple[tuple[int, ...], tuple[int, ...], str, str, str | None, dict[str, object]]] = {
+    "2d-same-stride2": ((2, 6, 6, 2), (2, 3, 3, 4), LHS, RHS, OUT,
+                        {"dimension_numbers": NHWC, "window_strides": (2, 2), "padding": "SAME", "kernel_shape": (3, 3, 2, 4)}),
+    "per-axis-out-grad-and-result": ((2, 6, 6, 2), (2, 3, 3, 4), LHS, per_axis("i8", 3, P4, [0, 3, -128, 127]),
+                                     per_axis("i8", 3, [0.5, 0.25, 0.125, 1.0], [1, 0, -3, 127]),
+                                     {"dimension_numbers": NHWC, "window_strides": (2, 2), "padding": "SAME", "kernel_shape": (3, 3, 2, 4)}),
+    "per-axis-out-grad-nchw": ((2, 2, 5, 5), (2, 3, 3, 3), LHS, per_axis("i8", 1, P4[:3], [5, -5, 0]), OUT,
+                               {"kernel_shape": (3, 2, 3, 3)}),
+    "1d-dilated-explicit-pads": ((2, 9, 3), (2, 7, 4), LHS, RHS, OUT,
+                                 {"dimension_numbers": NWC, "rhs_dilation": (2,), "padding": ((1, 1),), "kernel_shape": (3, 3, 4)}),
+    "feature-groups-per-axis": ((1, 5, 5, 4), (1, 3, 3, 6), LHS, per_axis("i8", 3, P6, [0, 1, 2, -1, -2, 0]),
+                                per_axis("i8", 3, [0.125, 0.25, 0.0625, 0.125, 0.25, 0.5], [0, 0, 1, -1, 0, 2]),
+                                {"dimension_numbers": NHWC, "feature_group_count": 2, "kernel_shape": (3, 3, 2, 6)}),
+    "depthwise-same": ((1, 5, 5, 3), (1, 5, 5, 3), LHS, RHS, OUT,
+                       {"dimension_numbers": NHWC, "feature_group_count": 3, "padding": "SAME", "kernel_shape": (3, 3, 1, 3)}),
+    "batch-groups": ((2, 4, 4, 3), (1, 4, 4, 4), LHS, RHS, OUT,
+                     {"dimension_numbers": NHWC, "batch_group_count": 2, "padding": "SAME", "kernel_shape": (3, 3, 3, 4)}),
+    "forward-lhs-dilation": ((1, 3, 3, 2), (1, 4, 4, 3), LHS, RHS, OUT,
+                             {"dimension_numbers": NHWC, "lhs_dilation": (2, 2), "kernel_shape": (2, 2, 2, 3)}),
+    "hybrid-per-axis-out-grad": ((1, 5, 5, 2), (1, 3, 3, 4), "f32", per_axis("i8", 3, P4, [0, 3, -3, 127]), None,
+                                 {"dimension_numbers": NHWC, "kernel_shape": (3, 3, 2, 4)}),
+}
+
+
+def _check_against_the_oracle(graph: Graph, name: str, hybrid: bool) -> None:
+    """Run by XLA:CPU after the cpu pipeline equals the spec oracle (a hybrid's float result:
+    within f32 rounding), is not saturated or constant, and stays quantized StableHLO that MLIR
+    verifies for --target generic."""
+    rng = np.random.default_rng(sum(map(ord, name)))
+    inputs = [_stored(rng, v) for v in graph.inputs]
+    (got,), (want,) = run(graph, inputs, target="cpu", platform="cpu").outputs, evaluate(graph, inputs)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    if hybrid:
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
+    else:
+        np.testing.assert_array_equal(got, want)
+    assert len(np.unique(got)) > 3
+    text = compile_graph(graph, target="generic")
+    assert "!quant.uniform" in text
+    parse_module(text)
+
+
+@pytest.mark.parametrize("name", list(BACKPROP_INPUT))
+def test_quantized_conv_backprop_input_agrees_with_the_spec_oracle(name: str) -> None:
+    """A quantized conv_backprop_input, lowered to a quantized conv of out_grad over the
+    reversed kernel and then to integer ops, equals jax.vjp of the forward conv of the
+    dequantized operands, quantized (every element)."""
+    out_grad, rhs, grad_type, rhs_type, out_type, attrs = BACKPROP_INPUT[name]
+    b = Builder(name.replace("-", "_"))
+    b.output(b.conv_backprop_input(b.input("g", out_grad, grad_type), b.input("w", rhs, rhs_type), preferred_element_type=out_type,
+                                   **attrs))
+    _check_against_the_oracle(b.build(), name, out_type is None)
+
+
+@pytest.mark.parametrize("name", list(BACKPROP_FILTER))
+def test_quantized_conv_backprop_filter_agrees_with_the_spec_oracle(name: str) -> None:
+    """A quantized conv_backprop_filter, lowered to a quantized conv of the input with out_grad
+    as its kernel (per axis along out_grad's features) and then to integer ops, equals jax.vjp
+    of the forward conv of the dequantized operands, quantized (every element)."""
+    lhs, out_grad, lhs_type, grad_type, out_type, attrs = BACKPROP_FILTER[name]
+    b = Builder(name.replace("-", "_"))
+    b.output(b.conv_backprop_filter(b.input("x", lhs, lhs_type), b.input("g", out_grad, grad_type), preferred_element_type=out_type,
+                                    **attrs))
+    _check_against_the_oracle(b.build(), name, out_type is None)

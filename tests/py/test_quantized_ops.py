@@ -5,11 +5,15 @@ transcription of the spec's formulas reproduces exactly."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
 from convc import Builder, ConvcError, compile_graph, grad
 from convc.mlir import parse_module
 from convc.reference import evaluate
+from strategies import run_cli
 
 F32 = np.float32
 X_TYPE = "!quant.uniform<i8:f32, 0.5:-3>"
@@ -118,3 +122,45 @@ def test_hybrid_conv_gradient_is_refused_at_the_conv() -> None:
         grad(b.build(), ["x"])
     assert err.value.constraint == "G7"
     assert "quantized conv has no gradient rule" in str(err.value)
+
+
+# Each conv-family op with a float first operand and a quantized second one (the hybrid form
+# of the conv it lowers to), its node name, and its attributes.
+HYBRID_CONVS = {
+    "conv": ((1, 2, 4, 4), (3, 2, 3, 3), {}),
+    "conv_transpose": ((1, 4, 4, 2), (3, 3, 2, 3), {"strides": (2, 2)}),
+    "conv_backprop_input": ((1, 3, 2, 2), (3, 2, 3, 3), {"input_shape": (1, 2, 4, 4)}),
+    "conv_backprop_filter": ((1, 2, 4, 4), (1, 3, 2, 2), {"kernel_shape": (3, 2, 3, 3)}),
+}
+
+
+@pytest.mark.parametrize("kind", list(HYBRID_CONVS))
+def test_gradient_through_a_quantized_conv_family_op_is_refused_at_it(kind: str) -> None:
+    """grad of a float input through a conv-family op with a quantized second operand: the
+    conv rule every one of them is differentiated by refuses, located at the op (G7)."""
+    lhs, rhs, attrs = HYBRID_CONVS[kind]
+    b = Builder("g")
+    node = getattr(b, kind)(b.input("x", lhs), b.input("w", rhs, "!quant.uniform<i8:f32, 0.5>"), name="q", **attrs)
+    b.output(node)
+    with pytest.raises(ConvcError) as err:
+        grad(b.build(), ["x"])
+    assert err.value.constraint == "G7"
+    assert f"'q' ({kind}): grad: a quantized conv has no gradient rule: its kernel is quantized" in str(err.value)
+
+
+def test_cli_grad_through_a_quantized_conv_is_one_located_line(tmp_path: Path) -> None:
+    """`convc MODEL --grad x` through a conv of a quantized kernel: exit 1, one line naming the
+    JSON node and G7, nothing on stdout (no traceback)."""
+    model = tmp_path / "hybrid.json"
+    model.write_text(json.dumps({
+        "name": "hybrid",
+        "inputs": [{"name": "x", "shape": [1, 2, 4, 4], "dtype": "f32"}],
+        "constants": [{"name": "w", "shape": [3, 2, 3, 3], "dtype": "f32", "value": 0.5}],
+        "nodes": [{"name": "wq", "op": "uniform_quantize", "inputs": ["w"], "new_dtype": "!quant.uniform<i8:f32, 0.25>"},
+                  {"name": "c", "op": "conv", "inputs": ["x", "wq"]}],
+        "outputs": ["c"],
+    }))
+    done = run_cli([str(model), "--grad", "x", "--target", "cpu"])
+    assert done.code == 1 and done.stdout == ""
+    assert done.stderr == (f"{model}:/nodes/1: error: 'c' (conv): grad: a quantized conv has no gradient rule: its kernel is "
+                           "quantized, and convc builds no gradient through a quantized kernel [G7]\n")
