@@ -200,6 +200,7 @@ class _Lowering:
     graph: Graph
     stored: dict[int, Value]
     integer_conv: bool
+    exact_f32: bool
 
     def storage(self, value: Value) -> Value:
         return self.stored[id(value)]
@@ -247,9 +248,10 @@ class _Lowering:
         """How the conv's integer sums are computed: "i8" (the i8 x i8 -> i32 conv of the stored
         integers and its zero-point terms), else the type of the shifted operands' conv. XLA:CPU
         runs a grouped integer conv as a dense one over a block-diagonal kernel it builds on
-        every call, so a grouped conv whose sums f32 holds exactly is an f32 conv (which the
-        cpu pipeline makes a tap sum)."""
-        if self.integer_conv and _is_grouped(op) and _sums_fit_f32(op, q_lhs, q_rhs):
+        every call, and an integer conv YNNPACK does not take in its generic loop, so such a
+        conv whose sums f32 holds exactly is an f32 conv (a grouped one becomes a tap sum)."""
+        if (self.integer_conv and self.exact_f32 and (_is_grouped(op) or not _ynnpack_takes_i8(op))
+                and _sums_fit_f32(op, q_lhs, q_rhs)):
             return "f32"
         if self.integer_conv and q_lhs.storage in EIGHT_BITS and q_rhs.storage in EIGHT_BITS:
             return "i8"
@@ -340,6 +342,21 @@ def _is_grouped(op: Op) -> bool:
     return fwd.feature_groups > 1 or fwd.batch_groups > 1
 
 
+def _ynnpack_takes_i8(op: Op) -> bool:
+    """Whether XLA:CPU hands YNNPACK this conv's i8 form (jaxlib 0.10.2 to 0.12 decide so): 2-D,
+    no lhs dilation, more than 16 input or output features, and neither its kernel window
+    nor its output larger than its input, per spatial dim. (The layout is channels-last by
+    then: cpu-layout-nhwc runs later.) Else XLA runs it as an i32 conv in its generic loop."""
+    lhs, rhs = op.operands
+    fwd = read_forward(view(op), lhs.type.rank)
+    dn = fwd.dn
+    inputs, kernel = spatial(lhs.type.shape, dn.lhs_spec), spatial(rhs.type.shape, dn.rhs_spec)
+    outputs = spatial(op.result.type.shape, dn.out_spec)
+    features = (lhs.type.shape[dn.lhs_spec[1]], op.result.type.shape[dn.out_spec[1]])
+    return (len(inputs) == 2 and all(d == 1 for d in fwd.lhs_dilation) and max(features) > 16
+            and all(k <= n and o <= n for k, o, n in zip(kernel, outputs, inputs)))
+
+
 def _largest_shift(quant: QuantType) -> np.ndarray:
     """max |stored - zero_point| over the storage type's every value, per zero point."""
     info = np.iinfo(quant.storage_numpy())
@@ -380,13 +397,14 @@ class LowerQuantized(Pass):
     name = "lower-quantized"
     summary = "quantized types and ops become integer and float ops on the stored integers (XLA runs no !quant type)"
     integer_conv: bool = True  # false: the shifted operands' conv in f64 (exact), for XLA:GPU, which has no integer conv
+    exact_f32: bool = True  # with integer_conv: an integer conv XLA:CPU runs slowly is an f32 conv where that is exact
 
     def run(self, graph: Graph) -> bool:
         quantized_inputs = [v for v in graph.inputs if is_quantized(v.type.dtype)]
         ops = [op for op in graph.ops if op.kind in QUANTIZED_KINDS and _involves_quantized(op)]
         if not ops and not quantized_inputs:
             return False
-        lowering = _Lowering(graph, {}, self.integer_conv)
+        lowering = _Lowering(graph, {}, self.integer_conv, self.exact_f32)
         for index, value in enumerate(graph.inputs):
             if is_quantized(value.type.dtype):
                 stored = Value(value.name, TensorType(value.type.shape, _quant(value.type).storage_dtype()))

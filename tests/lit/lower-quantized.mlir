@@ -1,9 +1,12 @@
-// RUN: convc-opt %s --split-input-file -p lower-quantized | filecheck %s
+// RUN: convc-opt %s --split-input-file -p "lower-quantized{exact_f32=false}" | filecheck %s
+// RUN: convc-opt %s --split-input-file -p lower-quantized | filecheck %s --check-prefix=F32
 // RUN: convc-opt %s --split-input-file --default-pipeline cpu --emit=stablehlo | filecheck %s --check-prefix=CPU
 // RUN: convc-opt %s --split-input-file --default-pipeline gpu --emit=stablehlo | filecheck %s --check-prefix=GPU
 
 // lower-quantized: quantized values become their stored integers (inputs and outputs too)
-// and each quantized op the spec's arithmetic on them (docs/passes.md).
+// and each quantized op the spec's arithmetic on them (docs/passes.md). CHECK shows the i8
+// convs with exact_f32=false (these convs are too small for YNNPACK, so by default they are
+// f32 convs: F32); the last two cases, the default's choice.
 
 // A per-axis quantized conv whose kernel is an input: the i8 x i8 -> i32 conv of the stored
 // integers (no shift: the conv pads the stored values with 0, which skips padded taps), less
@@ -52,14 +55,15 @@ module @per_axis_conv {
   }
 }
 
+// The cpu pipeline: a conv of at most 16 features YNNPACK does not take, and XLA:CPU would
+// run its i8 form as an i32 conv in its generic loop, so (its sums exact in f32) it is the f32
+// conv of the shifted operands, channels-last after cpu-layout-nhwc (the kernel is an input:
+// it keeps its layout), with no correction conv.
 // CPU-LABEL: module @per_axis_conv
 // CPU-NOT: quant
-// the i8 x i8 -> i32 conv, channels-last after cpu-layout-nhwc (the kernel is an input: it
-// keeps its layout); then the window-sum conv with its ones kernel
 // CPU: stablehlo.convolution
-// CPU-SAME: (tensor<1x5x5x2xi8>, tensor<3x2x3x3xi8>) -> tensor<1x5x5x3xi32>
-// CPU: stablehlo.convolution
-// CPU-SAME: (tensor<1x5x5x2xi8>, tensor<3x3x2x1xi8>) -> tensor<1x5x5x1xi32>
+// CPU-SAME: (tensor<1x5x5x2xf32>, tensor<3x2x3x3xf32>) -> tensor<1x5x5x3xf32>
+// CPU-NOT: stablehlo.convolution
 // CPU: stablehlo.round_nearest_even
 
 // XLA:GPU has no integer conv: the gpu pipeline's conv of the shifted operands is f64.
@@ -113,7 +117,7 @@ module @requantize {
 // CPU-LABEL: module @quantized_transposes
 // CPU-NOT: quant
 // CPU: stablehlo.convolution
-// CPU-SAME: xi8>) -> tensor<{{[^>]+}}xi32>
+// CPU-SAME: xf32>) -> tensor<{{[^>]+}}xf32>
 module @quantized_transposes {
   func.func @main(%x: tensor<1x2x5x5x!quant.uniform<i8:f32, 0.5:-3>>, %w: tensor<3x2x3x3x!quant.uniform<i8:f32:0, {0.25:1, 0.5, 0.125:-1}>>) -> tensor<1x3x3x3xf32> {
     %xt = "convc.transpose"(%x) {permutation = array<i64: 0, 2, 3, 1>} : (tensor<1x2x5x5x!quant.uniform<i8:f32, 0.5:-3>>) -> tensor<1x5x5x2x!quant.uniform<i8:f32, 0.5:-3>>
@@ -138,7 +142,7 @@ module @quantized_transposes {
 // CPU-LABEL: module @symmetric_constant_kernel
 // CPU-NOT: quant
 // CPU: stablehlo.convolution
-// CPU-SAME: xi8>) -> tensor<{{[^>]+}}xi32>
+// CPU-SAME: xf32>) -> tensor<{{[^>]+}}xf32>
 // CPU-NOT: stablehlo.convolution
 // CPU: stablehlo.round_nearest_even
 module @symmetric_constant_kernel {
@@ -227,15 +231,15 @@ module @u8_operands {
 // would run the i8 conv as a dense one over a block-diagonal kernel it builds on every call,
 // so it is the f32 conv of the shifted operands (zero padding is then the real 0), which the
 // cpu pipeline turns into a tap sum: no integer conv is left.
-// CHECK-LABEL: module @depthwise_in_f32
-// CHECK: %[[XF:[^ ]+]] = "convc.convert"(%x) {new_dtype = f32}
-// CHECK: %[[XS:[^ ]+]] = "convc.subtract"(%[[XF]], %{{[^)]+}})
-// CHECK: %[[WF:[^ ]+]] = "convc.convert"(%w) {new_dtype = f32}
-// CHECK: %[[WS:[^ ]+]] = "convc.subtract"(%[[WF]], %{{[^)]+}})
-// CHECK: %[[ACC:[^ ]+]] = "convc.conv"(%[[XS]], %[[WS]])
-// CHECK-SAME: feature_group_count = 4
-// CHECK-SAME: -> tensor<1x4x6x6xf32>
-// CHECK-NEXT: "convc.convert"(%[[ACC]]) {new_dtype = f64}
+// F32-LABEL: module @depthwise_in_f32
+// F32: %[[XF:[^ ]+]] = "convc.convert"(%x) {new_dtype = f32}
+// F32: %[[XS:[^ ]+]] = "convc.subtract"(%[[XF]], %{{[^)]+}})
+// F32: %[[WF:[^ ]+]] = "convc.convert"(%w) {new_dtype = f32}
+// F32: %[[WS:[^ ]+]] = "convc.subtract"(%[[WF]], %{{[^)]+}})
+// F32: %[[ACC:[^ ]+]] = "convc.conv"(%[[XS]], %[[WS]])
+// F32-SAME: feature_group_count = 4
+// F32-SAME: -> tensor<1x4x6x6xf32>
+// F32-NEXT: "convc.convert"(%[[ACC]]) {new_dtype = f64}
 // CPU-LABEL: module @depthwise_in_f32
 // CPU-NOT: stablehlo.convolution
 // CPU: stablehlo.multiply {{.*}} : tensor<1x6x6x4xf32>
@@ -255,14 +259,28 @@ module @depthwise_in_f32 {
 
 // A grouped conv whose sums f32 may not hold (1024 taps of |x| <= 128 times |w| <= 128 reach
 // 2^24) stays the i8 x i8 -> i32 conv.
-// CHECK-LABEL: module @grouped_past_f32
-// CHECK-NOT: f32>
-// CHECK: "convc.conv"(%x, %w)
-// CHECK-SAME: feature_group_count = 2 : i64, preferred_element_type = i32
-// CHECK-SAME: -> tensor<1x2x1xi32>
+// F32-LABEL: module @grouped_past_f32
+// F32-NOT: f32>
+// F32: "convc.conv"(%x, %w)
+// F32-SAME: feature_group_count = 2 : i64, preferred_element_type = i32
+// F32-SAME: -> tensor<1x2x1xi32>
 module @grouped_past_f32 {
   func.func @main(%x: tensor<1x2048x1x!quant.uniform<i8:f32, 0.5>>, %w: tensor<2x1024x1x!quant.uniform<i8:f32, 0.1>>) -> tensor<1x2x1x!quant.uniform<i8:f32, 0.25>> {
     %c = "convc.conv"(%x, %w) {dimension_numbers = ["NCH", "OIH", "NCH"], feature_group_count = 2, preferred_element_type = "!quant.uniform<i8:f32, 0.25>"} : (tensor<1x2048x1x!quant.uniform<i8:f32, 0.5>>, tensor<2x1024x1x!quant.uniform<i8:f32, 0.1>>) -> tensor<1x2x1x!quant.uniform<i8:f32, 0.25>>
     func.return %c : tensor<1x2x1x!quant.uniform<i8:f32, 0.25>>
+  }
+}
+
+// -----
+
+// A conv YNNPACK takes (2-D, channels-last by then, more than 16 features, its window and
+// output no larger than its input): the cpu pipeline keeps the i8 x i8 -> i32 conv.
+// CPU-LABEL: module @ynnpack_sized_conv
+// CPU: stablehlo.convolution(%x, %w)
+// CPU-SAME: (tensor<1x4x4x32xi8>, tensor<3x3x32x32xi8>) -> tensor<1x4x4x32xi32>
+module @ynnpack_sized_conv {
+  func.func @main(%x: tensor<1x4x4x32x!quant.uniform<i8:f32, 0.5>>, %w: tensor<3x3x32x32x!quant.uniform<i8:f32, 0.25>>) -> tensor<1x4x4x32x!quant.uniform<i8:f32, 8.0>> {
+    %c = "convc.conv"(%x, %w) {dimension_numbers = ["NHWC", "HWIO", "NHWC"], padding = dense<1> : tensor<2x2xi64>, preferred_element_type = "!quant.uniform<i8:f32, 8.0>"} : (tensor<1x4x4x32x!quant.uniform<i8:f32, 0.5>>, tensor<3x3x32x32x!quant.uniform<i8:f32, 0.25>>) -> tensor<1x4x4x32x!quant.uniform<i8:f32, 8.0>>
+    func.return %c : tensor<1x4x4x32x!quant.uniform<i8:f32, 8.0>>
   }
 }

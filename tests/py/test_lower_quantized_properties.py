@@ -4,9 +4,10 @@ dequantize, float conv, quantize): drawn quantized convs, 1-D to 3-D, with every
 depthwise convs, batch groups, channels first or last, per-tensor and per-axis scales and zero
 points anywhere in the storage range (its limits drawn often), i8/u8/i16 storage, the kernel a
 graph input or a quantized constant (whose zero-point term the cpu lowering computes at
-compile time); compiled for the cpu target (i8 x i8 -> i32 convs plus zero-point terms for
-8-bit storage, shifted i64 convs for i16) or the gpu pipeline (f64 convs, run on the CPU) and
-run by XLA.
+compile time); compiled for the cpu target (exact f32 convs of the shifted operands where
+XLA:CPU's integer conv is slow, else i8 x i8 -> i32 convs plus zero-point terms for 8-bit
+storage and shifted i64 convs for i16), the cpu target with every 8-bit conv an i8 one
+(`cpu-i8`), or the gpu pipeline (f64 convs, run on the CPU) and run by XLA.
 
 Fixed seed (derandomized, `strategies.budget`); CONVC_SOAK=1 draws fresh ones."""
 
@@ -16,13 +17,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from convc import Builder, run
+from convc import Builder
 from convc.dtypes import parse_quant
 from convc.ir import Graph
 from convc.reference import evaluate
 from hypothesis import given
 from hypothesis import strategies as st
 from strategies import budget
+from test_lower_quantized import run_for
 
 STORAGE = {"i8": (-128, 127), "u8": (0, 255), "i16": (-32768, 32767)}
 
@@ -147,7 +149,7 @@ def quantized_convs(draw: st.DrawFn) -> QConv:
         attrs["feature_group_count"] = groups
     if batch_groups > 1:
         attrs["batch_group_count"] = batch_groups
-    return QConv(lhs, rhs, (lhs_type, rhs_type, out_type), attrs, exact, draw(st.sampled_from(["cpu", "cpu", "gpu"])), draw(st.booleans()))
+    return QConv(lhs, rhs, (lhs_type, rhs_type, out_type), attrs, exact, draw(st.sampled_from(["cpu", "cpu-i8", "cpu-i8", "gpu"])), draw(st.booleans()))
 
 
 def _stored(rng: np.random.Generator, shape: tuple[int, ...], dtype: str) -> np.ndarray:
@@ -165,7 +167,7 @@ def test_lowered_quantized_conv_agrees_with_the_spec_oracle(case: QConv, seed: i
     x, w = _stored(rng, case.lhs, case.types[0]), _stored(rng, case.rhs, case.types[1])
     graph = case.graph(w)
     inputs = [x] if case.constant_kernel else [x, w]
-    (got,), (want,) = run(graph, inputs, target=case.target, platform="cpu").outputs, evaluate(graph, inputs)
+    (got,), (want,) = run_for(graph, inputs, case.target), evaluate(graph, inputs)
     assert got.dtype == want.dtype and got.shape == want.shape
     apart = np.abs(got.astype(np.int64) - want.astype(np.int64))
     assert apart.max(initial=0) <= (0 if case.exact else 1), f"{case}: {int(apart.max())} steps apart"

@@ -11,6 +11,7 @@ import convc
 import numpy as np
 import pytest
 from convc.dtypes import is_quantized
+from test_lower_quantized import I8_CPU_PIPELINE  # every 8-bit quantized conv an i8 one (the default makes some exact f32 convs)
 from test_onnx_import import OPSET, _model, _onnxruntime, _random
 
 onnx = pytest.importorskip("onnx")
@@ -136,7 +137,7 @@ def test_qdq_conv_is_one_integer_conv_that_agrees_with_onnxruntime(case: str, x_
     conv = next(op for op in graph.ops if op.kind == "conv")
     assert all(is_quantized(v.type.dtype) for v in (*conv.operands, conv.result))
     assert [op.kind for op in graph.ops].count("conv") == 1
-    integer, floating = _convolutions(convc.compile_graph(graph, target="cpu"))
+    integer, floating = _convolutions(convc.compile_graph(graph, pipeline=I8_CPU_PIPELINE, target="cpu"))
     assert integer >= 1 and floating == 0, (integer, floating)
 
 
@@ -173,7 +174,7 @@ def test_qdq_conv_fuses_through_identity_aliases_of_its_dequantized_operands() -
     graph = _assert_one_step_apart(_model(nodes, {"x": (1, 3, 8, 8)}, ["y", "yd"], inits), (1, 3, 8, 8), float(y_scale))
     conv = next(op for op in graph.ops if op.kind == "conv")
     assert all(is_quantized(v.type.dtype) for v in (*conv.operands, conv.result))
-    integer, floating = _convolutions(convc.compile_graph(graph, target="cpu"))
+    integer, floating = _convolutions(convc.compile_graph(graph, pipeline=I8_CPU_PIPELINE, target="cpu"))
     assert integer >= 1 and floating == 0, (integer, floating)
 
 

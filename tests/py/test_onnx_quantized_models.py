@@ -27,6 +27,7 @@ import numpy as np
 import pytest
 from convc.dtypes import is_quantized
 from optional_oracles import oracle
+from test_lower_quantized import I8_CPU_PIPELINE  # every 8-bit quantized conv an i8 one (the default makes some exact f32 convs)
 from test_onnx_models import _export, _onnxruntime, _small_resnet, _torch, _with_statistics
 
 onnx = oracle("onnx")
@@ -162,7 +163,7 @@ def test_qdq_model_is_integer_and_as_accurate_as_onnxruntime(network: str, form:
     file_convs = sum(node.op_type == "Conv" for node in onnx.load_from_string(model).graph.node)
     quantized_convs = [op for op in graph.ops if op.kind == "conv" and all(is_quantized(v.type.dtype) for v in op.operands)]
     assert len(quantized_convs) == file_convs == len([op for op in graph.ops if op.kind == "conv"])
-    assert _float_convs(convc.compile_graph(graph, target="cpu")) == 1  # the Gemm head
+    assert _float_convs(convc.compile_graph(graph, pipeline=I8_CPU_PIPELINE, target="cpu")) == 1  # the Gemm head
     scale, zero_point = _output_grid(model)
     steps = ours / scale + zero_point
     np.testing.assert_allclose(steps, np.round(steps), atol=1e-3)
