@@ -86,17 +86,18 @@ def shifted(ctx: Context, node: Node, index: int, zero_points: ZeroPoints, axis:
 
 
 def _run_time_offset(ctx: Context, zero_points: Value, own: int) -> Value:
-    """A run-time zero point in i32, 1-D, less `own` (the zero point a quantized operand's integers already lack)."""
-    wide = ctx.op("convert", ctx.op("reshape", zero_points, new_sizes=(zero_points.type.num_elements(),)), new_dtype="i32")
-    return plus(ctx, wide, -own)
+    """A run-time zero point in i32 (a scalar, or 1-D: one per slice), less `own` (what a quantized operand's
+    integers already lack)."""
+    count = zero_points.type.num_elements()
+    shape = () if count == 1 else (count,)
+    if zero_points.type.shape != shape:
+        zero_points = ctx.op("reshape", zero_points, new_sizes=shape)
+    return plus(ctx, ctx.op("convert", zero_points, new_dtype="i32"), -own)
 
 
 def _spread(ctx: Context, offsets: Value, shape: tuple[int, ...], axis: int) -> Value:
-    """`offsets` (one value, or one per index of dimension `axis`) broadcast to `shape`."""
-    if offsets.type.num_elements() == 1:
-        offsets = offsets if offsets.type.rank == 0 else ctx.op("reshape", offsets, new_sizes=())
-        return ctx.op("broadcast_in_dim", offsets, shape=shape, broadcast_dimensions=())
-    return ctx.op("broadcast_in_dim", offsets, shape=shape, broadcast_dimensions=(axis,))
+    """`offsets` (a scalar, or 1-D: one per index of dimension `axis`) broadcast to `shape`."""
+    return ctx.op("broadcast_in_dim", offsets, shape=shape, broadcast_dimensions=() if offsets.type.rank == 0 else (axis,))
 
 
 def _stored(ctx: Context, x: Value) -> Value:
