@@ -123,6 +123,17 @@ def test_conv_integer_with_zero_points_from_graph_inputs_equals_onnxruntime_exac
     np.testing.assert_array_equal(ours, _onnxruntime(model, feeds)[0])
 
 
+def test_conv_integer_of_a_quantized_value_with_a_run_time_zero_point_equals_onnxruntime_exactly() -> None:
+    """ConvInteger of QuantizeLinear's output (a convc quantized value, zero point 100) with DynamicQuantizeLinear's
+    zero point (another, at run time): its stored integers less the run-time zero point, the sums ONNX Runtime gives."""
+    nodes = [helper.make_node("DynamicQuantizeLinear", ["x"], ["d", "ds", "dz"]),
+             helper.make_node("QuantizeLinear", ["x", "qs", "qz"], ["q"]),
+             helper.make_node("ConvInteger", ["q", "w", "dz", "wz"], ["y"], pads=[1, 1, 1, 1])]
+    inits = {"qs": np.array(0.05, np.float32), "qz": np.array(100, np.uint8), "w": _integer_weights((4, 3, 3, 3), np.int8),
+             "wz": np.array(-2, np.int8)}
+    _exactly_as_onnxruntime(_model(nodes, {"x": (1, 3, 8, 8)}, ["y"], inits), (1, 3, 8, 8))
+
+
 @pytest.mark.parametrize("shapes", MATMUL_SHAPES, ids=str)
 def test_matmul_integer_with_a_run_time_zero_point_equals_onnxruntime_exactly(shapes: str) -> None:
     """DynamicQuantizeLinear -> MatMulInteger of its uint8 y and zero point with int8 B (one zero point per column):
@@ -219,3 +230,15 @@ def _conv_step(model: bytes, name: str, outputs: dict[str, Any]) -> int:
     arrays = {t.name: onnx.numpy_helper.to_array(t) for t in proto.graph.initializer}
     node = next(node for node in proto.graph.node if node.output[0] == name)
     return int(np.abs(arrays[node.input[1]].astype(np.int32) - arrays[node.input[3]].astype(np.int32)).max())
+
+
+def test_run_check_on_a_quantize_dynamic_file_compares_with_both_oracles(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`convc int8.onnx --run --check --target cpu` on a quantize_dynamic file: the jax.lax oracle of the imported graph
+    and ONNX Runtime both agree, exit 0."""
+    from convc.cli import main as convc_main
+
+    (tmp_path / "int8.onnx").write_bytes(_dynamic_file("small_resnet"))
+    assert convc_main([str(tmp_path / "int8.onnx"), "--run", "--check", "--target", "cpu", "-o", str(tmp_path / "int8.mlir")]) == 0
+    out = capsys.readouterr().out
+    assert "y: max abs error vs jax.lax" in out and "(ok)" in out.split("vs jax.lax")[1].splitlines()[0]
+    assert "y: max abs error vs onnxruntime" in out and "(ok)" in out.split("vs onnxruntime")[1].splitlines()[0]
