@@ -162,9 +162,9 @@ def test_run_time_zero_point_of_the_wrong_size_is_located() -> None:
 
 
 @functools.cache
-def _dynamic_file(network: str) -> bytes:
-    """NETWORKS[network] quantized by quantize_dynamic with its defaults (QOperator: uint8 activations, int8 weights),
-    once per session."""
+def _dynamic_file(network: str, per_channel: bool = False) -> bytes:
+    """NETWORKS[network] quantized by quantize_dynamic with its defaults (QOperator: uint8 activations, int8 weights;
+    per tensor unless `per_channel`), once per session."""
     from onnxruntime import quantization
     from test_onnx_quantized_models import _float_model
 
@@ -172,7 +172,7 @@ def _dynamic_file(network: str) -> bytes:
     with tempfile.TemporaryDirectory() as directory:
         source, target = Path(directory) / "float.onnx", Path(directory) / "int8.onnx"
         source.write_bytes(_float_model(network))
-        quantization.quantize_dynamic(str(source), str(target))
+        quantization.quantize_dynamic(str(source), str(target), per_channel=per_channel)
         return target.read_bytes()
 
 
@@ -188,26 +188,31 @@ def _with_integer_outputs(model: bytes) -> tuple[bytes, list[str]]:
 
 
 def _head_step(model: bytes, outputs: dict[str, np.ndarray]) -> float:
-    """a_scale * b_scale * max|B - b_zero_point| of the file's last MatMulInteger: one uint8 step of one of its
-    inputs, in the float output."""
+    """a_scale * b_scale * max|B - b_zero_point| (the largest over B's columns, per-column scales and zero points) of
+    the file's last MatMulInteger: one uint8 step of one of its inputs, in the float output."""
     proto = onnx.load_from_string(model)
     arrays = {t.name: onnx.numpy_helper.to_array(t) for t in proto.graph.initializer}
     head = [node for node in proto.graph.node if node.op_type == "MatMulInteger"][-1]
     quantizer = next(node for node in proto.graph.node if node.output[0] == head.input[0])
     b = arrays[head.input[1]].astype(np.int32) - arrays[head.input[3]].astype(np.int32)
     b_scale = next(arrays[node.input[1]] for node in proto.graph.node if node.op_type == "Mul" and node.input[0] == quantizer.output[1])
-    return float(outputs[quantizer.output[1]]) * float(b_scale) * float(np.abs(b).max())
+    return float(outputs[quantizer.output[1]]) * float((b_scale * np.abs(b).max(axis=0)).max())
 
 
-@pytest.mark.parametrize("network", ["small_resnet", "inverted_residual"])
-def test_quantize_dynamic_model_agrees_with_onnxruntime(network: str) -> None:
-    """A quantize_dynamic file (DynamicQuantizeLinear before every ConvInteger and the MatMulInteger head): every
+MODEL_FILES = {"small_resnet": ("small_resnet", False), "inverted_residual": ("inverted_residual", False),
+               "inverted_residual_per_channel": ("inverted_residual", True)}
+
+
+@pytest.mark.parametrize("file", MODEL_FILES)
+def test_quantize_dynamic_model_agrees_with_onnxruntime(file: str) -> None:
+    """A quantize_dynamic file (DynamicQuantizeLinear before every ConvInteger and the MatMulInteger head; weights per
+    tensor, or per output channel with one scale and zero point each): every
     integer tensor it computes identical to ONNX Runtime's on at least 99.9% of its elements and never more than one
     step apart (scales within 1e-6 relative: the float steps between them may round differently), and the float output
     within one step of the head's input (a_scale * b_scale * max|B - b_zero_point|)."""
     from test_onnx_quantized_models import _input
 
-    model, names = _with_integer_outputs(_dynamic_file(network))
+    model, names = _with_integer_outputs(_dynamic_file(*MODEL_FILES[file]))
     ours = convc.run(convc.load_onnx(model), _input(), platform="cpu", target="cpu").outputs
     theirs = _onnxruntime(model, _input())
     assert sum(name.endswith("_quantized") for name in names) >= 10
@@ -229,7 +234,10 @@ def _conv_step(model: bytes, name: str, outputs: dict[str, Any]) -> int:
     proto = onnx.load_from_string(model)
     arrays = {t.name: onnx.numpy_helper.to_array(t) for t in proto.graph.initializer}
     node = next(node for node in proto.graph.node if node.output[0] == name)
-    return int(np.abs(arrays[node.input[1]].astype(np.int32) - arrays[node.input[3]].astype(np.int32)).max())
+    w, zero_points = arrays[node.input[1]].astype(np.int32), arrays[node.input[3]].astype(np.int32)
+    if node.op_type == "ConvInteger" and zero_points.ndim == 1:  # one per output channel
+        zero_points = zero_points.reshape(-1, *[1] * (w.ndim - 1))
+    return int(np.abs(w - zero_points).max())
 
 
 def test_run_check_on_a_quantize_dynamic_file_compares_with_both_oracles(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
