@@ -4,12 +4,13 @@ cpu target and run by PJRT, against ONNX Runtime's CPU kernels.
 
 Single nodes are integer results, compared exactly: DynamicQuantizeLinear's y, scale and zero
 point bit for bit; ConvInteger's and MatMulInteger's i32 sums equal. Models quantized by
-`quantize_dynamic` (its default QOperator form) end in float (the i32 sums Cast, times
-x_scale * w_scale, plus the bias): every integer tensor they compute (each
-DynamicQuantizeLinear's y, each ConvInteger's and MatMulInteger's sums) by the issue's
-QOperator bar (identical on at least 99.9% of elements, never more than one step apart), and
-the float output within one step of the head's input: a_scale * b_scale * max|B - b_zero_point|,
-what one uint8 step of one of the head's inputs moves an output by.
+`quantize_dynamic` (its default QOperator form, weights per tensor or per channel) end in
+float (the i32 sums Cast, times x_scale * w_scale, plus the bias): every integer tensor they
+compute (each DynamicQuantizeLinear's y, each ConvInteger's and MatMulInteger's sums) by the
+issue's QOperator bar (identical on at least 99.9% of elements, never more than one step
+apart), its scales within 1e-6 relative, and the float output within one step of the head's
+input: a_scale * b_scale * max|B - b_zero_point|, what one uint8 step of one of the head's
+inputs moves an output by. The networks are test_onnx_quantized_models.py's (32x32 inputs).
 """
 
 from __future__ import annotations
