@@ -1,15 +1,18 @@
 """ConvInteger, MatMulInteger and QLinearMatMul: integer kernels on 8-bit operands (issue 19).
 
 Each is built from plain integer ops: the operands' stored integers in i32 minus their zero
-points, then an i32 `conv` or `dot_general`, which sums the products exactly (XLA:CPU runs
-integer convs and dots). ConvInteger and MatMulInteger return that i32 sum, as ONNX defines
-them; QLinearMatMul rescales it by a_scale * b_scale (f64, rounded once to f32) and quantizes
-to y's type, as lower-quantized does a quantized conv.
+points (constants folded at import, or a run-time value such as DynamicQuantizeLinear's zero
+point, subtracted before the conv, so that padding stays the zero point), then an i32 `conv`
+or `dot_general`, which sums the products exactly (XLA:CPU runs integer convs and dots).
+ConvInteger and MatMulInteger return that i32 sum, as ONNX defines them; QLinearMatMul
+rescales it by a_scale * b_scale (f64, rounded once to f32) and quantizes to y's type, as
+lower-quantized does a quantized conv.
 
-An operand is an initializer (its integers, shifted at import), an int8 graph input, or a
-quantized convc value (the output of QuantizeLinear or QLinearConv): its stored integers are
-`round(dequantized / scale) + zero_point`, exact, as |stored - zero_point| < 2^16 is far
-inside f32's integers and the dequantized value is within an ulp of that times the scale.
+An operand is an initializer (its integers, shifted at import), an int8 graph input, a plain
+uint8 value (DynamicQuantizeLinear's y), or a quantized convc value (the output of
+QuantizeLinear or QLinearConv): its stored integers are `round(dequantized / scale) +
+zero_point`, exact, as |stored - zero_point| < 2^16 is far inside f32's integers and the
+dequantized value is within an ulp of that times the scale.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import numpy as np
 
 from ...dtypes import quant_type
 from ...ir import Value
+from .elementwise import plus
 from .gemm import matmul_values
 from .quantized import checked_type, quant_params
 from .registry import Context, Node, Operand, converter
@@ -28,14 +32,23 @@ from .shared import AUTO_PAD, spatial_attr, unless_ones, window_pads
 _EIGHT_BIT = (np.dtype(np.int8), np.dtype(np.uint8))
 
 
-def _zero_points(ctx: Context, node: Node, index: int, size: int, what: str) -> np.ndarray:
-    """Input `index` (a zero point known at import; absent: 0) as i32: one, or `size` (one per slice)."""
+ZeroPoints = np.ndarray | Value  # known at import (i32, one or one per slice), or a run-time 8-bit value
+
+
+def _zero_points(ctx: Context, node: Node, index: int, size: int, what: str) -> ZeroPoints:
+    """Input `index` (absent: 0): a zero point known at import as i32, one or `size` (one per slice); else the
+    run-time value (DynamicQuantizeLinear's zero point), int8 or uint8, one element or `size`."""
     if not node.input(index):
         return np.zeros(1, np.int32)
-    found = np.asarray(ctx.required_array(node, index, what))
-    if found.dtype not in _EIGHT_BIT or found.size not in (1, size):
+    found = ctx.array(node.input(index))
+    if found is not None:
+        if found.dtype in _EIGHT_BIT and found.size in (1, size):
+            return found.astype(np.int32).reshape(-1)
         raise ctx.error(f"{what} must be int8 or uint8, one value or {size}, got {found.dtype} {list(found.shape)}")
-    return found.astype(np.int32).reshape(-1)
+    value = ctx.operand(node, index)
+    if value.type.dtype in ("i8", "ui8") and value.type.num_elements() in (1, size):
+        return value
+    raise ctx.error(f"{what} (computed at run time) must be int8 or uint8, one value or {size}, got {value.type}")
 
 
 def _along(values: np.ndarray, axis: int, rank: int) -> np.ndarray:
@@ -47,12 +60,13 @@ def _along(values: np.ndarray, axis: int, rank: int) -> np.ndarray:
     return values.reshape(shape)
 
 
-def shifted(ctx: Context, node: Node, index: int, zero_points: np.ndarray, axis: int) -> Value:
-    """Input `index`'s stored integers minus `zero_points` (along `axis`), in i32."""
+def shifted(ctx: Context, node: Node, index: int, zero_points: ZeroPoints, axis: int) -> Value:
+    """Input `index`'s stored integers minus `zero_points` (along `axis`), in i32. A run-time zero point is
+    subtracted at run time, before the conv pads: the padding stays 0 in the shifted integers, as ONNX defines it."""
     known = ctx.array(node.input(index))
-    if known is not None:
-        if known.dtype not in _EIGHT_BIT:
-            raise ctx.error(f"input {index} must be int8 or uint8, got {known.dtype}")
+    if known is not None and known.dtype not in _EIGHT_BIT:
+        raise ctx.error(f"input {index} must be int8 or uint8, got {known.dtype}")
+    if known is not None and isinstance(zero_points, np.ndarray):
         return ctx.constant((known.astype(np.int32) - _along(zero_points, axis, known.ndim)).astype(np.int32), "shifted")
     x = ctx.operand(node, index)
     quant = quant_type(x.type.dtype)
@@ -61,13 +75,29 @@ def shifted(ctx: Context, node: Node, index: int, zero_points: np.ndarray, axis:
     if quant is not None and quant.axis is not None:
         raise ctx.error(f"input {index} is {x.type}: quantized per axis, where this op takes one zero point per tensor")
     stored = ctx.op("convert", x, new_dtype="i32") if quant is None else _stored(ctx, x)
-    offset = zero_points - (0 if quant is None else quant.zero_points[0])
+    own = 0 if quant is None else quant.zero_points[0]  # what `stored` has had subtracted already
+    if isinstance(zero_points, Value):
+        return ctx.op("subtract", stored, _spread(ctx, _run_time_offset(ctx, zero_points, own), x.type.shape, axis))
+    offset = zero_points - own
     if not offset.any():
         return stored
-    per_slice = offset.size > 1
-    constant = ctx.constant(offset.astype(np.int32) if per_slice else offset.astype(np.int32).reshape(()), "zp")
-    spread = ctx.op("broadcast_in_dim", constant, shape=x.type.shape, broadcast_dimensions=(axis,) if per_slice else ())
-    return ctx.op("subtract", stored, spread)
+    constant = ctx.constant(offset.astype(np.int32) if offset.size > 1 else offset.astype(np.int32).reshape(()), "zp")
+    return ctx.op("subtract", stored, _spread(ctx, constant, x.type.shape, axis))
+
+
+def _run_time_offset(ctx: Context, zero_points: Value, own: int) -> Value:
+    """A run-time zero point in i32 (a scalar, or 1-D: one per slice), less `own` (what a quantized operand's
+    integers already lack)."""
+    count = zero_points.type.num_elements()
+    shape = () if count == 1 else (count,)
+    if zero_points.type.shape != shape:
+        zero_points = ctx.op("reshape", zero_points, new_sizes=shape)
+    return plus(ctx, ctx.op("convert", zero_points, new_dtype="i32"), -own)
+
+
+def _spread(ctx: Context, offsets: Value, shape: tuple[int, ...], axis: int) -> Value:
+    """`offsets` (a scalar, or 1-D: one per index of dimension `axis`) broadcast to `shape`."""
+    return ctx.op("broadcast_in_dim", offsets, shape=shape, broadcast_dimensions=() if offsets.type.rank == 0 else (axis,))
 
 
 def _stored(ctx: Context, x: Value) -> Value:
@@ -82,8 +112,9 @@ def _stored(ctx: Context, x: Value) -> Value:
 
 @converter("ConvInteger", since=10, attrs=AUTO_PAD)
 def conv_integer(node: Node, ctx: Context) -> Sequence[Operand]:
-    """`conv` in i32 of (x - x_zero_point) and (w - w_zero_point) (per tensor, or per output channel): the exact
-    integer sums. group, strides, dilations, pads (the shifted x padded with 0: x_zero_point), auto_pad."""
+    """`conv` in i32 of (x - x_zero_point) and (w - w_zero_point) (per tensor, or per output channel; x_zero_point
+    known at import or computed at run time, as DynamicQuantizeLinear's): the exact integer sums. group, strides,
+    dilations, pads (the shifted x padded with 0: x_zero_point), auto_pad."""
     w = ctx.array(node.input(1))
     out = w.shape[0] if w is not None else ctx.operand(node, 1).type.shape[0]
     x = shifted(ctx, node, 0, _zero_points(ctx, node, 2, 1, "x_zero_point"), 1)
@@ -109,8 +140,8 @@ def _matrix_operands(ctx: Context, node: Node, a: int, a_zero: int, b: int, b_ze
 
 @converter("MatMulInteger", since=10)
 def matmul_integer(node: Node, ctx: Context) -> Sequence[Operand]:
-    """`dot_general` in i32 of (A - a_zero_point) and (B - b_zero_point) (per tensor; B's per column too), as MatMul
-    (numpy's batch broadcasting): the exact integer sums."""
+    """`dot_general` in i32 of (A - a_zero_point) and (B - b_zero_point) (per tensor; B's per column too; known at
+    import or computed at run time), as MatMul (numpy's batch broadcasting): the exact integer sums."""
     return [matmul_values(ctx, *_matrix_operands(ctx, node, 0, 2, 1, 3))]
 
 

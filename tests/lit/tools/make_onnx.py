@@ -54,7 +54,22 @@ def pool_reduce_matvec() -> tuple[list, dict, dict]:
     return nodes, {"x": [1, 2, 4, 4]}, {"v": _weights(2)}
 
 
-MODELS = {"classifier": classifier, "flatten_view": flatten_view, "pool_reduce_matvec": pool_reduce_matvec}
+def dynamic_conv() -> tuple[list, dict, dict]:
+    """quantize_dynamic's conv: DynamicQuantizeLinear + ConvInteger (padded; its run-time zero point) + Cast + Mul by
+    x_scale * w_scale."""
+    nodes = [
+        helper.make_node("DynamicQuantizeLinear", ["x"], ["q", "q_scale", "q_zero"], name="quant"),
+        helper.make_node("Mul", ["q_scale", "w_scale"], ["scale"], name="scales"),
+        helper.make_node("ConvInteger", ["q", "w", "q_zero", "w_zero"], ["acc"], pads=[1, 1, 1, 1], name="iconv"),
+        helper.make_node("Cast", ["acc"], ["acc_f"], to=TensorProto.FLOAT, name="cast"),
+        helper.make_node("Mul", ["acc_f", "scale"], ["y"], name="rescale"),
+    ]
+    w = np.arange(-8, 10, dtype=np.int8).reshape(2, 1, 3, 3)
+    return nodes, {"x": [1, 1, 4, 4]}, {"w": w, "w_scale": np.array(0.01, np.float32), "w_zero": np.array(0, np.int8)}
+
+
+MODELS = {"classifier": classifier, "flatten_view": flatten_view, "pool_reduce_matvec": pool_reduce_matvec,
+          "dynamic_conv": dynamic_conv}
 OPSETS: dict[str, int] = {}  # a model's opset where it is not 17
 OUTPUT_SHAPES: dict[str, list[int]] = {}  # a model's output shape where onnx's shape inference cannot infer it
 
