@@ -11,6 +11,8 @@ same computation as JAX writes it (`jax.jit` of jax.lax / jax.vjp) and PyTorch e
     python -m convc.tools.bench --suite train-models          # their training steps vs PyTorch autograd (tools/bench_train_models.py)
     python -m convc.tools.bench --suite models --profile      # + where each network's time goes (tools/bench_profile.py)
     python -m convc.tools.bench --suite models --int8         # quantized: vs ONNX Runtime int8 (tools/bench_models_int8.py)
+    python -m convc.tools.bench --suite models --save-onnx DIR  # export only: the networks' ONNX files, for...
+    python -m convc.tools.bench --suite models --onnx-dir DIR   # ...a run without PyTorch (convc vs ONNX Runtime)
 
 Everything runs on one PJRT platform (`--platform`, default the one PJRT picks): on `gpu`,
 PyTorch runs on CUDA with cudnn.benchmark, every timed call ends with the device
@@ -552,6 +554,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--int8", action="store_true",
                         help="--suite models: each network quantized by onnxruntime's quantize_static (QDQ, per-channel); "
                              "convc int8 against ONNX Runtime int8 and convc f32")
+    parser.add_argument("--save-onnx", metavar="DIR",
+                        help="--suite models: export the selected networks to DIR (an ONNX file each and manifest.json) "
+                             "and time nothing, for --onnx-dir where PyTorch does not install")
+    parser.add_argument("--onnx-dir", metavar="DIR",
+                        help="--suite models: read the networks --save-onnx wrote to DIR instead of exporting them "
+                             "(no PyTorch needed; convc against ONNX Runtime, PyTorch not timed); --cases and --batch "
+                             "select among them")
     parser.add_argument("--json", help="write the results (and the machine) to this JSON file")
     parser.add_argument("--budget", type=float, help="seconds of timing per case (default 8, --quick 1)")
     parser.add_argument("--no-torch", action="store_true", help="skip PyTorch even when it is installed")
@@ -602,6 +611,8 @@ def selected_cases(args: argparse.Namespace) -> list[Any]:
     if getattr(args, "suite", "conv") == "models":
         from convc.tools import bench_models
 
+        if getattr(args, "onnx_dir", None):
+            return _wanted([s for s in bench_models.saved_specs(Path(args.onnx_dir)) if s.batch in args.batch], args)
         return _wanted(bench_models.model_specs(args.size or (bench_models.QUICK_SIZE if args.quick else bench_models.FULL_SIZE),
                                                 args.batch), args)
     if getattr(args, "suite", "conv") == "train":
@@ -631,6 +642,7 @@ def run_suite(args: argparse.Namespace, log: Callable[[str], None] = print) -> d
         raise BenchError("--profile profiles whole networks: --suite models or train-models")
     if args.int8 and (args.suite != "models" or args.without_pass or args.profile):
         raise BenchError("--int8 quantizes the networks of --suite models (without --without-pass or --profile)")
+    _check_onnx_files_flags(args)
     budget = args.budget if args.budget is not None else (1.0 if args.quick else 8.0)
     use_torch = not args.no_torch and _configure_torch(args.platform, args.torch_threads)
     if not args.no_malloc_tuning:
@@ -672,6 +684,21 @@ def run_suite(args: argparse.Namespace, log: Callable[[str], None] = print) -> d
         "geomean_convc_over_torch": geomean([r.ratio_vs_torch for r in results if r.ratio_vs_torch is not None]),
         "table": format_table(results) if results else "",
     }
+
+
+def _check_onnx_files_flags(args: argparse.Namespace) -> None:
+    """--save-onnx and --onnx-dir: --suite models only, one of them, not with --int8 (which
+    quantizes its own exports); with --onnx-dir the files fix the input size."""
+    save, read = getattr(args, "save_onnx", None), getattr(args, "onnx_dir", None)
+    if not (save or read):
+        return
+    flag = "--save-onnx" if save else "--onnx-dir"
+    if args.suite != "models" or args.int8:
+        raise BenchError(f"{flag} writes or reads the networks of --suite models (without --int8)")
+    if save and read:
+        raise BenchError("--save-onnx writes the files --onnx-dir reads: give one of them")
+    if read and args.size:
+        raise BenchError(f"--onnx-dir {read}: the saved files fix the input size; --size {args.size} does not apply")
 
 
 def keep_freed_memory() -> None:
