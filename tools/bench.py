@@ -11,6 +11,7 @@ same computation as JAX writes it (`jax.jit` of jax.lax / jax.vjp) and PyTorch e
     python -m convc.tools.bench --suite train-models          # their training steps vs PyTorch autograd (tools/bench_train_models.py)
     python -m convc.tools.bench --suite models --profile      # + where each network's time goes (tools/bench_profile.py)
     python -m convc.tools.bench --suite models --int8         # quantized: vs ONNX Runtime int8 (tools/bench_models_int8.py)
+    python -m convc.tools.bench --suite dw-limit              # MobileNet v2's convs alone vs ONNX Runtime's Conv (tools/bench_dw_limit.py)
     python -m convc.tools.bench --suite models --save-onnx DIR  # export only: the networks' ONNX files, for...
     python -m convc.tools.bench --suite models --onnx-dir DIR   # ...a run without PyTorch (convc vs ONNX Runtime)
 
@@ -47,7 +48,7 @@ import numpy as np
 SPATIAL_LETTERS = {1: "W", 2: "HW", 3: "DHW"}
 IMPLEMENTATIONS = ("convc", "jax", "torch")
 PLATFORMS = ("cpu", "gpu")
-SUITES = ("conv", "train", "models", "train-models")
+SUITES = ("conv", "train", "models", "train-models", "dw-limit")
 TOLERANCE = 1e-4  # max |convc - jax| / (1 + max |jax|), f32
 # On the GPU, f32 convs run in TF32 (operands rounded to 2^-11 relative) and XLA autotunes
 # the cuDNN algorithm per compile, so two compiles of one conv may round differently.
@@ -532,7 +533,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="conv: single convs and their gradients (default); train: forward + backward of five blocks "
                              "(convc.grad against jax.vjp and PyTorch autograd); models: whole networks imported from ONNX "
                              "against ONNX Runtime and PyTorch eager (cpu only); train-models: training steps of imported "
-                             "ResNet-18, MobileNet v2 and a DCGAN generator (convc.grad of the weights) against PyTorch autograd (cpu only)")
+                             "ResNet-18, MobileNet v2 and a DCGAN generator (convc.grad of the weights) against PyTorch autograd (cpu only); "
+                             "dw-limit: the depthwise and 1x1 convs of MobileNet v2 one at a time, ONNX Runtime's Conv against "
+                             "convc's cpu lowering and other StableHLO forms (cpu only)")
     parser.add_argument("--cases", help="comma-separated substrings of case names to run (default: all)")
     parser.add_argument("--platform", choices=PLATFORMS,
                         help="the PJRT platform convc and JAX run on, and PyTorch's device (gpu: CUDA); default: the one PJRT picks")
@@ -542,7 +545,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--autotune", action="store_true",
                         help="target cpu: convc chooses each conv's lowering by measurement (convc --autotune, default cache)")
     parser.add_argument("--batch", type=_batch_list, default=(1, 8), metavar="N,...",
-                        help="--suite models, train-models: the batch sizes each network runs at (default 1,8)")
+                        help="--suite models, train-models, dw-limit: the batch sizes each network (conv) runs at (default 1,8)")
     parser.add_argument("--size", type=_positive_int, metavar="PIXELS",
                         help="--suite models, train-models: the input's height and width (default 224, --quick 64)")
     parser.add_argument("--without-pass", metavar="PASS",
@@ -604,6 +607,10 @@ def selected_cases(args: argparse.Namespace) -> list[Any]:
     """The suite's cases (ConvSpec; bench_train.TrainSpec for --suite train, bench_models.ModelSpec
     for models, bench_train_models.TrainModelSpec for train-models) that --cases names, shrunk
     by --quick, their batches scaled by --batch-scale."""
+    if getattr(args, "suite", "conv") == "dw-limit":
+        from convc.tools import bench_dw_limit
+
+        return _wanted(bench_dw_limit.cases(args.batch, args.quick), args)
     if getattr(args, "suite", "conv") == "train-models":
         from convc.tools import bench_train_models
 
@@ -653,6 +660,10 @@ def run_suite(args: argparse.Namespace, log: Callable[[str], None] = print) -> d
 
         models_runner = bench_models_int8.run_int8_suite if args.int8 else bench_models.run_models_suite
         return models_runner(args, info, target, budget, use_torch, log)
+    if args.suite == "dw-limit":
+        from convc.tools import bench_dw_limit
+
+        return bench_dw_limit.run_dw_limit_suite(args, info, target, budget, log)
     if args.suite == "train-models":
         from convc.tools import bench_train_models
 
