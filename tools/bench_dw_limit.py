@@ -14,6 +14,11 @@ imported network. It runs, interleaved in one process (`bench.Timer`), as
 * cpu: the conv channels-last (NHWC/HWIO, as `cpu-layout-nhwc` leaves the convs inside a
   network), compiled by convc for `--target cpu`: what the cpu pipeline emits for it (a tap
   sum for depthwise, a dot for 1x1; the report names the lowering it chose);
+* tap_pads (depthwise only): the tap sum written without a padded copy of the input. The cpu
+  rewrite pads the input once and slices every tap from it; XLA:CPU then runs the pad as a
+  fusion of its own (the padded input written out, then read by the sum). Here each tap's
+  window is a `pad` of the unpadded input (negative where it crops) and a strided `slice`,
+  each with one consumer, so XLA fuses them all into one loop over the input;
 * rewrite_nchw: the same rewrite pinned (`lowering`), channels-first (NCHW/OIHW), without
   `cpu-layout-nhwc`: the tap sum or dot over the layout ONNX gives;
 * xla, xla_nchw: XLA's own conv pinned (`lowering: "xla"`; for depthwise the native
@@ -38,7 +43,8 @@ import numpy as np
 from . import bench, bench_models, bench_profile
 
 TOLERANCE = 1e-4
-FORMS = ("cpu", "rewrite_nchw", "xla", "xla_nchw")
+FORMS = ("cpu", "tap_pads", "rewrite_nchw", "xla", "xla_nchw")
+KIND_FORMS = {"depthwise": FORMS, "pointwise": tuple(f for f in FORMS if f != "tap_pads")}
 REWRITE = {"depthwise": "cpu-depthwise-tap-sum", "pointwise": "cpu-conv-1x1-to-dot"}
 LAYOUT_PASS = "cpu-layout-nhwc"
 
@@ -143,6 +149,30 @@ def convc_graph(case: DwCase, w: np.ndarray, nchw: bool, lowering: str | None) -
     return b.build()
 
 
+def tap_pads_graph(case: DwCase, w: np.ndarray) -> Any:
+    """The depthwise conv (NHWC) as a sum over taps of pad(x) -> strided slice, times the
+    tap's per-channel weights (constants), with no padded copy of x."""
+    import convc
+
+    b = convc.Builder(case.name)
+    x = b.input("x", (case.batch, case.size, case.size, case.cin))
+    pad, stride, out = (case.kernel - 1) // 2, case.stride, case.out_size
+    span = (out - 1) * stride + 1  # the rows (columns) one tap's strided window covers
+    shape = (case.batch, out, out, case.cout)
+    total = None
+    for i in range(case.kernel):
+        for j in range(case.kernel):
+            rows, cols = (pad - i, span - case.size - pad + i), (pad - j, span - case.size - pad + j)
+            shifted = b.pad(x, ((0, 0, 0), (*rows, 0), (*cols, 0), (0, 0, 0)), name=f"shift{i}_{j}")
+            window = b.slice(shifted, (0, 0, 0, 0), (case.batch, span, span, case.cin), (1, stride, stride, 1), name=f"window{i}_{j}")
+            scale = b.broadcast_in_dim(b.constant(f"w{i}_{j}", np.ascontiguousarray(w[:, 0, i, j])), shape=shape, broadcast_dimensions=(3,),
+                                       name=f"scale{i}_{j}")
+            term = b.multiply(window, scale, name=f"term{i}_{j}")
+            total = term if total is None else b.add(total, term, name=f"sum{i}_{j}")
+    b.output(total)
+    return b.build()
+
+
 def pipeline(nchw: bool) -> str | None:
     """The cpu target's pipeline (None: its default), without the layout pass for an NCHW
     form (which would make it channels-last)."""
@@ -157,8 +187,12 @@ def compile_form(case: DwCase, w: np.ndarray, form: str) -> tuple[Any, str]:
     from convc.compile import Compiler
 
     nchw = form.endswith("_nchw")
-    lowering = {"cpu": None, "rewrite_nchw": REWRITE[case.kind], "xla": "xla", "xla_nchw": "xla"}[form]
     compiler = Compiler(target="cpu", pipeline=pipeline(nchw))
+    if form == "tap_pads":
+        graph = tap_pads_graph(case, w)
+        compiler.run_passes(graph)
+        return compiler.executable(graph, "cpu"), "none (no conv)"
+    lowering = {"cpu": None, "rewrite_nchw": REWRITE[case.kind], "xla": "xla", "xla_nchw": "xla"}[form]
     graph = convc_graph(case, w, nchw, lowering)
     counts = bench_profile.run_passes_counting(compiler, graph)
     chosen = next((name for name, n in counts.items() if n and name not in ("convs", "xla_made_by_rewrites")), "?")
@@ -194,7 +228,8 @@ def run_case(case: DwCase, budget_s: float, threads: int, seed: int = 0) -> DwRe
     x_nhwc = np.ascontiguousarray(x.transpose(0, 2, 3, 1))
     thunks: dict[str, Callable[[], Any]] = {"ort": lambda: session.run(None, {"x": x})}
     errors, lowerings = {}, {}
-    for form in FORMS:
+    forms = KIND_FORMS[case.kind]
+    for form in forms:
         executable, lowerings[form] = compile_form(case, w, form)
         nchw = form.endswith("_nchw")
         buffers = [jax.device_put(x if nchw else x_nhwc, executable.device)]
@@ -206,9 +241,9 @@ def run_case(case: DwCase, budget_s: float, threads: int, seed: int = 0) -> DwRe
         thunks[form] = _timed(executable, buffers)
     samples = bench.Timer(budget_s).run(thunks)
     medians, best, iqr = bench.summarize(samples)
-    ratios = {form: medians[form] / medians["ort"] for form in FORMS}
+    ratios = {form: medians[form] / medians["ort"] for form in forms}
     return DwResult(case.name, case.kind, case.batch, case.describe(), case.flops() / 1e9, medians, best, iqr,
-                    len(samples["ort"]), ratios, min(FORMS, key=lambda f: medians[f]), lowerings, errors)
+                    len(samples["ort"]), ratios, min(forms, key=lambda f: medians[f]), lowerings, errors)
 
 
 def _timed(executable: Any, buffers: list[Any]) -> Callable[[], None]:
@@ -223,7 +258,7 @@ def format_table(results: Sequence[DwResult]) -> str:
             + f" {'cpu/ORT':>8} {'best/ORT':>9} {'best':<13} {'cpu lowering':<22}")
     lines = [head, "-" * len(head)]
     for r in results:
-        lines.append(f"{r.name:<22} {r.batch:>2} {r.ms['ort']:8.3f} " + " ".join(f"{r.ms[f]:15.3f}" for f in FORMS)
+        lines.append(f"{r.name:<22} {r.batch:>2} {r.ms['ort']:8.3f} " + " ".join(f"{r.ms[f]:15.3f}" if f in r.ms else f"{'-':>15}" for f in FORMS)
                      + f" {r.ratio_vs_ort['cpu']:8.2f} {r.ratio_vs_ort[r.best_form]:9.2f} {r.best_form:<13} {r.lowerings['cpu']:<22}")
     lines.append("-" * len(head))
     for kind in ("depthwise", "pointwise"):
@@ -231,7 +266,7 @@ def format_table(results: Sequence[DwResult]) -> str:
             chosen = [r for r in results if r.kind == kind and r.batch == batch]
             if chosen:
                 lines.append(f"geometric mean, {kind} batch {batch}: " + "   ".join(
-                    f"{f}/ORT {bench.geomean([r.ratio_vs_ort[f] for r in chosen]):.2f}" for f in FORMS)
+                    f"{f}/ORT {bench.geomean([r.ratio_vs_ort[f] for r in chosen]):.2f}" for f in KIND_FORMS[kind])
                     + f"   best/ORT {bench.geomean([r.ratio_vs_ort[r.best_form] for r in chosen]):.2f}")
     return "\n".join(lines)
 
@@ -253,7 +288,7 @@ def run_dw_limit_suite(args: Any, info: dict[str, Any], target: str, budget: flo
     for case in bench.selected_cases(args):
         result = run_case(case, budget, threads)
         log(f"  {case.name} batch {case.batch}: ORT {result.ms['ort']:.3f} ms, "
-            + ", ".join(f"{f} {result.ms[f]:.3f}" for f in FORMS) + f" ({result.rounds} rounds)")
+            + ", ".join(f"{f} {result.ms[f]:.3f}" for f in KIND_FORMS[case.kind]) + f" ({result.rounds} rounds)")
         results.append(result)
     info["load_average_after"] = list(os.getloadavg())
     return {
