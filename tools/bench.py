@@ -564,6 +564,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="--suite models: read the networks --save-onnx wrote to DIR instead of exporting them "
                              "(no PyTorch needed; convc against ONNX Runtime, PyTorch not timed); --cases and --batch "
                              "select among them")
+    parser.add_argument("--forms", metavar="FORM,...",
+                        help="--suite dw-limit: the convc forms to time beside ONNX Runtime (default: all; "
+                             "cpu, tap_pads, rewrite_nchw, xla, xla_nchw)")
     parser.add_argument("--json", help="write the results (and the machine) to this JSON file")
     parser.add_argument("--budget", type=float, help="seconds of timing per case (default 8, --quick 1)")
     parser.add_argument("--no-torch", action="store_true", help="skip PyTorch even when it is installed")
@@ -650,6 +653,8 @@ def run_suite(args: argparse.Namespace, log: Callable[[str], None] = print) -> d
     if args.int8 and (args.suite != "models" or args.without_pass or args.profile):
         raise BenchError("--int8 quantizes the networks of --suite models (without --without-pass or --profile)")
     _check_onnx_files_flags(args)
+    if getattr(args, "forms", None) and args.suite != "dw-limit":
+        raise BenchError("--forms chooses the convc forms of --suite dw-limit")
     budget = args.budget if args.budget is not None else (1.0 if args.quick else 8.0)
     use_torch = not args.no_torch and _configure_torch(args.platform, args.torch_threads)
     if not args.no_malloc_tuning:

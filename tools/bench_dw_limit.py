@@ -216,9 +216,9 @@ class DwResult:
     max_error_vs_ort: dict[str, float] = field(default_factory=dict)
 
 
-def run_case(case: DwCase, budget_s: float, threads: int, seed: int = 0) -> DwResult:
-    """Compile every form, check each against ONNX Runtime (BenchError on a disagreement),
-    then time them all interleaved."""
+def run_case(case: DwCase, budget_s: float, threads: int, seed: int = 0, wanted: Sequence[str] = FORMS) -> DwResult:
+    """Compile every form of the case's kind that is `wanted`, check each against ONNX
+    Runtime (BenchError on a disagreement), then time them all interleaved."""
     import jax
 
     w = weights(case, seed)
@@ -228,7 +228,9 @@ def run_case(case: DwCase, budget_s: float, threads: int, seed: int = 0) -> DwRe
     x_nhwc = np.ascontiguousarray(x.transpose(0, 2, 3, 1))
     thunks: dict[str, Callable[[], Any]] = {"ort": lambda: session.run(None, {"x": x})}
     errors, lowerings = {}, {}
-    forms = KIND_FORMS[case.kind]
+    forms = tuple(f for f in KIND_FORMS[case.kind] if f in wanted)
+    if not forms:
+        raise bench.BenchError(f"{case.name}: none of the forms {', '.join(wanted)} applies to a {case.kind} conv")
     for form in forms:
         executable, lowerings[form] = compile_form(case, w, form)
         nchw = form.endswith("_nchw")
@@ -259,16 +261,33 @@ def format_table(results: Sequence[DwResult]) -> str:
     lines = [head, "-" * len(head)]
     for r in results:
         lines.append(f"{r.name:<22} {r.batch:>2} {r.ms['ort']:8.3f} " + " ".join(f"{r.ms[f]:15.3f}" if f in r.ms else f"{'-':>15}" for f in FORMS)
-                     + f" {r.ratio_vs_ort['cpu']:8.2f} {r.ratio_vs_ort[r.best_form]:9.2f} {r.best_form:<13} {r.lowerings['cpu']:<22}")
+                     + f" {_ratio(r, 'cpu'):>8} {r.ratio_vs_ort[r.best_form]:9.2f} {r.best_form:<13} {r.lowerings.get('cpu', '-'):<22}")
     lines.append("-" * len(head))
     for kind in ("depthwise", "pointwise"):
         for batch in sorted({r.batch for r in results}):
             chosen = [r for r in results if r.kind == kind and r.batch == batch]
             if chosen:
                 lines.append(f"geometric mean, {kind} batch {batch}: " + "   ".join(
-                    f"{f}/ORT {bench.geomean([r.ratio_vs_ort[f] for r in chosen]):.2f}" for f in KIND_FORMS[kind])
+                    f"{f}/ORT {bench.geomean([r.ratio_vs_ort[f] for r in chosen]):.2f}" for f in KIND_FORMS[kind]
+                    if all(f in r.ratio_vs_ort for r in chosen))
                     + f"   best/ORT {bench.geomean([r.ratio_vs_ort[r.best_form] for r in chosen]):.2f}")
     return "\n".join(lines)
+
+
+def _ratio(result: DwResult, form: str) -> str:
+    return f"{result.ratio_vs_ort[form]:.2f}" if form in result.ratio_vs_ort else "-"
+
+
+def wanted_forms(text: str | None) -> tuple[str, ...]:
+    """--forms: the named forms (BenchError for a name that is not one); None: all."""
+    if not text:
+        return FORMS
+    names = tuple(name.strip() for name in text.split(",") if name.strip())
+    unknown = [name for name in names if name not in FORMS]
+    if unknown or not names:
+        named = ", ".join(unknown) if unknown else repr(text)
+        raise bench.BenchError(f"--forms: unknown form(s) {named}; the forms are {', '.join(FORMS)}")
+    return names
 
 
 def run_dw_limit_suite(args: Any, info: dict[str, Any], target: str, budget: float, log: Callable[[str], None]) -> dict[str, Any]:
@@ -281,19 +300,23 @@ def run_dw_limit_suite(args: Any, info: dict[str, Any], target: str, budget: flo
         import onnxruntime
     except ImportError as err:
         raise bench.BenchError(f"--suite dw-limit needs onnx and onnxruntime (pip install 'convc[onnx]'): {err}") from None
+    forms = wanted_forms(getattr(args, "forms", None))
     threads = os.cpu_count() or 1
     info["onnxruntime"], info["threads"] = onnxruntime.__version__, threads
     log(f"XLA and ONNX Runtime on {threads} intra-op threads; load {info['load_average'][0]:.2f}")
     results = []
     for case in bench.selected_cases(args):
-        result = run_case(case, budget, threads)
+        if not set(KIND_FORMS[case.kind]) & set(forms):
+            log(f"  {case.name} batch {case.batch}: skipped, no {case.kind} form among --forms {','.join(forms)}")
+            continue
+        result = run_case(case, budget, threads, wanted=forms)
         log(f"  {case.name} batch {case.batch}: ORT {result.ms['ort']:.3f} ms, "
-            + ", ".join(f"{f} {result.ms[f]:.3f}" for f in KIND_FORMS[case.kind]) + f" ({result.rounds} rounds)")
+            + ", ".join(f"{f} {result.ms[f]:.3f}" for f in KIND_FORMS[case.kind] if f in result.ms) + f" ({result.rounds} rounds)")
         results.append(result)
     info["load_average_after"] = list(os.getloadavg())
     return {
         "machine": info, "suite": "dw-limit", "platform": "cpu", "target": "cpu", "quick": args.quick, "budget_s": budget,
-        "batches": list(args.batch), "tolerance": TOLERANCE, "forms": list(FORMS),
+        "batches": list(args.batch), "tolerance": TOLERANCE, "forms": list(forms),
         "cases": [vars(r) for r in results],
         "table": format_table(results) if results else "",
     }

@@ -40,3 +40,28 @@ def test_dw_limit_outside_the_cpu_target_is_one_line_exit_1(capsys: pytest.Captu
     assert bench.main(["--suite", "dw-limit", "--quick", "--platform", "cpu", "--target", "generic"]) == 1
     assert capsys.readouterr().err == ("bench: error: --suite dw-limit measures the cpu target's forms on the CPU "
                                        "(got --platform cpu, --target generic)\n")
+
+
+def test_forms_times_only_the_named_forms_and_skips_the_convs_none_applies_to(tmp_path: Path,
+                                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """--forms tap_pads: the depthwise conv is compiled, checked and timed in that form alone beside ONNX Runtime (the
+    cpu column shows '-'); the 1x1 conv, which has no tap_pads form, is skipped with a line saying so."""
+    pytest.importorskip("onnxruntime")
+    out = tmp_path / "dw.json"
+    assert bench.main(["--suite", "dw-limit", "--quick", "--platform", "cpu", "--batch", "1", "--cases", "dw3_s1_7,expand_7",
+                       "--forms", "tap_pads", "--budget", "0.02", "--json", str(out)]) == 0
+    report = json.loads(out.read_text())
+    [case] = report["cases"]
+    assert (case["name"], set(case["ms"]), case["best_form"], report["forms"]) == ("dw3_s1_7x960", {"ort", "tap_pads"}, "tap_pads", ["tap_pads"])
+    assert case["max_error_vs_ort"]["tap_pads"] <= bench_dw_limit.TOLERANCE
+    printed = capsys.readouterr().out
+    assert "expand_7x160to960 batch 1: skipped, no pointwise form among --forms tap_pads" in printed
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--suite", "dw-limit", "--forms", "tapsum"], "--forms: unknown form(s) tapsum; the forms are cpu, tap_pads, rewrite_nchw, xla, xla_nchw"),
+    (["--suite", "conv", "--forms", "cpu"], "--forms chooses the convc forms of --suite dw-limit"),
+])
+def test_forms_misused_is_one_line_exit_1(capsys: pytest.CaptureFixture[str], argv: list[str], message: str) -> None:
+    assert bench.main([*argv, "--quick", "--platform", "cpu"]) == 1
+    assert capsys.readouterr().err == f"bench: error: {message}\n"
