@@ -22,7 +22,12 @@ imported network. It runs, interleaved in one process (`bench.Timer`), as
 * rewrite_nchw: the same rewrite pinned (`lowering`), channels-first (NCHW/OIHW), without
   `cpu-layout-nhwc`: the tap sum or dot over the layout ONNX gives;
 * xla, xla_nchw: XLA's own conv pinned (`lowering: "xla"`; for depthwise the native
-  feature-grouped conv), channels-last and channels-first.
+  feature-grouped conv), channels-last and channels-first;
+* floor (depthwise only; not a conv, so neither checked nor a candidate for the best form):
+  the input's strided window times one per-channel vector, channels-last, one fused loop
+  that reads the input and writes an output of the conv's shape. No form of the conv can do
+  less, so its time is the least a StableHLO depthwise conv costs on XLA:CPU (the call, the
+  loop, the memory traffic) without its multiply-adds.
 
 Every convc form is compiled with the cpu target's XLA options, so only the StableHLO
 differs. Each output is checked against ONNX Runtime's first (max |diff| / max |ORT| at
@@ -43,8 +48,9 @@ import numpy as np
 from . import bench, bench_models, bench_profile
 
 TOLERANCE = 1e-4
-FORMS = ("cpu", "tap_pads", "rewrite_nchw", "xla", "xla_nchw")
-KIND_FORMS = {"depthwise": FORMS, "pointwise": tuple(f for f in FORMS if f != "tap_pads")}
+FORMS = ("cpu", "tap_pads", "rewrite_nchw", "xla", "xla_nchw", "floor")
+KIND_FORMS = {"depthwise": FORMS, "pointwise": ("cpu", "rewrite_nchw", "xla", "xla_nchw")}
+NOT_A_CONV = ("floor",)  # timed beside the rest, neither checked nor a candidate for the best form
 REWRITE = {"depthwise": "cpu-depthwise-tap-sum", "pointwise": "cpu-conv-1x1-to-dot"}
 LAYOUT_PASS = "cpu-layout-nhwc"
 
@@ -173,6 +179,20 @@ def tap_pads_graph(case: DwCase, w: np.ndarray) -> Any:
     return b.build()
 
 
+def floor_graph(case: DwCase, w: np.ndarray) -> Any:
+    """Not the conv: the input's strided window (NHWC, the output's shape) times the first
+    tap's per-channel weights; the least work a depthwise conv's form can do."""
+    import convc
+
+    b = convc.Builder(case.name)
+    x = b.input("x", (case.batch, case.size, case.size, case.cin))
+    shape = (case.batch, case.out_size, case.out_size, case.cout)
+    window = b.slice(x, (0, 0, 0, 0), (case.batch, case.size, case.size, case.cin), (1, case.stride, case.stride, 1), name="window")
+    scale = b.broadcast_in_dim(b.constant("w", np.ascontiguousarray(w[:, 0, 0, 0])), shape=shape, broadcast_dimensions=(3,), name="scale")
+    b.output(b.multiply(window, scale, name="y"))
+    return b.build()
+
+
 def pipeline(nchw: bool) -> str | None:
     """The cpu target's pipeline (None: its default), without the layout pass for an NCHW
     form (which would make it channels-last)."""
@@ -188,8 +208,8 @@ def compile_form(case: DwCase, w: np.ndarray, form: str) -> tuple[Any, str]:
 
     nchw = form.endswith("_nchw")
     compiler = Compiler(target="cpu", pipeline=pipeline(nchw))
-    if form == "tap_pads":
-        graph = tap_pads_graph(case, w)
+    if form in ("tap_pads", "floor"):
+        graph = tap_pads_graph(case, w) if form == "tap_pads" else floor_graph(case, w)
         compiler.run_passes(graph)
         return compiler.executable(graph, "cpu"), "none (no conv)"
     lowering = {"cpu": None, "rewrite_nchw": REWRITE[case.kind], "xla": "xla", "xla_nchw": "xla"}[form]
@@ -211,7 +231,7 @@ class DwResult:
     iqr_ms: dict[str, float]
     rounds: int
     ratio_vs_ort: dict[str, float]  # each form's median over ONNX Runtime's
-    best_form: str
+    best_form: str  # the fastest form that computes the conv (not the floor)
     lowerings: dict[str, str]  # the lowering each form's conv got
     max_error_vs_ort: dict[str, float] = field(default_factory=dict)
 
@@ -236,16 +256,19 @@ def run_case(case: DwCase, budget_s: float, threads: int, seed: int = 0, wanted:
         nchw = form.endswith("_nchw")
         buffers = [jax.device_put(x if nchw else x_nhwc, executable.device)]
         out = np.asarray(executable.run_on_device(buffers)[0])
+        thunks[form] = _timed(executable, buffers)
+        if form in NOT_A_CONV:
+            continue
         errors[form] = bench_models.relative_error(out if nchw else out.transpose(0, 3, 1, 2), reference)
         if not errors[form] <= TOLERANCE:
             raise bench.BenchError(f"{case.name} (batch {case.batch}): form {form}'s output differs from ONNX Runtime's "
                                    f"(max relative error {errors[form]:.2e} > {TOLERANCE:.0e})")
-        thunks[form] = _timed(executable, buffers)
     samples = bench.Timer(budget_s).run(thunks)
     medians, best, iqr = bench.summarize(samples)
     ratios = {form: medians[form] / medians["ort"] for form in forms}
+    convs = [form for form in forms if form not in NOT_A_CONV]
     return DwResult(case.name, case.kind, case.batch, case.describe(), case.flops() / 1e9, medians, best, iqr,
-                    len(samples["ort"]), ratios, min(forms, key=lambda f: medians[f]), lowerings, errors)
+                    len(samples["ort"]), ratios, min(convs or forms, key=lambda f: medians[f]), lowerings, errors)
 
 
 def _timed(executable: Any, buffers: list[Any]) -> Callable[[], None]:
