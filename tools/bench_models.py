@@ -640,7 +640,7 @@ def run_models_suite(args: Any, info: dict[str, Any], target: str, budget: float
               else f" (torchvision not importable): {', '.join(FALLBACK_NETWORKS)}")
     log(f"networks: {source}{origin}"
         + f"; XLA and ONNX Runtime on {threads} intra-op threads"
-        + (f", PyTorch on {info.get('torch_threads')}" if use_torch else "") + (f"; {not_timed}" if not_timed else ""))
+        + (f", PyTorch on {info.get('torch_threads')}" if use_torch else "") + ("; PyTorch not timed" if saved_dir else ""))
     modules: dict[str, Any] = {}
     results = []
     for spec in specs:
@@ -671,9 +671,9 @@ def run_models_suite(args: Any, info: dict[str, Any], target: str, budget: float
 
 
 def _input_size(specs: Sequence[ModelSpec]) -> int | None:
-    """The saved networks' input height (their last dim), None where they differ or there are none."""
-    sizes = {spec.input_shape[-1] for spec in specs}
-    return sizes.pop() if len(sizes) == 1 else None
+    """The --size the saved networks were exported at: their largest input width (the 3-D
+    nets take half of it); None without networks."""
+    return max((spec.input_shape[-1] for spec in specs), default=None)
 
 
 def save_suite(args: Any, info: dict[str, Any], directory: Path, log: Callable[[str], None]) -> dict[str, Any]:
