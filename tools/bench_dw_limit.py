@@ -18,7 +18,8 @@ imported network. It runs, interleaved in one process (`bench.Timer`), as
   rewrite pads the input once and slices every tap from it; XLA:CPU then runs the pad as a
   fusion of its own (the padded input written out, then read by the sum). Here each tap's
   window is a `pad` of the unpadded input (negative where it crops) and a strided `slice`,
-  each with one consumer, so XLA fuses them all into one loop over the input;
+  each with one consumer, so XLA may fuse them into the sum's loop (it did at batch 8; at
+  batch 1 it kept some pads as fusions of their own);
 * rewrite_nchw: the same rewrite pinned (`lowering`), channels-first (NCHW/OIHW), without
   `cpu-layout-nhwc`: the tap sum or dot over the layout ONNX gives;
 * xla, xla_nchw: XLA's own conv pinned (`lowering: "xla"`; for depthwise the native
@@ -117,9 +118,10 @@ def cases(batches: Sequence[int], quick: bool = False) -> list[DwCase]:
 
 
 def weights(case: DwCase, seed: int = 0) -> np.ndarray:
-    """The kernel, OIHW (ONNX's layout), He-normal over fan-out as torchvision draws it."""
+    """The kernel, OIHW (ONNX's layout), He-normal over fan-out (output features x taps, as
+    PyTorch counts it for a grouped conv too) as torchvision draws it."""
     shape = (case.cout, case.cin // case.groups, case.kernel, case.kernel)
-    scale = math.sqrt(2.0 / (case.cout // case.groups * case.kernel**2))
+    scale = math.sqrt(2.0 / (case.cout * case.kernel**2))
     return (np.random.default_rng(seed + 1).standard_normal(shape) * scale).astype(np.float32)
 
 
