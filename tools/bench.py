@@ -566,7 +566,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                              "select among them")
     parser.add_argument("--forms", metavar="FORM,...",
                         help="--suite dw-limit: the convc forms to time beside ONNX Runtime (default: all; "
-                             "cpu, tap_pads, rewrite_nchw, xla, xla_nchw, floor)")
+                             "cpu, tap_pads, rewrite_nchw, xla, xla_nchw, floor; ort1: ONNX Runtime on one thread)")
     parser.add_argument("--json", help="write the results (and the machine) to this JSON file")
     parser.add_argument("--budget", type=float, help="seconds of timing per case (default 8, --quick 1)")
     parser.add_argument("--no-torch", action="store_true", help="skip PyTorch even when it is installed")

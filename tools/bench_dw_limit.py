@@ -28,7 +28,9 @@ imported network. It runs, interleaved in one process (`bench.Timer`), as
   the input's strided window times one per-channel vector, channels-last, one fused loop
   that reads the input and writes an output of the conv's shape. No form of the conv can do
   less, so its time is the least a StableHLO depthwise conv costs on XLA:CPU (the call, the
-  loop, the memory traffic) without its multiply-adds.
+  loop, the memory traffic) without its multiply-adds;
+* ort1 (a reference, not convc's): the same ONNX Runtime session with one intra-op thread,
+  to tell ONNX Runtime's kernel from its use of the second core.
 
 Every convc form is compiled with the cpu target's XLA options, so only the StableHLO
 differs. Each output is checked against ONNX Runtime's first (max |diff| / max |ORT| at
@@ -49,9 +51,10 @@ import numpy as np
 from . import bench, bench_models, bench_profile
 
 TOLERANCE = 1e-4
-FORMS = ("cpu", "tap_pads", "rewrite_nchw", "xla", "xla_nchw", "floor")
-KIND_FORMS = {"depthwise": FORMS, "pointwise": ("cpu", "rewrite_nchw", "xla", "xla_nchw")}
+FORMS = ("cpu", "tap_pads", "rewrite_nchw", "xla", "xla_nchw", "floor", "ort1")
+KIND_FORMS = {"depthwise": FORMS, "pointwise": ("cpu", "rewrite_nchw", "xla", "xla_nchw", "ort1")}
 NOT_A_CONV = ("floor",)  # timed beside the rest, neither checked nor a candidate for the best form
+REFERENCES = ("ort1",)  # ONNX Runtime's, timed beside the rest, not a candidate for the best form
 REWRITE = {"depthwise": "cpu-depthwise-tap-sum", "pointwise": "cpu-conv-1x1-to-dot"}
 LAYOUT_PASS = "cpu-layout-nhwc"
 
@@ -233,7 +236,7 @@ class DwResult:
     iqr_ms: dict[str, float]
     rounds: int
     ratio_vs_ort: dict[str, float]  # each form's median over ONNX Runtime's
-    best_form: str  # the fastest form that computes the conv (not the floor)
+    best_form: str  # the fastest convc form that computes the conv (not the floor)
     lowerings: dict[str, str]  # the lowering each form's conv got
     max_error_vs_ort: dict[str, float] = field(default_factory=dict)
 
@@ -254,6 +257,9 @@ def run_case(case: DwCase, budget_s: float, threads: int, seed: int = 0, wanted:
     if not forms:
         raise bench.BenchError(f"{case.name}: none of the forms {', '.join(wanted)} applies to a {case.kind} conv")
     for form in forms:
+        if form == "ort1":
+            thunks[form], lowerings[form] = _ort_thunk(bench_models.ort_session(onnx_conv(case, w), 1), x), "onnxruntime, 1 thread"
+            continue
         executable, lowerings[form] = compile_form(case, w, form)
         nchw = form.endswith("_nchw")
         buffers = [jax.device_put(x if nchw else x_nhwc, executable.device)]
@@ -268,9 +274,13 @@ def run_case(case: DwCase, budget_s: float, threads: int, seed: int = 0, wanted:
     samples = bench.Timer(budget_s).run(thunks)
     medians, best, iqr = bench.summarize(samples)
     ratios = {form: medians[form] / medians["ort"] for form in forms}
-    convs = [form for form in forms if form not in NOT_A_CONV]
+    convs = [form for form in forms if form not in NOT_A_CONV + REFERENCES]
     return DwResult(case.name, case.kind, case.batch, case.describe(), case.flops() / 1e9, medians, best, iqr,
                     len(samples["ort"]), ratios, min(convs or forms, key=lambda f: medians[f]), lowerings, errors)
+
+
+def _ort_thunk(session: Any, x: np.ndarray) -> Callable[[], Any]:
+    return lambda: session.run(None, {"x": x})
 
 
 def _timed(executable: Any, buffers: list[Any]) -> Callable[[], None]:

@@ -14,8 +14,8 @@ def test_quick_dw_limit_checks_every_form_against_onnxruntime(tmp_path: Path, ca
     """--quick at batch 1 on a stride-2 3x3 depthwise conv and a 1x1 expand conv: each convc form of its kind agrees
     with ONNX Runtime within the tolerance, got the lowering it names (the cpu pipeline's tap sum and dot, the tap sum
     without a padded copy (no conv left), the pinned rewrite over NCHW, XLA's own conv), and its ratio is its median
-    over ONNX Runtime's; the depthwise floor (not a conv) is timed but neither checked nor the best form; the table has
-    both means."""
+    over ONNX Runtime's; the depthwise floor (not a conv) and ONNX Runtime on one thread are timed but neither checked
+    nor the best form; the table has both means."""
     pytest.importorskip("onnxruntime")
     out = tmp_path / "dw.json"
     assert bench.main(["--suite", "dw-limit", "--quick", "--platform", "cpu", "--batch", "1", "--cases", "dw3_s2_56,expand_14",
@@ -25,11 +25,13 @@ def test_quick_dw_limit_checks_every_form_against_onnxruntime(tmp_path: Path, ca
     assert (depthwise["name"], depthwise["shape"]) == ("dw3_s2_56x144", "depthwise 3x3 s2 1x14x14x36->36")
     assert (pointwise["name"], pointwise["shape"]) == ("expand_14x96to576", "pointwise 1x1 1x8x8x24->144")
     assert depthwise["lowerings"] == {"cpu": "cpu-depthwise-tap-sum", "tap_pads": "none (no conv)",
-                                      "rewrite_nchw": "cpu-depthwise-tap-sum", "xla": "xla", "xla_nchw": "xla", "floor": "none (no conv)"}
-    assert pointwise["lowerings"] == {"cpu": "cpu-conv-1x1-to-dot", "rewrite_nchw": "cpu-conv-1x1-to-dot", "xla": "xla", "xla_nchw": "xla"}
+                                      "rewrite_nchw": "cpu-depthwise-tap-sum", "xla": "xla", "xla_nchw": "xla", "floor": "none (no conv)",
+                                      "ort1": "onnxruntime, 1 thread"}
+    assert pointwise["lowerings"] == {"cpu": "cpu-conv-1x1-to-dot", "rewrite_nchw": "cpu-conv-1x1-to-dot", "xla": "xla", "xla_nchw": "xla",
+                                      "ort1": "onnxruntime, 1 thread"}
     for case in (depthwise, pointwise):
         forms = bench_dw_limit.KIND_FORMS[case["kind"]]
-        convs = [f for f in forms if f != "floor"]  # the floor is not the conv: timed, not checked, never the best
+        convs = [f for f in forms if f not in ("floor", "ort1")]  # not the conv, or not convc's: timed, not checked, never the best
         assert set(case["max_error_vs_ort"]) == set(convs) and set(case["ms"]) == {"ort", *forms}
         assert all(e <= bench_dw_limit.TOLERANCE for e in case["max_error_vs_ort"].values())
         assert all(case["ratio_vs_ort"][f] == case["ms"][f] / case["ms"]["ort"] for f in forms)
@@ -61,7 +63,7 @@ def test_forms_times_only_the_named_forms_and_skips_the_convs_none_applies_to(tm
 
 
 @pytest.mark.parametrize(("argv", "message"), [
-    (["--suite", "dw-limit", "--forms", "tapsum"], "--forms: unknown form(s) tapsum; the forms are cpu, tap_pads, rewrite_nchw, xla, xla_nchw, floor"),
+    (["--suite", "dw-limit", "--forms", "tapsum"], "--forms: unknown form(s) tapsum; the forms are cpu, tap_pads, rewrite_nchw, xla, xla_nchw, floor, ort1"),
     (["--suite", "conv", "--forms", "cpu"], "--forms chooses the convc forms of --suite dw-limit"),
 ])
 def test_forms_misused_is_one_line_exit_1(capsys: pytest.CaptureFixture[str], argv: list[str], message: str) -> None:
