@@ -338,7 +338,9 @@ def run_dw_limit_suite(args: Any, info: dict[str, Any], target: str, budget: flo
     forms = wanted_forms(getattr(args, "forms", None))
     threads = os.cpu_count() or 1
     info["onnxruntime"], info["threads"] = onnxruntime.__version__, threads
-    log(f"XLA and ONNX Runtime on {threads} intra-op threads; load {info['load_average'][0]:.2f}")
+    peak = None if args.no_peak else bench.sgemm_peak_gflops(512 if args.quick else 2048, pjrt_platform="cpu")
+    log(f"XLA and ONNX Runtime on {threads} intra-op threads; load {info['load_average'][0]:.2f}"
+        + (f"; sgemm peak {peak:.0f} GFLOP/s (XLA, the machine's speed this run)" if peak else ""))
     results = []
     for case in bench.selected_cases(args):
         if not set(KIND_FORMS[case.kind]) & set(forms):
@@ -351,7 +353,7 @@ def run_dw_limit_suite(args: Any, info: dict[str, Any], target: str, budget: flo
     info["load_average_after"] = list(os.getloadavg())
     return {
         "machine": info, "suite": "dw-limit", "platform": "cpu", "target": "cpu", "quick": args.quick, "budget_s": budget,
-        "batches": list(args.batch), "tolerance": TOLERANCE, "forms": list(forms),
+        "batches": list(args.batch), "tolerance": TOLERANCE, "forms": list(forms), "sgemm_peak_gflops": peak,
         "cases": [vars(r) for r in results],
-        "table": format_table(results) if results else "",
+        "table": (format_table(results) + (f"\nsgemm peak this run: {peak:.0f} GFLOP/s" if peak else "")) if results else "",
     }

@@ -15,7 +15,7 @@ def test_quick_dw_limit_checks_every_form_against_onnxruntime(tmp_path: Path, ca
     with ONNX Runtime within the tolerance, got the lowering it names (the cpu pipeline's tap sum and dot, the tap sum
     without a padded copy (no conv left), the pinned rewrite over NCHW, XLA's own conv), and its ratio is its median
     over ONNX Runtime's; the depthwise floor (not a conv) and ONNX Runtime on one thread are timed but neither checked
-    nor the best form; the table has both means."""
+    nor the best form; the table has both means and the report the run's sgemm rate."""
     pytest.importorskip("onnxruntime")
     out = tmp_path / "dw.json"
     assert bench.main(["--suite", "dw-limit", "--quick", "--platform", "cpu", "--batch", "1", "--cases", "dw3_s2_56,expand_14",
@@ -36,6 +36,7 @@ def test_quick_dw_limit_checks_every_form_against_onnxruntime(tmp_path: Path, ca
         assert all(e <= bench_dw_limit.TOLERANCE for e in case["max_error_vs_ort"].values())
         assert all(case["ratio_vs_ort"][f] == case["ms"][f] / case["ms"]["ort"] for f in forms)
         assert case["best_form"] == min(convs, key=lambda f: case["ms"][f])
+    assert report["sgemm_peak_gflops"] > 0  # the machine's speed, stated beside the figures
     printed = capsys.readouterr().out
     assert "geometric mean, depthwise batch 1: cpu/ORT " in printed and "geometric mean, pointwise batch 1: cpu/ORT " in printed
 
@@ -53,7 +54,7 @@ def test_forms_times_only_the_named_forms_and_skips_the_convs_none_applies_to(tm
     pytest.importorskip("onnxruntime")
     out = tmp_path / "dw.json"
     assert bench.main(["--suite", "dw-limit", "--quick", "--platform", "cpu", "--batch", "1", "--cases", "dw3_s1_7,expand_7",
-                       "--forms", "tap_pads", "--budget", "0.02", "--json", str(out)]) == 0
+                       "--forms", "tap_pads", "--budget", "0.02", "--no-peak", "--json", str(out)]) == 0
     report = json.loads(out.read_text())
     [case] = report["cases"]
     assert (case["name"], set(case["ms"]), case["best_form"], report["forms"]) == ("dw3_s1_7x960", {"ort", "tap_pads"}, "tap_pads", ["tap_pads"])
