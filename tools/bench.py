@@ -11,6 +11,9 @@ same computation as JAX writes it (`jax.jit` of jax.lax / jax.vjp) and PyTorch e
     python -m convc.tools.bench --suite train-models          # their training steps vs PyTorch autograd (tools/bench_train_models.py)
     python -m convc.tools.bench --suite models --profile      # + where each network's time goes (tools/bench_profile.py)
     python -m convc.tools.bench --suite models --int8         # quantized: vs ONNX Runtime int8 (tools/bench_models_int8.py)
+    python -m convc.tools.bench --suite dw-limit              # MobileNet v2's convs alone vs ONNX Runtime's Conv (tools/bench_dw_limit.py)
+    python -m convc.tools.bench --suite models --save-onnx DIR  # export only: the networks' ONNX files, for...
+    python -m convc.tools.bench --suite models --onnx-dir DIR   # ...a run without PyTorch (convc vs ONNX Runtime)
 
 Everything runs on one PJRT platform (`--platform`, default the one PJRT picks): on `gpu`,
 PyTorch runs on CUDA with cudnn.benchmark, every timed call ends with the device
@@ -45,7 +48,7 @@ import numpy as np
 SPATIAL_LETTERS = {1: "W", 2: "HW", 3: "DHW"}
 IMPLEMENTATIONS = ("convc", "jax", "torch")
 PLATFORMS = ("cpu", "gpu")
-SUITES = ("conv", "train", "models", "train-models")
+SUITES = ("conv", "train", "models", "train-models", "dw-limit")
 TOLERANCE = 1e-4  # max |convc - jax| / (1 + max |jax|), f32
 # On the GPU, f32 convs run in TF32 (operands rounded to 2^-11 relative) and XLA autotunes
 # the cuDNN algorithm per compile, so two compiles of one conv may round differently.
@@ -530,7 +533,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="conv: single convs and their gradients (default); train: forward + backward of five blocks "
                              "(convc.grad against jax.vjp and PyTorch autograd); models: whole networks imported from ONNX "
                              "against ONNX Runtime and PyTorch eager (cpu only); train-models: training steps of imported "
-                             "ResNet-18, MobileNet v2 and a DCGAN generator (convc.grad of the weights) against PyTorch autograd (cpu only)")
+                             "ResNet-18, MobileNet v2 and a DCGAN generator (convc.grad of the weights) against PyTorch autograd (cpu only); "
+                             "dw-limit: the depthwise and 1x1 convs of MobileNet v2 one at a time, ONNX Runtime's Conv against "
+                             "convc's cpu lowering and other StableHLO forms (cpu only)")
     parser.add_argument("--cases", help="comma-separated substrings of case names to run (default: all)")
     parser.add_argument("--platform", choices=PLATFORMS,
                         help="the PJRT platform convc and JAX run on, and PyTorch's device (gpu: CUDA); default: the one PJRT picks")
@@ -540,7 +545,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--autotune", action="store_true",
                         help="target cpu: convc chooses each conv's lowering by measurement (convc --autotune, default cache)")
     parser.add_argument("--batch", type=_batch_list, default=(1, 8), metavar="N,...",
-                        help="--suite models, train-models: the batch sizes each network runs at (default 1,8)")
+                        help="--suite models, train-models, dw-limit: the batch sizes each network (conv) runs at (default 1,8)")
     parser.add_argument("--size", type=_positive_int, metavar="PIXELS",
                         help="--suite models, train-models: the input's height and width (default 224, --quick 64)")
     parser.add_argument("--without-pass", metavar="PASS",
@@ -552,6 +557,16 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--int8", action="store_true",
                         help="--suite models: each network quantized by onnxruntime's quantize_static (QDQ, per-channel); "
                              "convc int8 against ONNX Runtime int8 and convc f32")
+    parser.add_argument("--save-onnx", metavar="DIR",
+                        help="--suite models: export the selected networks to DIR (an ONNX file each and manifest.json) "
+                             "and time nothing, for --onnx-dir where PyTorch does not install")
+    parser.add_argument("--onnx-dir", metavar="DIR",
+                        help="--suite models: read the networks --save-onnx wrote to DIR instead of exporting them "
+                             "(no PyTorch needed; convc against ONNX Runtime, PyTorch not timed); --cases and --batch "
+                             "select among them")
+    parser.add_argument("--forms", metavar="FORM,...",
+                        help="--suite dw-limit: the convc forms to time beside ONNX Runtime (default: all; "
+                             "cpu, tap_pads, rewrite_nchw, xla, xla_nchw, floor; ort1: ONNX Runtime on one thread)")
     parser.add_argument("--json", help="write the results (and the machine) to this JSON file")
     parser.add_argument("--budget", type=float, help="seconds of timing per case (default 8, --quick 1)")
     parser.add_argument("--no-torch", action="store_true", help="skip PyTorch even when it is installed")
@@ -595,6 +610,10 @@ def selected_cases(args: argparse.Namespace) -> list[Any]:
     """The suite's cases (ConvSpec; bench_train.TrainSpec for --suite train, bench_models.ModelSpec
     for models, bench_train_models.TrainModelSpec for train-models) that --cases names, shrunk
     by --quick, their batches scaled by --batch-scale."""
+    if getattr(args, "suite", "conv") == "dw-limit":
+        from convc.tools import bench_dw_limit
+
+        return _wanted(bench_dw_limit.cases(args.batch, args.quick), args)
     if getattr(args, "suite", "conv") == "train-models":
         from convc.tools import bench_train_models
 
@@ -602,6 +621,8 @@ def selected_cases(args: argparse.Namespace) -> list[Any]:
     if getattr(args, "suite", "conv") == "models":
         from convc.tools import bench_models
 
+        if getattr(args, "onnx_dir", None):
+            return _wanted([s for s in bench_models.saved_specs(Path(args.onnx_dir)) if s.batch in args.batch], args)
         return _wanted(bench_models.model_specs(args.size or (bench_models.QUICK_SIZE if args.quick else bench_models.FULL_SIZE),
                                                 args.batch), args)
     if getattr(args, "suite", "conv") == "train":
@@ -631,6 +652,9 @@ def run_suite(args: argparse.Namespace, log: Callable[[str], None] = print) -> d
         raise BenchError("--profile profiles whole networks: --suite models or train-models")
     if args.int8 and (args.suite != "models" or args.without_pass or args.profile):
         raise BenchError("--int8 quantizes the networks of --suite models (without --without-pass or --profile)")
+    _check_onnx_files_flags(args)
+    if getattr(args, "forms", None) and args.suite != "dw-limit":
+        raise BenchError("--forms chooses the convc forms of --suite dw-limit")
     budget = args.budget if args.budget is not None else (1.0 if args.quick else 8.0)
     use_torch = not args.no_torch and _configure_torch(args.platform, args.torch_threads)
     if not args.no_malloc_tuning:
@@ -641,6 +665,10 @@ def run_suite(args: argparse.Namespace, log: Callable[[str], None] = print) -> d
 
         models_runner = bench_models_int8.run_int8_suite if args.int8 else bench_models.run_models_suite
         return models_runner(args, info, target, budget, use_torch, log)
+    if args.suite == "dw-limit":
+        from convc.tools import bench_dw_limit
+
+        return bench_dw_limit.run_dw_limit_suite(args, info, target, budget, log)
     if args.suite == "train-models":
         from convc.tools import bench_train_models
 
@@ -672,6 +700,21 @@ def run_suite(args: argparse.Namespace, log: Callable[[str], None] = print) -> d
         "geomean_convc_over_torch": geomean([r.ratio_vs_torch for r in results if r.ratio_vs_torch is not None]),
         "table": format_table(results) if results else "",
     }
+
+
+def _check_onnx_files_flags(args: argparse.Namespace) -> None:
+    """--save-onnx and --onnx-dir: --suite models only, one of them, not with --int8 (which
+    quantizes its own exports); with --onnx-dir the files fix the input size."""
+    save, read = getattr(args, "save_onnx", None), getattr(args, "onnx_dir", None)
+    if not (save or read):
+        return
+    flag = "--save-onnx" if save else "--onnx-dir"
+    if args.suite != "models" or args.int8:
+        raise BenchError(f"{flag} writes or reads the networks of --suite models (without --int8)")
+    if save and read:
+        raise BenchError("--save-onnx writes the files --onnx-dir reads: give one of them")
+    if read and args.size:
+        raise BenchError(f"--onnx-dir {read}: the saved files fix the input size; --size {args.size} does not apply")
 
 
 def keep_freed_memory() -> None:

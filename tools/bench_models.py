@@ -7,6 +7,13 @@ one process:
 * ONNX Runtime: the same ONNX bytes on its CPU provider;
 * PyTorch eager: the source module (NCHW, `no_grad`).
 
+With `--save-onnx DIR` the suite only exports: each network's ONNX file and a manifest
+(MANIFEST: the network, batch, input shape and the seed its input is drawn with) go to DIR,
+and nothing is timed. With `--onnx-dir DIR` it reads those files instead of exporting, so it
+runs where PyTorch does not install (jaxlib's newest release wants a newer Python than
+PyTorch's wheels here): convc against ONNX Runtime only, the PyTorch column empty and the
+report saying why.
+
 With `--without-pass PASS`, convc runs a fourth way: compiled with the target's default
 pipeline minus PASS ("convc_without"), checked and timed with the rest, so a pass's before
 and after are compared in one process.
@@ -27,6 +34,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import io
+import json
 import math
 import os
 import time
@@ -49,6 +57,9 @@ FALLBACK_NETWORKS = ("resnet18_style", "mobilenet_v2_style", "efficientnet_style
 TORCHVISION_NETWORKS = ("resnet18", "resnet50", "mobilenet_v2", "efficientnet_b0", "densenet121", "lraspp_mobilenet_v3_large",
                         "r3d_18")
 SEGMENTATION_NETWORKS = ("lraspp_mobilenet_v3_large", "segmentation_style")  # their output: the 'out' tensor of a dict
+MANIFEST = "manifest.json"  # --save-onnx / --onnx-dir: what the directory holds
+MANIFEST_FORMAT = "convc-bench-models-onnx/1"
+OPSET = 17
 
 
 @dataclass(frozen=True)
@@ -59,6 +70,7 @@ class ModelSpec:
     source: str  # "torchvision" or "fallback"
     batch: int
     input_shape: tuple[int, ...]
+    onnx_file: str | None = None  # --onnx-dir: the saved export to read (None: export from PyTorch)
 
     def describe(self) -> str:
         return "x".join(str(d) for d in self.input_shape)
@@ -367,8 +379,58 @@ def export_onnx(module: Any, x: Any) -> bytes:
     buffer = io.BytesIO()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        torch.onnx.export(module, (x,), buffer, dynamo=False, opset_version=17, input_names=["x"], output_names=["y"])  # type: ignore[arg-type]  # a file-like object is documented
+        torch.onnx.export(module, (x,), buffer, dynamo=False, opset_version=OPSET, input_names=["x"], output_names=["y"])  # type: ignore[arg-type]  # a file-like object is documented
     return buffer.getvalue()
+
+
+def network_input(spec: ModelSpec, seed: int = 0) -> np.ndarray:
+    """The input every implementation runs on: standard normal f32 from numpy's default
+    generator seeded with `seed` (the same array wherever the suite runs, so a saved export
+    needs only its shape and the seed)."""
+    return np.random.default_rng(seed).standard_normal(spec.input_shape).astype(np.float32)
+
+
+# --- exported once, run anywhere (--save-onnx, --onnx-dir) ---------------------------------
+
+
+def onnx_file_name(spec: ModelSpec) -> str:
+    return f"{spec.name}_{spec.describe()}.onnx"
+
+
+def save_onnx_files(specs: Sequence[ModelSpec], directory: Path, log: Callable[[str], None], seed: int = 0) -> dict[str, Any]:
+    """Export every spec's network to `directory` (one ONNX file per network and batch) and
+    write the manifest that `saved_specs` reads back; returns the manifest."""
+    import torch
+
+    directory.mkdir(parents=True, exist_ok=True)
+    modules: dict[str, Any] = {}
+    entries = []
+    for spec in specs:
+        module = modules.setdefault(spec.name, build_module(spec.name))
+        model = export_onnx(module, torch.from_numpy(network_input(spec, seed)))
+        (directory / onnx_file_name(spec)).write_bytes(model)
+        entries.append({"name": spec.name, "source": spec.source, "batch": spec.batch, "input_shape": list(spec.input_shape),
+                        "file": onnx_file_name(spec), "onnx_nodes": _node_count(model), "bytes": len(model)})
+        log(f"  {spec.name} batch {spec.batch}: {directory / onnx_file_name(spec)} ({len(model) / 1e6:.1f} MB)")
+    manifest = {"format": MANIFEST_FORMAT, "exporter": f"torch.onnx.export(dynamo=False, opset_version={OPSET})",
+                "torch": torch.__version__, "input": "x", "output": "y", "seed": seed,
+                "input_data": "numpy.random.default_rng(seed).standard_normal(input_shape).astype(float32)", "networks": entries}
+    (directory / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+    return manifest
+
+
+def saved_specs(directory: Path) -> list[ModelSpec]:
+    """The networks `save_onnx_files` wrote to `directory`, each naming its file (BenchError
+    where the directory holds no readable manifest of this format)."""
+    path = directory / MANIFEST
+    try:
+        manifest = json.loads(path.read_text())
+    except (OSError, ValueError) as err:
+        raise bench.BenchError(f"--onnx-dir {directory}: cannot read {MANIFEST} ({err}); write the files with --save-onnx DIR") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != MANIFEST_FORMAT:
+        raise bench.BenchError(f"--onnx-dir {directory}: {MANIFEST} is not a '{MANIFEST_FORMAT}' manifest (written by --save-onnx)")
+    return [ModelSpec(e["name"], e["source"], e["batch"], tuple(e["input_shape"]), str(directory / e["file"]))
+            for e in manifest["networks"]]
 
 
 # --- one network ---------------------------------------------------------------------------
@@ -421,13 +483,20 @@ def run_model(spec: ModelSpec, target: str, budget_s: float, use_torch: bool, th
     minus one pass) compiled too, checked and timed as "convc_without". `profile`: after the
     timing, convc's lowerings, HLO census and op times (bench_profile)."""
     import jax
-    import torch
     from convc import load_onnx
     from convc.compile import Compiler
 
-    module = ((modules or {}).get(spec.name) or build_module(spec.name)).cpu()  # exported on the CPU; a GPU run moved it
-    x = np.random.default_rng(seed).standard_normal(spec.input_shape).astype(np.float32)
-    model = export_onnx(module, torch.from_numpy(x))
+    x = network_input(spec, seed)
+    module = None
+    if spec.onnx_file is not None:  # --onnx-dir: the saved export, no PyTorch
+        if use_torch:
+            raise bench.BenchError(f"{spec.name}: read from {spec.onnx_file}, there is no PyTorch module to time")
+        model = Path(spec.onnx_file).read_bytes()
+    else:
+        import torch
+
+        module = ((modules or {}).get(spec.name) or build_module(spec.name)).cpu()  # exported on the CPU; a GPU run moved it
+        model = export_onnx(module, torch.from_numpy(x))
     start = time.perf_counter()
     graph = load_onnx(model, file=f"{spec.name}.onnx")
     imported = time.perf_counter()
@@ -440,8 +509,6 @@ def run_model(spec: ModelSpec, target: str, budget_s: float, use_torch: bool, th
     executable = compiler.executable(graph, platform)
     compiled = time.perf_counter()
     buffers = [jax.device_put(x, executable.device)]
-    torch_device = "cuda" if platform == "gpu" else "cpu"
-    torch_module, x_torch = module.to(torch_device), torch.from_numpy(x).to(torch_device)
     reference = ort_session(model, threads).run(None, {"x": x})[0]
     provider = ort_gpu_provider() if platform == "gpu" else "CPUExecutionProvider"
     session = ort_session(model, threads, provider) if provider else None
@@ -458,16 +525,10 @@ def run_model(spec: ModelSpec, target: str, budget_s: float, use_torch: bool, th
         assert session is not None
         return session.run(None, {"x": x})
 
-    def torch_run() -> Any:
-        with torch.no_grad():
-            y = torch_module(x_torch)
-        if platform == "gpu":
-            torch.cuda.synchronize()
-        return y
-
+    torch_run = _torch_thunk(module, x, platform) if use_torch else None
     tolerance = bench.tolerance(platform)
     error = relative_error(np.asarray(convc_run()[0]), reference)
-    torch_error = relative_error(torch_run().cpu().numpy(), reference) if use_torch else None
+    torch_error = relative_error(torch_run().cpu().numpy(), reference) if torch_run is not None else None
     baseline_error = relative_error(np.asarray(baseline.run_on_device(buffers)[0]), reference) if baseline is not None else None
     for who, value in (("convc", error), ("PyTorch", torch_error), ("convc without the pass", baseline_error)):
         if value is not None and not value <= tolerance:
@@ -476,7 +537,7 @@ def run_model(spec: ModelSpec, target: str, budget_s: float, use_torch: bool, th
     thunks: dict[str, Callable[[], Any]] = {"convc": lambda: bench.block_until_ready(convc_run())}
     if session is not None:
         thunks["ort"] = ort_run
-    if use_torch:
+    if torch_run is not None:
         thunks["torch"] = torch_run
     if baseline is not None:
         thunks["convc_without"] = lambda: bench.block_until_ready(baseline.run_on_device(buffers))
@@ -490,6 +551,22 @@ def run_model(spec: ModelSpec, target: str, budget_s: float, use_torch: bool, th
         imported - start, compiled - imported, _node_count(model),
         ["convc", *(["torch"] if use_torch else []), *(["convc_without"] if baseline is not None else [])],
         medians["convc"] / medians["convc_without"] if "convc_without" in medians else None, report)
+
+
+def _torch_thunk(module: Any, x: np.ndarray, platform: str) -> Callable[[], Any]:
+    """PyTorch eager running `module` on `x` (on CUDA for platform gpu, synchronised)."""
+    import torch
+
+    device = "cuda" if platform == "gpu" else "cpu"
+    torch_module, x_torch = module.to(device), torch.from_numpy(x).to(device)
+
+    def run() -> Any:
+        with torch.no_grad():
+            y = torch_module(x_torch)
+        if platform == "gpu":
+            torch.cuda.synchronize()
+        return y
+    return run
 
 
 def _node_count(model: bytes) -> int:
@@ -531,33 +608,44 @@ def run_models_suite(args: Any, info: dict[str, Any], target: str, budget: float
                      log: Callable[[str], None]) -> dict[str, Any]:
     """The models suite's report (the same top-level keys as the other suites where they apply).
     On `--platform gpu` ONNX Runtime is timed only with its CUDA provider, so PyTorch (cuDNN)
-    must be there to compare with."""
-    if args.no_torch:  # before the imports: the flag contradicts the suite wherever it runs
+    must be there to compare with. `--save-onnx` only exports (save_suite); `--onnx-dir` reads
+    those exports, and PyTorch is then not timed."""
+    saved_dir, save_dir = getattr(args, "onnx_dir", None), getattr(args, "save_onnx", None)
+    if args.no_torch and not saved_dir:  # before the imports: the flag contradicts the suite wherever it runs
         raise bench.BenchError("--suite models exports its networks from PyTorch; --no-torch leaves nothing to export")
     try:
         import onnx  # noqa: F401
         import onnxruntime
-        import torch  # noqa: F401
+        if not saved_dir:
+            import torch  # noqa: F401
     except ImportError as err:
-        raise bench.BenchError(f"--suite models needs onnx, onnxruntime and torch (pip install 'convc[onnx,bench]'): {err}") from None
+        needs = "onnx and onnxruntime" if saved_dir else "onnx, onnxruntime and torch"
+        raise bench.BenchError(f"--suite models needs {needs} (pip install 'convc[onnx,bench]'): {err}") from None
+    if save_dir:
+        return save_suite(args, info, Path(save_dir), log)
+    use_torch = use_torch and not saved_dir
     platform = args.platform
     gpu_ort = ort_gpu_provider() if platform == "gpu" else None
     if platform == "gpu" and not (gpu_ort or use_torch):
         raise bench.BenchError("--suite models --platform gpu: this ONNX Runtime has no CUDA provider and PyTorch is off; nothing to compare with")
     threads = os.cpu_count() or 1
     without = pipeline_without(target, args.without_pass) if getattr(args, "without_pass", None) else None
-    size = args.size or (QUICK_SIZE if args.quick else FULL_SIZE)
     specs = bench.selected_cases(args)
+    size = _input_size(specs) if saved_dir else args.size or (QUICK_SIZE if args.quick else FULL_SIZE)
     source = specs[0].source if specs else ("torchvision" if has_torchvision() else "fallback")
     info["onnxruntime"], info["threads"], info["onnxruntime_provider"] = (
         onnxruntime.__version__, threads, gpu_ort or ("CPUExecutionProvider" if platform == "cpu" else None))
-    log(f"networks: {source}" + ("" if source == "torchvision" else f" (torchvision not importable): {', '.join(FALLBACK_NETWORKS)}")
+    not_timed = f"PyTorch not timed: the networks are the ONNX files in {saved_dir} (--onnx-dir)" if saved_dir else None
+    origin = (f" from the ONNX files in {saved_dir}" if saved_dir else "" if source == "torchvision"
+              else f" (torchvision not importable): {', '.join(FALLBACK_NETWORKS)}")
+    log(f"networks: {source}{origin}"
         + f"; XLA and ONNX Runtime on {threads} intra-op threads"
-        + (f", PyTorch on {info.get('torch_threads')}" if use_torch else ""))
+        + (f", PyTorch on {info.get('torch_threads')}" if use_torch else "") + ("; PyTorch not timed" if saved_dir else ""))
     modules: dict[str, Any] = {}
     results = []
     for spec in specs:
-        modules.setdefault(spec.name, build_module(spec.name))
+        if spec.onnx_file is None:
+            modules.setdefault(spec.name, build_module(spec.name))
         result = run_model(spec, target, budget, use_torch, threads, modules=modules, platform=platform, without=without,
                            profile=getattr(args, "profile", False))
         log(f"  {spec.name} batch {spec.batch}: convc {result.ms['convc']:.2f} ms"
@@ -568,13 +656,32 @@ def run_models_suite(args: Any, info: dict[str, Any], target: str, budget: float
             log(bench_profile.format_profile(f"{spec.name} batch {spec.batch}", result.profile))
         results.append(result)
     info["load_average_after"] = list(os.getloadavg())
+    table = format_table(results) + (f"\n{not_timed}" if not_timed else "") if results else ""
     return {
         "machine": info, "suite": "models", "platform": platform, "target": target, "networks_from": source,
         "quick": args.quick, "budget_s": budget, "input_size": size, "batches": list(args.batch), "tolerance": TOLERANCE,
+        "onnx_dir": saved_dir, "torch_not_timed": not_timed,
         "cases": [vars(r) for r in results],
         "geomean_convc_over_ort": bench.geomean([r.ratio_vs_ort for r in results if r.ratio_vs_ort is not None]),
         "geomean_convc_over_torch": bench.geomean([r.ratio_vs_torch for r in results if r.ratio_vs_torch is not None]),
         "without_pass": getattr(args, "without_pass", None),
         "geomean_convc_over_without": bench.geomean([r.ratio_vs_without for r in results if r.ratio_vs_without is not None]),
-        "table": format_table(results) if results else "",
+        "table": table,
     }
+
+
+def _input_size(specs: Sequence[ModelSpec]) -> int | None:
+    """The --size the saved networks were exported at: their largest input width (the 3-D
+    nets take half of it); None without networks."""
+    return max((spec.input_shape[-1] for spec in specs), default=None)
+
+
+def save_suite(args: Any, info: dict[str, Any], directory: Path, log: Callable[[str], None]) -> dict[str, Any]:
+    """--save-onnx: the selected networks exported to `directory`, nothing timed; the report
+    lists the files (its table) and carries the manifest."""
+    specs = bench.selected_cases(args)
+    log(f"exporting {len(specs)} network(s) to {directory} (nothing is timed with --save-onnx)")
+    manifest = save_onnx_files(specs, directory, log)
+    lines = [f"{e['name']:<26} batch {e['batch']:<3} {e['file']}" for e in manifest["networks"]]
+    lines.append(f"{len(specs)} ONNX file(s) and {MANIFEST} in {directory}; run them with --onnx-dir {directory}")
+    return {"machine": info, "suite": "models", "saved_to": str(directory), "manifest": manifest, "cases": manifest["networks"], "table": "\n".join(lines)}

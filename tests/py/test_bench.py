@@ -377,3 +377,49 @@ def test_train_models_suite_without_torch_is_one_line_exit_1(capsys: pytest.Capt
     autograd, so the run refuses in one line, exit 1."""
     assert bench.main(["--suite", "train-models", "--no-torch", "--quick", "--platform", "cpu"]) == 1
     assert capsys.readouterr().err.startswith("bench: error: --suite train-models exports its networks from PyTorch")
+
+
+def test_models_suite_runs_saved_onnx_files_without_torch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """--save-onnx writes segmentation_style's export (32x32, batch 1) and a manifest, timing nothing; --onnx-dir
+    then runs that file with torch and torchvision unimportable: convc is checked against ONNX Runtime and timed
+    beside it, and the table has no PyTorch figure and says why."""
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("torch")
+    from convc.tools import bench_models
+
+    monkeypatch.setattr(bench_models, "has_torchvision", lambda: False)
+    saved = tmp_path / "onnx"
+    assert bench.main(["--suite", "models", "--platform", "cpu", "--batch", "1", "--size", "32", "--cases", "segmentation_style",
+                       "--save-onnx", str(saved)]) == 0
+    manifest = json.loads((saved / bench_models.MANIFEST).read_text())
+    [entry] = manifest["networks"]
+    assert (entry["name"], entry["batch"], entry["input_shape"]) == ("segmentation_style", 1, [1, 3, 32, 32])
+    assert (saved / entry["file"]).stat().st_size == entry["bytes"] > 0
+    assert "run them with --onnx-dir" in capsys.readouterr().out
+    monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` raises ImportError from here on
+    monkeypatch.setitem(sys.modules, "torchvision", None)
+    out = tmp_path / "models.json"
+    assert bench.main(["--suite", "models", "--platform", "cpu", "--target", "cpu", "--batch", "1", "--budget", "0.05",
+                       "--onnx-dir", str(saved), "--json", str(out)]) == 0
+    report = json.loads(out.read_text())
+    [case] = report["cases"]
+    assert (case["name"], case["shape"], report["input_size"], report["onnx_dir"]) == ("segmentation_style", "1x3x32x32", 32, str(saved))
+    assert case["checked"] == ["convc"] and case["max_error_vs_ort"] <= bench_models.TOLERANCE
+    assert set(case["ms"]) == {"convc", "ort"} and case["ratio_vs_torch"] is None and report["machine"]["torch"] is None
+    assert report["table"].endswith(f"PyTorch not timed: the networks are the ONNX files in {saved} (--onnx-dir)")
+
+
+@pytest.mark.parametrize(("flags", "message"), [
+    (["--onnx-dir", "{tmp}"], "--onnx-dir {tmp}: cannot read manifest.json"),
+    (["--onnx-dir", "{tmp}", "--size", "32"], "--onnx-dir {tmp}: the saved files fix the input size; --size 32 does not apply"),
+    (["--onnx-dir", "{tmp}", "--save-onnx", "{tmp}"], "--save-onnx writes the files --onnx-dir reads: give one of them"),
+    (["--save-onnx", "{tmp}", "--int8"], "--save-onnx writes or reads the networks of --suite models (without --int8)"),
+])
+def test_onnx_files_flags_misused_are_one_line_exit_1(tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: list[str],
+                                                        message: str) -> None:
+    """--onnx-dir on a directory without a manifest, with --size, beside --save-onnx, or --save-onnx with --int8:
+    one line, exit 1, nothing run."""
+    argv = ["--suite", "models", "--platform", "cpu", *(f.replace("{tmp}", str(tmp_path)) for f in flags)]
+    assert bench.main(argv) == 1
+    assert capsys.readouterr().err.startswith("bench: error: " + message.replace("{tmp}", str(tmp_path)))
