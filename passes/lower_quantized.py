@@ -250,7 +250,7 @@ class _Lowering:
         runs a grouped integer conv as a dense one over a block-diagonal kernel it builds on
         every call, and an integer conv YNNPACK does not take in its generic loop, so such a
         conv whose sums f32 holds exactly is an f32 conv (a grouped one becomes a tap sum)."""
-        if (self.integer_conv and self.exact_f32 and (_is_grouped(op) or not _ynnpack_takes_i8(op))
+        if (self.integer_conv and self.exact_f32 and (_is_grouped(op) or _few_input_features(op) or not _ynnpack_takes_i8(op))
                 and _sums_fit_f32(op, q_lhs, q_rhs)):
             return "f32"
         if self.integer_conv and q_lhs.storage in EIGHT_BITS and q_rhs.storage in EIGHT_BITS:
@@ -340,6 +340,19 @@ F32_EXACT = 2**24  # every integer of smaller magnitude is an f32, and so is eve
 def _is_grouped(op: Op) -> bool:
     fwd = read_forward(view(op), op.operands[0].type.rank)
     return fwd.feature_groups > 1 or fwd.batch_groups > 1
+
+
+FEW_INPUT_FEATURES = 16
+
+
+def _few_input_features(op: Op) -> bool:
+    """At most 16 input features per group: an image network's first conv (3), which reads
+    the channels-first input through the transpose cpu-layout-nhwc puts before it. XLA folds
+    that transpose into the conv, whose channels-first i8 form YNNPACK then declines; its
+    f32 form, over so short a contraction, costs about what the i8 one would."""
+    lhs, rhs = op.operands
+    dn = resolve_dimension_numbers(view(op).dimension_numbers, lhs.type.rank)
+    return rhs.type.shape[dn.rhs_spec[1]] <= FEW_INPUT_FEATURES
 
 
 def _ynnpack_takes_i8(op: Op) -> bool:

@@ -50,8 +50,8 @@ def test_xla_options_apply_to_the_targets_own_platform_only() -> None:
 def _quantized_conv_graph() -> Graph:
     """An NHWC quantized conv with a constant per-tensor kernel, as an ONNX QDQ import has it."""
     b = Builder("qconv")
-    x = b.input("x", (1, 8, 8, 16), "!quant.uniform<i8:f32, 0.5:-3>")  # 16 -> 32 features: YNNPACK declines smaller convs
-    kernel = np.random.default_rng(0).integers(-127, 128, (3, 3, 16, 32)).astype(np.float32) * np.float32(0.25)
+    x = b.input("x", (1, 8, 8, 32), "!quant.uniform<i8:f32, 0.5:-3>")  # more than 16 features: an i8 conv
+    kernel = np.random.default_rng(0).integers(-127, 128, (3, 3, 32, 32)).astype(np.float32) * np.float32(0.25)
     w = b.uniform_quantize(b.constant("w_real", kernel), name="w", new_dtype="!quant.uniform<i8:f32, 0.25>")
     b.output(b.conv(x, w, name="c", dimension_numbers=("NHWC", "HWIO", "NHWC"), padding="SAME",
                     preferred_element_type="!quant.uniform<i8:f32, 16.0:2>"))
@@ -73,7 +73,7 @@ def test_a_module_with_integer_convs_hands_ynnpack_its_convs() -> None:
             or re.search(r"s32\[[^\n]*convolution\(%\S+, %\S+\)", body)]
     dots_only = compile_stablehlo(compiler.runnable(graph), "cpu", TARGET_XLA_OPTIONS["cpu"])
     assert not _ynnpack_fusion_bodies(dots_only.hlo_text())
-    x = np.random.default_rng(1).integers(-128, 128, (1, 8, 8, 16)).astype(np.int8)
+    x = np.random.default_rng(1).integers(-128, 128, (1, 8, 8, 32)).astype(np.int8)
     want = evaluate(_quantized_conv_graph(), [x])[0]
     for ran in (executable, dots_only):
         np.testing.assert_array_equal(ran(x)[0], want)
