@@ -650,8 +650,8 @@ def run_suite(args: argparse.Namespace, log: Callable[[str], None] = print) -> d
         raise BenchError("--without-pass compares convc with and without a pass on --suite models only")
     if getattr(args, "profile", False) and args.suite not in ("models", "train-models"):
         raise BenchError("--profile profiles whole networks: --suite models or train-models")
-    if args.int8 and (args.suite != "models" or args.without_pass or args.profile):
-        raise BenchError("--int8 quantizes the networks of --suite models (without --without-pass or --profile)")
+    if args.int8 and (args.suite != "models" or args.without_pass):
+        raise BenchError("--int8 quantizes the networks of --suite models (without --without-pass)")
     _check_onnx_files_flags(args)
     if getattr(args, "forms", None) and args.suite != "dw-limit":
         raise BenchError("--forms chooses the convc forms of --suite dw-limit")

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from . import bench, bench_models
+from . import bench, bench_models, bench_profile
 
 CALIBRATION_BATCHES = 4
 ERROR_BAR = 1.25  # convc int8's RMS error vs the float model, over ONNX Runtime int8's
@@ -52,6 +52,7 @@ class Int8Result(bench_models.NetworkTiming):  # ms: convc_int8, ort_int8, convc
     quantized_convs: int  # imported as quantized convs (the rest: float convs between casts)
     convs: int
     reference_rms: float  # RMS of the float model's output (the errors' scale)
+    profile: dict[str, Any] | None = None  # --profile: bench_profile.Profile of convc's int8 executable
 
 
 def quantize(model: bytes, input_shape: tuple[int, ...], seed: int = 1) -> bytes:
@@ -145,21 +146,27 @@ def check(spec: bench_models.ModelSpec, f32_error: float, ours: float, theirs: f
                                f"{theirs:.3e} (the bar: {INT8_SIZED}x to {ERROR_BAR}x of it)")
 
 
-def _compile(model: bytes, name: str, target: str) -> tuple[tuple[int, int], Any]:
-    """((quantized convs, all convs) as imported, PJRT executable) of ONNX bytes for `target` on the CPU."""
+def _compile(model: bytes, name: str, target: str, count_lowerings: bool = False) -> tuple[tuple[int, int], Any, dict[str, int] | None]:
+    """((quantized convs, all convs) as imported, PJRT executable, and with `count_lowerings`
+    which cpu lowering took each conv) of ONNX bytes for `target` on the CPU."""
     from convc import load_onnx
     from convc.compile import Compiler
     from convc.dtypes import is_quantized
 
     graph = load_onnx(model, file=f"{name}.onnx")
-    convs = sum(op.kind == "conv" and all(is_quantized(v.type.dtype) for v in op.operands) for op in graph.ops)
+    counts = (sum(op.kind == "conv" and all(is_quantized(v.type.dtype) for v in op.operands) for op in graph.ops),
+              sum(op.kind == "conv" for op in graph.ops))
     compiler = Compiler(target=target)
-    return (convs, sum(op.kind == "conv" for op in graph.ops)), compiler.executable(compiler.run_passes(graph), "cpu")
+    lowerings = bench_profile.run_passes_counting(compiler, graph) if count_lowerings else None
+    lowered = graph if count_lowerings else compiler.run_passes(graph)
+    return counts, compiler.executable(lowered, "cpu"), lowerings
 
 
-def run_model(spec: bench_models.ModelSpec, target: str, budget_s: float, threads: int, module: Any, seed: int = 0) -> Int8Result:
+def run_model(spec: bench_models.ModelSpec, target: str, budget_s: float, threads: int, module: Any, seed: int = 0,
+              profile: bool = False) -> Int8Result:
     """Export, quantize (timed) and compile (timed) one network, check convc f32 and int8, then
-    time convc int8, ONNX Runtime int8 and convc f32 interleaved."""
+    time convc int8, ONNX Runtime int8 and convc f32 interleaved; with `profile`, then where
+    convc int8's time goes (bench_profile)."""
     import jax
     import torch
 
@@ -168,9 +175,9 @@ def run_model(spec: bench_models.ModelSpec, target: str, budget_s: float, thread
     start = time.perf_counter()
     int8_model = quantize(model, spec.input_shape)
     quantized = time.perf_counter()
-    (convs, all_convs), int8 = _compile(int8_model, spec.name, target)
+    (convs, all_convs), int8, lowerings = _compile(int8_model, spec.name, target, profile)
     compiled = time.perf_counter()
-    _, f32 = _compile(model, spec.name, target)
+    _, f32, _ = _compile(model, spec.name, target)
     buffers = [jax.device_put(x, int8.device)]
     session = bench_models.ort_session(int8_model, threads)
     reference = bench_models.ort_session(model, threads).run(None, {"x": x})[0]
@@ -189,7 +196,8 @@ def run_model(spec: bench_models.ModelSpec, target: str, budget_s: float, thread
     return Int8Result(spec.name, spec.source, spec.batch, spec.describe(), medians, best, iqr, len(samples["convc_int8"]),
                       medians["convc_int8"] / medians["ort_int8"], medians["convc_int8"] / medians["convc_f32"],
                       rms_error, ort_rms_error, grid, f32_error, quantized - start, compiled - quantized, convs,
-                      all_convs, rms(reference, np.zeros_like(reference)))
+                      all_convs, rms(reference, np.zeros_like(reference)),
+                      bench_profile.profile_executable(int8, buffers, lowerings).as_dict() if lowerings is not None else None)
 
 
 def format_table(results: Sequence[Int8Result]) -> str:
@@ -236,10 +244,12 @@ def run_int8_suite(args: Any, info: dict[str, Any], target: str, budget: float, 
     results = []
     for spec in specs:
         module = modules.setdefault(spec.name, bench_models.build_module(spec.name))
-        result = run_model(spec, target, budget, threads, module)
+        result = run_model(spec, target, budget, threads, module, profile=args.profile)
         log(f"  {spec.name} batch {spec.batch}: convc int8 {result.ms['convc_int8']:.2f} ms, ORT int8 {result.ms['ort_int8']:.2f} ms, "
             f"convc f32 {result.ms['convc_f32']:.2f} ms; quantize {result.quantize_s:.2f} s, compile {result.compile_s:.2f} s "
             f"({result.rounds} rounds)")
+        if result.profile is not None:
+            log(bench_profile.format_profile(f"{spec.name} batch {spec.batch} (int8)", result.profile))
         results.append(result)
     info["load_average_after"] = list(os.getloadavg())
     return {

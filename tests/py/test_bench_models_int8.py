@@ -16,13 +16,13 @@ def test_quick_int8_suite_checks_the_smallest_stand_in_and_prints_its_table(tmp_
     """--int8 on segmentation_style (the smallest stand-in, taken even where torchvision imports) at 32x32, batch 1:
     every conv of the quantized file imported as a quantized conv, convc f32 within the models suite's tolerance of
     ONNX Runtime, convc int8 on the output grid with an RMS error within the bar of ONNX Runtime int8's; the table
-    has its row and both means."""
+    has its row and both means; with --profile, the int8 executable's census and op times follow."""
     pytest.importorskip("onnxruntime.quantization")
     pytest.importorskip("torch")
     monkeypatch.setattr(bench_models, "has_torchvision", lambda: False)
     out = tmp_path / "int8.json"
     code = bench.main(["--suite", "models", "--int8", "--quick", "--platform", "cpu", "--target", "cpu", "--batch", "1",
-                       "--size", "32", "--cases", "segmentation_style", "--budget", "0.05", "--json", str(out)])
+                       "--size", "32", "--cases", "segmentation_style", "--budget", "0.05", "--profile", "--json", str(out)])
     assert code == 0
     report = json.loads(out.read_text())
     (case,) = report["cases"]
@@ -36,6 +36,7 @@ def test_quick_int8_suite_checks_the_smallest_stand_in_and_prints_its_table(tmp_
     printed = capsys.readouterr().out
     assert "c8/ORT8" in printed and any(line.startswith("segmentation_style ") for line in printed.splitlines())
     assert "geometric mean convc int8/ORT int8: " in printed and "convc int8/convc f32: " in printed
+    assert case["profile"]["census"] and "profile of segmentation_style batch 1 (int8):" in capsys.readouterr().err + printed
 
 
 def test_int8_check_refuses_an_error_outside_the_bar_or_off_the_grid() -> None:
@@ -56,7 +57,7 @@ def test_on_grid_is_to_a_thousandth_of_a_step() -> None:
 
 def test_int8_outside_the_models_suite_is_one_line_exit_1(capsys: pytest.CaptureFixture[str]) -> None:
     assert bench.main(["--int8", "--quick", "--platform", "cpu"]) == 1
-    assert capsys.readouterr().err == "bench: error: --int8 quantizes the networks of --suite models (without --without-pass or --profile)\n"
+    assert capsys.readouterr().err == "bench: error: --int8 quantizes the networks of --suite models (without --without-pass)\n"
 
 
 def test_identity_aliases_of_initializers_become_copies_and_the_model_computes_the_same() -> None:
