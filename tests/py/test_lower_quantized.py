@@ -84,6 +84,8 @@ EXACT_CASES = {
                {"padding": "SAME"}),
     "i16-storage": Case((1, 2, 5, 5), (2, 2, 3, 3), _per_tensor("i16", 0.5, -300), _per_tensor("i16", 0.25, 1000),
                         _per_tensor("i16", 2.0**20, 17), {"padding": "SAME"}),
+    "1x1-as-dot": Case((2, 8, 5, 5), (6, 8, 1, 1), _per_tensor("i8", 0.5, 3), _per_axis("i8", 0, P2[:3] * 2, [0, 1, -2, 0, 5, 0]),
+                       _per_tensor("i8", 8.0, -2), {}),
     "hybrid-float-lhs": Case((1, 3, 6, 6), (4, 3, 3, 3), "f32", _per_axis("i8", 0, P2, [0, 1, 2, 3]), "f32", {"padding": "SAME"}),
 }
 
