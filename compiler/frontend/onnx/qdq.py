@@ -22,10 +22,15 @@ from collections.abc import Sequence
 import numpy as np
 
 from ...dtypes import quant_type
-from .quantized import node_axis
-from .registry import Context, Node
+from .quantized import node_axis, qlinear_conv, qlinear_conv_transpose
+from .registry import Context, ConvertFn, Node
 
 CONV_ATTRS = ("auto_pad", "dilations", "group", "kernel_shape", "pads", "strides")
+# each fused op type: its attributes, and the converter of its QLinearConv-style fused node (quantized.py)
+FUSED: dict[str, tuple[tuple[str, ...], ConvertFn]] = {
+    "Conv": (CONV_ATTRS, qlinear_conv),
+    "ConvTranspose": (CONV_ATTRS + ("output_padding", "output_shape"), qlinear_conv_transpose),
+}
 
 
 class QDQConvs:
@@ -41,18 +46,21 @@ class QDQConvs:
         self.graph_outputs = graph_outputs
         self.absorbed: set[int] = set()  # the indices of QuantizeLinear nodes a fused conv stands for
 
-    def fused(self, node: Node, ctx: Context) -> Node | None:
-        """The QLinearConv `node` (a Conv) and its neighbours stand for, else None. The
-        QuantizeLinear it absorbs is recorded in `absorbed`, for the importer to skip."""
-        if node.op_type != "Conv" or node.domain not in ("", "ai.onnx"):
+    def fused(self, node: Node, ctx: Context) -> tuple[Node, ConvertFn] | None:
+        """The QLinearConv-style node `node` (a Conv or ConvTranspose) and its neighbours stand for, with its converter,
+        else None. The QuantizeLinear it absorbs is recorded in `absorbed`, for the importer to skip."""
+        if node.op_type not in FUSED or node.domain not in ("", "ai.onnx"):
             return None
+        names, convert = FUSED[node.op_type]
         y = node.outputs[0]
         readers = self.consumers.get(y, [])
         if y in self.graph_outputs or len(readers) != 1 or not _plain(readers[0], "QuantizeLinear", ctx):
             return None
         q = readers[0]
         dx, dw = self._dequantize(node.input(0), ctx), self._dequantize(node.input(1), ctx)
-        if dx is None or dw is None or not self._activation(dx, ctx) or not _weights(dw, ctx) or not _per_tensor(q, ctx):
+        if dx is None or dw is None or not self._activation(dx, ctx) or not _per_tensor(q, ctx):
+            return None
+        if not (_weights(dw, ctx) if node.op_type == "Conv" else _transpose_weights(dw, ctx)):
             return None
         inputs = [dx.input(0), dx.input(1), dx.input(2), dw.input(0), dw.input(1), dw.input(2), q.input(1), q.input(2)]
         if node.input(2):
@@ -61,9 +69,10 @@ class QDQConvs:
                 return None
             inputs.append(db.input(0))
         self.absorbed.add(q.index)
-        attrs = {name: node.attrs[name] for name in CONV_ATTRS if name in node.attrs}
-        return Node(node.name or y, "QLinearConv", tuple(inputs), (q.outputs[0],), attrs, node.index, "",
-                    written_as="Conv (DequantizeLinear -> Conv -> QuantizeLinear)")
+        attrs = {name: node.attrs[name] for name in names if name in node.attrs}
+        written_as = f"{node.op_type} (DequantizeLinear -> {node.op_type} -> QuantizeLinear)"
+        return Node(node.name or y, "QLinear" + node.op_type, tuple(inputs), (q.outputs[0],), attrs, node.index, "",
+                    written_as=written_as), convert
 
     def _dequantize(self, name: str, ctx: Context) -> Node | None:
         """The DequantizeLinear that produces `name` (of the default domain, no blocks, parameters
@@ -104,6 +113,14 @@ def _weights(dw: Node, ctx: Context) -> bool:
         return False
     per_channel = _scale(dw, ctx).size > 1
     return not per_channel or (node_axis(dw) % w.ndim == 0 and _scale(dw, ctx).size == w.shape[0])
+
+
+def _transpose_weights(dw: Node, ctx: Context) -> bool:
+    """dw dequantizes an 8-bit initializer with a zero point, per tensor. Per channel (ConvTranspose's output channels,
+    axis 1, as ONNX Runtime's quantizer writes it) the quantized transposed conv would need its kernel reversed, which
+    StableHLO cannot do to a per-axis tensor (B8): that pattern stays a float ConvTranspose between casts."""
+    w = ctx.array(dw.input(0))
+    return w is not None and w.dtype in (np.int8, np.uint8) and bool(dw.input(2)) and w.ndim >= 3 and _scale(dw, ctx).size == 1
 
 
 def _bias(db: Node, dx: Node, dw: Node, ctx: Context) -> bool:

@@ -10,12 +10,13 @@ then rounds: the zero point is an integer, so the two agree.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from ...dtypes import parse_quant, quant_type
 from ...ir import Value
+from .conv import transpose_attrs
 from .registry import Context, Node, Operand, converter
 from .shared import normalized_axis, spatial_attr, unless_ones, window_pads
 
@@ -133,6 +134,32 @@ def qlinear_conv(node: Node, ctx: Context) -> Sequence[Operand]:
     B, which share the scale x_scale * w_scale, as StableHLO from TensorFlow's converter spells
     it; ONNX Runtime adds B to the accumulator in i32 and rescales once, which differs only where
     f32 rounding does (the tests' bar: at most one step)."""
+    def window(x: Value, w: Value, result: str) -> Value:
+        rank = x.type.rank - 2
+        kernel = w.type.shape[2:]
+        strides, dilations = spatial_attr(ctx, node, "strides", rank), spatial_attr(ctx, node, "dilations", rank)
+        pads = window_pads(ctx, node, x.type.shape[2:], kernel, strides, dilations)
+        group = node.attrs["group"]
+        return ctx.op("conv", x, w, preferred_element_type=result, window_strides=unless_ones(strides), padding=pads,
+                      rhs_dilation=unless_ones(dilations), feature_group_count=None if group == 1 else group)
+
+    return _quantized_window(node, ctx, window, lambda w: w.type.shape[0])
+
+
+def qlinear_conv_transpose(node: Node, ctx: Context) -> Sequence[Operand]:
+    """A QDQ pattern around a ConvTranspose (qdq.py), its inputs QLinearConv's: `conv_backprop_input` of the quantized
+    x with W made a quantized constant (per tensor: a per-axis kernel cannot be reversed, B8), as `qlinear_conv` does
+    (y's type, or with B the i32 accumulator, `bias_add` and `uniform_quantize`); ConvTranspose's attributes."""
+    def window(x: Value, w: Value, result: str) -> Value:
+        return ctx.op("conv_backprop_input", x, w, preferred_element_type=result, **transpose_attrs(node, ctx, x, w))
+
+    return _quantized_window(node, ctx, window, lambda w: w.type.shape[1] * node.attrs["group"])
+
+
+def _quantized_window(node: Node, ctx: Context, window: Callable[[Value, Value, str], Value],
+                      out_channels: Callable[[Value], int]) -> Sequence[Operand]:
+    """QLinearConv's inputs as a quantized window op (`window(x, w, result element type)`, W a quantized constant)
+    with y's type; with B (`out_channels(w)` values) the op's i32 accumulator, dequantized, B added, quantized."""
     x = ctx.operand(node, 0)
     x_type = checked_type(ctx, quant_params(ctx, node, 1, x.type.rank), x.type.rank)
     if x.type.dtype != x_type:
@@ -141,20 +168,14 @@ def qlinear_conv(node: Node, ctx: Context) -> Sequence[Operand]:
     assert x_quant is not None
     w = _quantized_weights(ctx, node, x_quant.storage)
     y_type = checked_type(ctx, quant_params(ctx, node, 6, x.type.rank), x.type.rank)
-    rank = x.type.rank - 2
-    kernel = w.type.shape[2:]
-    strides, dilations = spatial_attr(ctx, node, "strides", rank), spatial_attr(ctx, node, "dilations", rank)
-    pads = window_pads(ctx, node, x.type.shape[2:], kernel, strides, dilations)
-    group = node.attrs["group"]
-    attrs = {"window_strides": unless_ones(strides), "padding": pads, "rhs_dilation": unless_ones(dilations),
-             "feature_group_count": None if group == 1 else group}
     if not node.input(8):
-        return [ctx.op("conv", x, w, preferred_element_type=y_type, **attrs)]
+        return [window(x, w, y_type)]
     bias = ctx.required_array(node, 8, "B")
     scales = np.float32(x_quant.scales[0]) * np.asarray(ctx.required_array(node, 4, "w_scale"), np.float32).reshape(-1)
-    if bias.shape != (w.type.shape[0],) or scales.size not in (1, bias.size):
-        raise ctx.error(f"B {list(bias.shape)} must have one value per output channel ({w.type.shape[0]}), and w_scale one or as many")
-    y = ctx.op("conv", x, w, preferred_element_type=_accumulator_type(scales), **attrs)
+    channels = out_channels(w)
+    if bias.shape != (channels,) or scales.size not in (1, bias.size):
+        raise ctx.error(f"B {list(bias.shape)} must have one value per output channel ({channels}), and w_scale one or as many")
+    y = window(x, w, _accumulator_type(scales))
     real_bias = (bias.astype(np.float64) * scales.astype(np.float64)).astype(np.float32)  # i32 B: exact in f64
     y = ctx.op("bias_add", ctx.op("uniform_dequantize", y), ctx.constant(real_bias, "bias"), axis=1)
     return [ctx.op("uniform_quantize", y, new_dtype=y_type)]
