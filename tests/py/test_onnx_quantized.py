@@ -325,8 +325,9 @@ TRANSPOSE_CASES: dict[str, tuple[dict[str, Any], tuple[int, ...], tuple[int, ...
 
 
 def _qdq_transpose_model(case: str, x_storage: Any, per_channel: bool = False) -> tuple[bytes, tuple[int, ...], float]:
-    """Q -> DQ(x), DQ(int8 w, per tensor or per output channel: axis 1), DQ(int32 b, scale x_scale * w_scale) ->
-    ConvTranspose -> Q -> DQ, as quantize_static writes one; the model, x's shape and y's scale."""
+    """Q -> DQ(x), DQ(int8 w, per tensor or per output channel: axis 1), DQ(int32 b, scale x_scale * w_scale, per
+    output channel the per-group w_scale repeated for each group) -> ConvTranspose -> Q -> DQ, as quantize_static writes
+    one (it writes no per-channel grouped one: its bias scale would be w_scale's size); the model, x's shape, y's scale."""
     attrs, x_shape, w_shape, bias = TRANSPOSE_CASES[case]
     rng = np.random.default_rng(8)
     out = w_shape[1] * attrs.get("group", 1)
@@ -341,8 +342,9 @@ def _qdq_transpose_model(case: str, x_storage: Any, per_channel: bool = False) -
              helper.make_node("DequantizeLinear", ["w", "ws", "wz"], ["wd"], **axis)]
     conv_inputs = ["xd", "wd"]
     if bias:
-        inits |= {"b": rng.integers(-2000, 2000, out).astype(np.int32), "bs": (inits["xs"] * inits["ws"]).astype(np.float32),
-                  "bz": np.zeros(w_scale.shape, np.int32)}
+        bias_scale = np.tile(inits["xs"] * w_scale, out // w_scale.size) if per_channel else inits["xs"] * w_scale
+        inits |= {"b": rng.integers(-2000, 2000, out).astype(np.int32), "bs": bias_scale.astype(np.float32),
+                  "bz": np.zeros(bias_scale.shape, np.int32)}
         nodes.append(helper.make_node("DequantizeLinear", ["b", "bs", "bz"], ["bd"], **({"axis": 0} if per_channel else {})))
         conv_inputs.append("bd")
     nodes += [helper.make_node("ConvTranspose", conv_inputs, ["c"], **attrs),
@@ -370,12 +372,32 @@ def test_qdq_conv_transpose_is_one_integer_transposed_conv_that_agrees_with_onnx
     assert integer >= 1 and floating == 0, (integer, floating)
 
 
-@pytest.mark.parametrize("case", ["strides_pads_output_padding", "conv1d"], ids=str)
-def test_qdq_conv_transpose_with_per_channel_weights_stays_a_float_transposed_conv(case: str) -> None:
-    """DQ(int8 w per output channel, axis 1, as quantize_static writes it) -> ConvTranspose: a quantized transposed conv
-    would need that per-axis kernel reversed, which StableHLO cannot express (B8), so the pattern converts node by node
-    (a float conv_backprop_input between casts), still at most one step from ONNX Runtime."""
-    model, x_shape, y_scale = _qdq_transpose_model(case, np.uint8, per_channel=True)
+# the cases with more than one output channel per group (depthwise's one is one scale: per tensor)
+PER_CHANNEL_TRANSPOSE_CASES = [case for case, (_, _, w_shape, _) in TRANSPOSE_CASES.items() if w_shape[1] > 1]
+
+
+@pytest.mark.parametrize("x_storage", [np.uint8, np.int8])
+@pytest.mark.parametrize("case", PER_CHANNEL_TRANSPOSE_CASES, ids=str)
+def test_qdq_conv_transpose_with_per_channel_weights_is_one_integer_lhs_dilated_conv(case: str, x_storage: Any) -> None:
+    """DQ(int8 w per output channel: axis 1, as quantize_static writes it) -> ConvTranspose: StableHLO's quantized
+    transposed conv cannot reverse a per-axis kernel (B8), so the pattern imports as the forward conv it is (lhs
+    dilation, the kernel reversed and regrouped at import, quantized per output channel) and no conv_backprop_input;
+    its cpu module convolves integers only; at most one step from ONNX Runtime, identical on at least 99.9%."""
+    model, x_shape, y_scale = _qdq_transpose_model(case, x_storage, per_channel=True)
     graph = _assert_one_step_apart(model, x_shape, y_scale)
+    (conv,) = [op for op in graph.ops if op.kind == "conv"]
+    assert all(is_quantized(v.type.dtype) for v in (*conv.operands, conv.result)) and not _transposed_convs(graph)
+    integer, floating = _convolutions(convc.compile_graph(graph, pipeline=I8_CPU_PIPELINE, target="cpu"))
+    assert integer >= 1 and floating == 0, (integer, floating)
+
+
+def test_qdq_conv_transpose_whose_bias_scale_is_not_x_scale_times_w_scale_stays_a_float_transposed_conv() -> None:
+    """A DQ'd int32 bias of another scale than x_scale * w_scale: the ConvTranspose pattern is not fused (a float
+    conv_backprop_input of the dequantized operands), and still at most one step from ONNX Runtime."""
+    model, x_shape, y_scale = _qdq_transpose_model("strides_pads_output_padding", np.uint8)
+    proto = onnx.load_from_string(model)
+    bias_scale = next(t for t in proto.graph.initializer if t.name == "bs")
+    bias_scale.CopyFrom(onnx.numpy_helper.from_array(onnx.numpy_helper.to_array(bias_scale) * 3, "bs"))
+    graph = _assert_one_step_apart(proto.SerializeToString(), x_shape, y_scale)
     (op,) = _transposed_convs(graph)
     assert not any(is_quantized(v.type.dtype) for v in (*op.operands, op.result))

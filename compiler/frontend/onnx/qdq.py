@@ -65,7 +65,8 @@ class QDQConvs:
         inputs = [dx.input(0), dx.input(1), dx.input(2), dw.input(0), dw.input(1), dw.input(2), q.input(1), q.input(2)]
         if node.input(2):
             db = self._dequantize(node.input(2), ctx)
-            if db is None or not _bias(db, dx, dw, ctx):
+            groups = node.attrs["group"] if node.op_type == "ConvTranspose" else 1  # W's axis 1 is per group there
+            if db is None or not _bias(db, dx, dw, ctx, groups):
                 return None
             inputs.append(db.input(0))
         self.absorbed.add(q.index)
@@ -116,19 +117,24 @@ def _weights(dw: Node, ctx: Context) -> bool:
 
 
 def _transpose_weights(dw: Node, ctx: Context) -> bool:
-    """dw dequantizes an 8-bit initializer with a zero point, per tensor. Per channel (ConvTranspose's output channels,
-    axis 1, as ONNX Runtime's quantizer writes it) the quantized transposed conv would need its kernel reversed, which
-    StableHLO cannot do to a per-axis tensor (B8): that pattern stays a float ConvTranspose between casts."""
+    """dw dequantizes an 8-bit initializer with a zero point, per tensor or per output channel of the ConvTranspose
+    (W's axis 1, as ONNX Runtime's quantizer writes it)."""
     w = ctx.array(dw.input(0))
-    return w is not None and w.dtype in (np.int8, np.uint8) and bool(dw.input(2)) and w.ndim >= 3 and _scale(dw, ctx).size == 1
+    if w is None or w.dtype not in (np.int8, np.uint8) or not dw.input(2) or w.ndim < 3:
+        return False
+    per_channel = _scale(dw, ctx).size > 1
+    return not per_channel or (node_axis(dw) % w.ndim == 1 and _scale(dw, ctx).size == w.shape[1])
 
 
-def _bias(db: Node, dx: Node, dw: Node, ctx: Context) -> bool:
-    """db dequantizes an int32 initializer, zero point 0, scale x_scale * w_scale: QLinearConv's B
-    (as ONNX Runtime's quantizer writes it; another scale is no integer bias of this conv)."""
+def _bias(db: Node, dx: Node, dw: Node, ctx: Context, groups: int = 1) -> bool:
+    """db dequantizes an int32 initializer, zero point 0, scale x_scale * w_scale (w_scale per channel repeated for
+    each of `groups`): QLinearConv's B (as ONNX Runtime's quantizer writes it; another scale is no integer bias of
+    this conv)."""
     b = ctx.array(db.input(0))
     zero = ctx.array(db.input(2)) if db.input(2) else np.zeros(1, np.int32)
     if b is None or b.dtype != np.int32 or b.ndim != 1 or zero is None or np.any(zero != 0):
         return False
     expected, scale = _scale(dx, ctx) * _scale(dw, ctx), _scale(db, ctx)
+    if expected.size > 1:
+        expected = np.tile(expected, groups)
     return scale.size in (1, expected.size) and bool(np.allclose(scale, expected, rtol=1e-6, atol=0))
