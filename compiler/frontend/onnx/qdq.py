@@ -1,11 +1,14 @@
-"""QDQ fusion: DequantizeLinear -> Conv -> QuantizeLinear becomes one quantized conv (issue 19).
+"""QDQ fusion: DequantizeLinear -> Conv (or ConvTranspose) -> QuantizeLinear becomes one quantized conv (issue 19).
 
 ONNX Runtime's quantizer writes a quantized conv as a float Conv between a DequantizeLinear
 of each quantized operand (the activation, the int8 weights, an int32 bias) and a
 QuantizeLinear of its output. Converted op by op that is a float conv between casts; the
 pattern means one integer conv, which is what ONNX Runtime's own QDQ selectors run. So a
 matched pattern is converted as the QLinearConv it stands for (quantized.py's converter: a
-`conv` of quantized operands with a quantized result; the int32 bias as QLinearConv's B).
+`conv` of quantized operands with a quantized result; the int32 bias as QLinearConv's B). A
+ConvTranspose's pattern is matched the same way (W per tensor, or per output channel: W's
+axis 1) and converted by `qlinear_conv_transpose`, as QLinearConv's inputs with
+ConvTranspose's attributes.
 
 Why the importer and not a pass: the pattern is ONNX's (its node types, which input is an
 initializer, an int32 bias whose scale is x_scale * w_scale, the single QuantizeLinear
