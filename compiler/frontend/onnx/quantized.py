@@ -196,7 +196,9 @@ def _forward_conv_attrs(node: Node, ctx: Context, x: Value, w_shape: Sequence[in
              if value is not None}
     types = [TensorType(x.type.shape, "f32"), TensorType(tuple(w_shape), "f32")]  # the plan's geometry, in floats
     view = CONV_BACKPROP_INPUT.bind(types, coerce_attrs("conv_backprop_input", attrs, ctx.location(node)))
-    return {name: value for name, value in plan_backprop_input(view).conv_attrs.items() if name != "dimension_numbers"}
+    conv = plan_backprop_input(view).conv_attrs
+    windows = {name: unless_ones(conv[name]) for name in ("window_strides", "lhs_dilation", "rhs_dilation")}
+    return {"padding": conv["padding"], **windows, "feature_group_count": conv.get("feature_group_count")}
 
 
 def _quantized_window(node: Node, ctx: Context, window: Callable[[Value, Value, str], Value],
