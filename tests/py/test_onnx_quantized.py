@@ -310,7 +310,8 @@ def test_qlinear_matmul_agrees_with_onnxruntime(x_storage: Any, per_column: bool
 
 # --- a QDQ pattern around a ConvTranspose ---------------------------------------------------
 
-TRANSPOSE_CASES: dict[str, tuple[dict[str, Any], tuple[int, ...], tuple[int, ...], bool]] = {
+TransposeCase = tuple[dict[str, Any], tuple[int, ...], tuple[int, ...], bool]
+TRANSPOSE_CASES: dict[str, TransposeCase] = {
     # attributes, x shape, w shape ([C, M / group, *k]), bias; each output has over 1000 elements, so that the bar
     # (identical on 99.9%) allows the one f32 rescale that lands on the other side of a half step
     "plain": ({}, (2, 3, 10, 10), (3, 4, 3, 3), False),
@@ -324,11 +325,11 @@ TRANSPOSE_CASES: dict[str, tuple[dict[str, Any], tuple[int, ...], tuple[int, ...
 }
 
 
-def _qdq_transpose_model(case: str, x_storage: Any, per_channel: bool = False) -> tuple[bytes, tuple[int, ...], float]:
+def _qdq_transpose_model(case: str | TransposeCase, x_storage: Any, per_channel: bool = False) -> tuple[bytes, tuple[int, ...], float]:
     """Q -> DQ(x), DQ(int8 w, per tensor or per output channel: axis 1), DQ(int32 b, scale x_scale * w_scale, per
     output channel the per-group w_scale repeated for each group) -> ConvTranspose -> Q -> DQ, as quantize_static writes
     one (it writes no per-channel grouped one: its bias scale would be w_scale's size); the model, x's shape, y's scale."""
-    attrs, x_shape, w_shape, bias = TRANSPOSE_CASES[case]
+    attrs, x_shape, w_shape, bias = TRANSPOSE_CASES[case] if isinstance(case, str) else case
     rng = np.random.default_rng(8)
     out = w_shape[1] * attrs.get("group", 1)
     w_scale = (rng.uniform(0.002, 0.01, w_shape[1]) if per_channel else np.array(0.005)).astype(np.float32)
@@ -401,3 +402,18 @@ def test_qdq_conv_transpose_whose_bias_scale_is_not_x_scale_times_w_scale_stays_
     graph = _assert_one_step_apart(proto.SerializeToString(), x_shape, y_scale)
     (op,) = _transposed_convs(graph)
     assert not any(is_quantized(v.type.dtype) for v in (*op.operands, op.result))
+
+
+@pytest.mark.parametrize("per_channel", [False, True], ids=["per_tensor", "per_channel"])
+def test_qdq_conv_transpose_whose_pads_crop_everything_is_one_located_b7_error(per_channel: bool) -> None:
+    """A fused ConvTranspose pattern whose pads leave no output (size -3): one located diagnostic, B7, naming the
+    ConvTranspose as the file writes it, both for the quantized transposed conv (per tensor) and for the forward conv
+    built from its plan (per channel)."""
+    from convc.diagnostics import ConvcError
+
+    crop_everything = ({"pads": [3, 3, 3, 3]}, (1, 3, 2, 2), (3, 4, 2, 2), False)
+    model, _, _ = _qdq_transpose_model(crop_everything, np.uint8, per_channel=per_channel)
+    with pytest.raises(ConvcError) as err:
+        convc.load_onnx(model)
+    assert err.value.constraint == "B7" and "(ConvTranspose (DequantizeLinear -> ConvTranspose -> QuantizeLinear))" in str(err.value)
+    assert "would have size -3" in str(err.value) and "/graph/node/" in str(err.value)

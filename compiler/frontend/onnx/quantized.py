@@ -15,12 +15,13 @@ from typing import Any
 
 import numpy as np
 
+from ...diagnostics import VerifyError
 from ...dtypes import parse_quant, quant_type
 from ...ir import TensorType, Value
 from ...ops.conv_grad import CONV_BACKPROP_INPUT, plan_backprop_input
 from ...verify import coerce_attrs
 from .conv import transpose_attrs
-from .registry import Context, Node, Operand, converter
+from .registry import UNSUPPORTED_ATTR, Context, Node, Operand, converter
 from .shared import normalized_axis, spatial_attr, unless_ones, window_pads
 
 # ONNX zero-point dtype -> the quantized storage type of the same values
@@ -196,7 +197,10 @@ def _forward_conv_attrs(node: Node, ctx: Context, x: Value, w_shape: Sequence[in
              if value is not None}
     types = [TensorType(x.type.shape, "f32"), TensorType(tuple(w_shape), "f32")]  # the plan's geometry, in floats
     view = CONV_BACKPROP_INPUT.bind(types, coerce_attrs("conv_backprop_input", attrs, ctx.location(node)))
-    conv = plan_backprop_input(view).conv_attrs
+    try:
+        conv = plan_backprop_input(view).conv_attrs
+    except VerifyError as err:  # a geometry the transposed conv refuses (B7): the same diagnostic as unfused
+        raise ctx.error(err.message, err.constraint or UNSUPPORTED_ATTR) from None
     windows = {name: unless_ones(conv[name]) for name in ("window_strides", "lhs_dilation", "rhs_dilation")}
     return {"padding": conv["padding"], **windows, "feature_group_count": conv.get("feature_group_count")}
 
