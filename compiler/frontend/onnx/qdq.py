@@ -29,10 +29,11 @@ from .quantized import node_axis, qlinear_conv, qlinear_conv_transpose
 from .registry import Context, ConvertFn, Node
 
 CONV_ATTRS = ("auto_pad", "dilations", "group", "kernel_shape", "pads", "strides")
-# each fused op type: its attributes, and the converter of its QLinearConv-style fused node (quantized.py)
-FUSED: dict[str, tuple[tuple[str, ...], ConvertFn]] = {
-    "Conv": (CONV_ATTRS, qlinear_conv),
-    "ConvTranspose": (CONV_ATTRS + ("output_padding", "output_shape"), qlinear_conv_transpose),
+# each fused op type: its attributes, W's output-channel axis (a per-channel W's; ONNX Runtime's quantizer quantizes
+# ConvTranspose's W along axis 1), and the converter of its QLinearConv-style fused node (quantized.py)
+FUSED: dict[str, tuple[tuple[str, ...], int, ConvertFn]] = {
+    "Conv": (CONV_ATTRS, 0, qlinear_conv),
+    "ConvTranspose": (CONV_ATTRS + ("output_padding", "output_shape"), 1, qlinear_conv_transpose),
 }
 
 
@@ -54,16 +55,14 @@ class QDQConvs:
         else None. The QuantizeLinear it absorbs is recorded in `absorbed`, for the importer to skip."""
         if node.op_type not in FUSED or node.domain not in ("", "ai.onnx"):
             return None
-        names, convert = FUSED[node.op_type]
+        names, w_axis, convert = FUSED[node.op_type]
         y = node.outputs[0]
         readers = self.consumers.get(y, [])
         if y in self.graph_outputs or len(readers) != 1 or not _plain(readers[0], "QuantizeLinear", ctx):
             return None
         q = readers[0]
         dx, dw = self._dequantize(node.input(0), ctx), self._dequantize(node.input(1), ctx)
-        if dx is None or dw is None or not self._activation(dx, ctx) or not _per_tensor(q, ctx):
-            return None
-        if not (_weights(dw, ctx) if node.op_type == "Conv" else _transpose_weights(dw, ctx)):
+        if dx is None or dw is None or not self._activation(dx, ctx) or not _weights(dw, ctx, w_axis) or not _per_tensor(q, ctx):
             return None
         inputs = [dx.input(0), dx.input(1), dx.input(2), dw.input(0), dw.input(1), dw.input(2), q.input(1), q.input(2)]
         if node.input(2):
@@ -110,23 +109,13 @@ def _per_tensor(node: Node, ctx: Context) -> bool:
     return _scale(node, ctx).size == 1 and bool(node.input(2))
 
 
-def _weights(dw: Node, ctx: Context) -> bool:
-    """dw dequantizes an 8-bit initializer with a zero point, per tensor or per output channel (axis 0)."""
+def _weights(dw: Node, ctx: Context, axis: int) -> bool:
+    """dw dequantizes an 8-bit initializer with a zero point, per tensor or per output channel (along `axis`)."""
     w = ctx.array(dw.input(0))
     if w is None or w.dtype not in (np.int8, np.uint8) or not dw.input(2) or w.ndim < 3:
         return False
     per_channel = _scale(dw, ctx).size > 1
-    return not per_channel or (node_axis(dw) % w.ndim == 0 and _scale(dw, ctx).size == w.shape[0])
-
-
-def _transpose_weights(dw: Node, ctx: Context) -> bool:
-    """dw dequantizes an 8-bit initializer with a zero point, per tensor or per output channel of the ConvTranspose
-    (W's axis 1, as ONNX Runtime's quantizer writes it)."""
-    w = ctx.array(dw.input(0))
-    if w is None or w.dtype not in (np.int8, np.uint8) or not dw.input(2) or w.ndim < 3:
-        return False
-    per_channel = _scale(dw, ctx).size > 1
-    return not per_channel or (node_axis(dw) % w.ndim == 1 and _scale(dw, ctx).size == w.shape[1])
+    return not per_channel or (node_axis(dw) % w.ndim == axis and _scale(dw, ctx).size == w.shape[axis])
 
 
 def _bias(db: Node, dx: Node, dw: Node, ctx: Context, groups: int = 1) -> bool:
