@@ -306,3 +306,114 @@ def test_qlinear_matmul_agrees_with_onnxruntime(x_storage: Any, per_column: bool
              helper.make_node("DequantizeLinear", ["y", "ys", "yz"], ["yd"])]
     model = _model(nodes, {"x": (2, 9, 24)}, ["y", "yd"], inits, opset=21 if per_column else OPSET)
     _assert_one_step_apart(model, (2, 9, 24), 0.04)
+
+
+# --- a QDQ pattern around a ConvTranspose ---------------------------------------------------
+
+TransposeCase = tuple[dict[str, Any], tuple[int, ...], tuple[int, ...], bool]
+TRANSPOSE_CASES: dict[str, TransposeCase] = {
+    # attributes, x shape, w shape ([C, M / group, *k]), bias; each output has over 1000 elements, so that the bar
+    # (identical on 99.9%) allows the one f32 rescale that lands on the other side of a half step
+    "plain": ({}, (2, 3, 10, 10), (3, 4, 3, 3), False),
+    "strides_pads_output_padding": ({"strides": [2, 2], "pads": [1, 0, 1, 1], "output_padding": [1, 0]}, (2, 3, 8, 7), (3, 4, 3, 3), True),
+    "group_dilations": ({"group": 2, "dilations": [2, 1], "pads": [1, 1, 0, 1]}, (2, 4, 9, 9), (4, 3, 3, 3), True),
+    "depthwise_same_upper": ({"group": 4, "auto_pad": "SAME_UPPER", "strides": [2, 2]}, (2, 4, 8, 8), (4, 1, 3, 3), True),
+    "same_lower": ({"auto_pad": "SAME_LOWER", "strides": [2, 3]}, (1, 3, 8, 6), (3, 4, 2, 3), False),
+    "valid_output_shape": ({"auto_pad": "VALID", "strides": [2, 2], "output_shape": [17, 16]}, (2, 3, 8, 8), (3, 4, 3, 3), True),
+    "conv1d": ({"strides": [2], "pads": [1, 2], "output_padding": [1]}, (4, 3, 40), (3, 8, 3), True),
+    "conv3d": ({"strides": [1, 2, 1], "pads": [1, 0, 1, 0, 1, 1]}, (2, 2, 4, 6, 4), (2, 3, 3, 2, 3), False),
+}
+
+
+def _qdq_transpose_model(case: str | TransposeCase, x_storage: Any, per_channel: bool = False) -> tuple[bytes, tuple[int, ...], float]:
+    """Q -> DQ(x), DQ(int8 w, per tensor or per output channel: axis 1), DQ(int32 b, scale x_scale * w_scale, per
+    output channel the per-group w_scale repeated for each group) -> ConvTranspose -> Q -> DQ, as quantize_static writes
+    one (it writes no per-channel grouped one: its bias scale would be w_scale's size); the model, x's shape, y's scale."""
+    attrs, x_shape, w_shape, bias = TRANSPOSE_CASES[case] if isinstance(case, str) else case
+    rng = np.random.default_rng(8)
+    out = w_shape[1] * attrs.get("group", 1)
+    w_scale = (rng.uniform(0.002, 0.01, w_shape[1]) if per_channel else np.array(0.005)).astype(np.float32)
+    y_scale = np.float32(0.05)
+    inits = {"xs": np.array(0.03, np.float32), "xz": np.array(128 if x_storage is np.uint8 else 0, x_storage),
+             "w": rng.integers(-127, 128, w_shape).astype(np.int8), "ws": w_scale, "wz": np.zeros(w_scale.shape, np.int8),
+             "ys": np.array(y_scale), "yz": np.array(120 if x_storage is np.uint8 else -10, x_storage)}
+    axis = {"axis": 1} if per_channel else {}
+    nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["q"]),
+             helper.make_node("DequantizeLinear", ["q", "xs", "xz"], ["xd"]),
+             helper.make_node("DequantizeLinear", ["w", "ws", "wz"], ["wd"], **axis)]
+    conv_inputs = ["xd", "wd"]
+    if bias:
+        bias_scale = np.tile(inits["xs"] * w_scale, out // w_scale.size) if per_channel else inits["xs"] * w_scale
+        inits |= {"b": rng.integers(-2000, 2000, out).astype(np.int32), "bs": bias_scale.astype(np.float32),
+                  "bz": np.zeros(bias_scale.shape, np.int32)}
+        nodes.append(helper.make_node("DequantizeLinear", ["b", "bs", "bz"], ["bd"], **({"axis": 0} if per_channel else {})))
+        conv_inputs.append("bd")
+    nodes += [helper.make_node("ConvTranspose", conv_inputs, ["c"], **attrs),
+              helper.make_node("QuantizeLinear", ["c", "ys", "yz"], ["y"]), helper.make_node("DequantizeLinear", ["y", "ys", "yz"], ["yd"])]
+    return _model(nodes, {"x": x_shape}, ["y", "yd"], inits), x_shape, float(y_scale)
+
+
+def _transposed_convs(graph: convc.Graph) -> list[Any]:
+    return [op for op in graph.ops if op.kind == "conv_backprop_input"]
+
+
+@pytest.mark.parametrize("x_storage", [np.uint8, np.int8])
+@pytest.mark.parametrize("case", TRANSPOSE_CASES, ids=str)
+def test_qdq_conv_transpose_is_one_integer_transposed_conv_that_agrees_with_onnxruntime(case: str, x_storage: Any) -> None:
+    """Q -> DQ(x), DQ(int8 w per tensor), DQ(int32 b) -> ConvTranspose -> Q -> DQ: imported as one quantized
+    conv_backprop_input (no float transposed conv between casts), whose cpu module convolves integers only; at most
+    one step apart from ONNX Runtime, identical on at least 99.9% of elements, for every attribute form (strides, pads,
+    output_padding, dilations, groups, auto_pad, output_shape, 1-D to 3-D), uint8 and int8 x."""
+    model, x_shape, y_scale = _qdq_transpose_model(case, x_storage)
+    graph = _assert_one_step_apart(model, x_shape, y_scale)
+    (op,) = _transposed_convs(graph)
+    assert all(is_quantized(v.type.dtype) for v in (*op.operands, op.result))
+    assert not any(op.kind == "conv" for op in graph.ops)
+    integer, floating = _convolutions(convc.compile_graph(graph, pipeline=I8_CPU_PIPELINE, target="cpu"))
+    assert integer >= 1 and floating == 0, (integer, floating)
+
+
+# the cases with more than one output channel per group (depthwise's one is one scale: per tensor)
+PER_CHANNEL_TRANSPOSE_CASES = [case for case, (_, _, w_shape, _) in TRANSPOSE_CASES.items() if w_shape[1] > 1]
+
+
+@pytest.mark.parametrize("x_storage", [np.uint8, np.int8])
+@pytest.mark.parametrize("case", PER_CHANNEL_TRANSPOSE_CASES, ids=str)
+def test_qdq_conv_transpose_with_per_channel_weights_is_one_integer_lhs_dilated_conv(case: str, x_storage: Any) -> None:
+    """DQ(int8 w per output channel: axis 1, as quantize_static writes it) -> ConvTranspose: StableHLO's quantized
+    transposed conv cannot reverse a per-axis kernel (B8), so the pattern imports as the forward conv it is (lhs
+    dilation, the kernel reversed and regrouped at import, quantized per output channel) and no conv_backprop_input;
+    its cpu module convolves integers only; at most one step from ONNX Runtime, identical on at least 99.9%."""
+    model, x_shape, y_scale = _qdq_transpose_model(case, x_storage, per_channel=True)
+    graph = _assert_one_step_apart(model, x_shape, y_scale)
+    (conv,) = [op for op in graph.ops if op.kind == "conv"]
+    assert all(is_quantized(v.type.dtype) for v in (*conv.operands, conv.result)) and not _transposed_convs(graph)
+    integer, floating = _convolutions(convc.compile_graph(graph, pipeline=I8_CPU_PIPELINE, target="cpu"))
+    assert integer >= 1 and floating == 0, (integer, floating)
+
+
+def test_qdq_conv_transpose_whose_bias_scale_is_not_x_scale_times_w_scale_stays_a_float_transposed_conv() -> None:
+    """A DQ'd int32 bias of another scale than x_scale * w_scale: the ConvTranspose pattern is not fused (a float
+    conv_backprop_input of the dequantized operands), and still at most one step from ONNX Runtime."""
+    model, x_shape, y_scale = _qdq_transpose_model("strides_pads_output_padding", np.uint8)
+    proto = onnx.load_from_string(model)
+    bias_scale = next(t for t in proto.graph.initializer if t.name == "bs")
+    bias_scale.CopyFrom(onnx.numpy_helper.from_array(onnx.numpy_helper.to_array(bias_scale) * 3, "bs"))
+    graph = _assert_one_step_apart(proto.SerializeToString(), x_shape, y_scale)
+    (op,) = _transposed_convs(graph)
+    assert not any(is_quantized(v.type.dtype) for v in (*op.operands, op.result))
+
+
+@pytest.mark.parametrize("per_channel", [False, True], ids=["per_tensor", "per_channel"])
+def test_qdq_conv_transpose_whose_pads_crop_everything_is_one_located_b7_error(per_channel: bool) -> None:
+    """A fused ConvTranspose pattern whose pads leave no output (size -3): one located diagnostic, B7, naming the
+    ConvTranspose as the file writes it, both for the quantized transposed conv (per tensor) and for the forward conv
+    built from its plan (per channel)."""
+    from convc.diagnostics import ConvcError
+
+    crop_everything = ({"pads": [3, 3, 3, 3]}, (1, 3, 2, 2), (3, 4, 2, 2), False)
+    model, _, _ = _qdq_transpose_model(crop_everything, np.uint8, per_channel=per_channel)
+    with pytest.raises(ConvcError) as err:
+        convc.load_onnx(model)
+    assert err.value.constraint == "B7" and "(ConvTranspose (DequantizeLinear -> ConvTranspose -> QuantizeLinear))" in str(err.value)
+    assert "would have size -3" in str(err.value) and "/graph/node/" in str(err.value)

@@ -60,7 +60,16 @@ def _inverted_residual_net() -> Any:
                          nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(16, 10))
 
 
+def _decoder_net() -> Any:
+    """A small 2-layer decoder: a stride-2 Conv down (3 -> 16), then two ConvTranspose up, ReLU between: stride 2
+    with kernel 4 (16 -> 8), stride 1 (8 -> 4); 4 x 32 x 32 out."""
+    nn = _torch().nn
+    return nn.Sequential(nn.Conv2d(3, 16, 3, 2, 1), nn.ReLU(), nn.ConvTranspose2d(16, 8, 4, 2, 1), nn.ReLU(),
+                         nn.ConvTranspose2d(8, 4, 3, 1, 1))
+
+
 NETWORKS = {"small_resnet": _small_resnet, "inverted_residual": _inverted_residual_net}
+BUILDERS = {**NETWORKS, "decoder": _decoder_net}
 # name -> (quant_format, per_channel, op_types_to_quantize): QOperator quantizes only Conv, so that no
 # com.microsoft op (QLinearAdd, QGemm, QLinearGlobalAveragePool) appears; convc refuses those (O4).
 FORMATS = {"qdq_per_tensor": ("QDQ", False, None), "qdq_per_channel": ("QDQ", True, None), "qoperator": ("QOperator", False, ["Conv"])}
@@ -68,7 +77,7 @@ FORMATS = {"qdq_per_tensor": ("QDQ", False, None), "qdq_per_channel": ("QDQ", Tr
 
 @functools.cache
 def _float_model(name: str) -> bytes:
-    return _export(_with_statistics(NETWORKS[name]()), SHAPE, "torchscript")
+    return _export(_with_statistics(BUILDERS[name]()), SHAPE, "torchscript")
 
 
 class _Calibration(quantization.CalibrationDataReader):  # type: ignore[misc]
@@ -83,7 +92,7 @@ class _Calibration(quantization.CalibrationDataReader):  # type: ignore[misc]
 
 @functools.cache
 def _quantized(name: str, form: str) -> bytes:
-    """NETWORKS[name] quantized by quantize_static in FORMATS[form] (uint8 activations, int8 weights), once per session."""
+    """BUILDERS[name] quantized by quantize_static in FORMATS[form] (uint8 activations, int8 weights), once per session."""
     quant_format, per_channel, op_types = FORMATS[form]
     options = {"op_types_to_quantize": op_types} if op_types else {}
     logging.getLogger().setLevel(logging.ERROR)  # the quantizer's advice to pre-process
@@ -158,18 +167,41 @@ def test_qdq_model_is_integer_and_as_accurate_as_onnxruntime(network: str, form:
     1.25x of ONNX Runtime's int8 run's, and at least half of it (int8-sized, not the float answer)."""
     model = _quantized(network, form)
     graph, (ours,) = _convc(model)
-    (theirs,) = _onnxruntime(model, _input())
-    (reference,) = _onnxruntime(_float_model(network), _input())
     file_convs = sum(node.op_type == "Conv" for node in onnx.load_from_string(model).graph.node)
     quantized_convs = [op for op in graph.ops if op.kind == "conv" and all(is_quantized(v.type.dtype) for v in op.operands)]
     assert len(quantized_convs) == file_convs == len([op for op in graph.ops if op.kind == "conv"])
     assert _float_convs(convc.compile_graph(graph, pipeline=I8_CPU_PIPELINE, target="cpu")) == 1  # the Gemm head
+    _assert_as_accurate_as_onnxruntime(model, network, ours)
+
+
+def _assert_as_accurate_as_onnxruntime(model: bytes, network: str, ours: np.ndarray) -> None:
+    """The QDQ bar: `ours` on the file's output grid; its RMS and mean absolute error against the float model within
+    1.25x of ONNX Runtime's int8 run's, and at least half of it (int8-sized, not the float answer)."""
+    (theirs,) = _onnxruntime(model, _input())
+    (reference,) = _onnxruntime(_float_model(network), _input())
     scale, zero_point = _output_grid(model)
     steps = ours / scale + zero_point
     np.testing.assert_allclose(steps, np.round(steps), atol=1e-3)
     (ours_rms, ours_mean), (their_rms, their_mean) = _errors(ours, reference), _errors(theirs, reference)
     assert 0.5 * their_rms <= ours_rms <= 1.25 * their_rms, (ours_rms, their_rms)
     assert 0.5 * their_mean <= ours_mean <= 1.25 * their_mean, (ours_mean, their_mean)
+
+
+@pytest.mark.parametrize("form", ["qdq_per_tensor", "qdq_per_channel"])
+def test_qdq_decoder_with_conv_transposes_is_integer_and_as_accurate_as_onnxruntime(form: str) -> None:
+    """A QDQ file of a 2-layer decoder (a Conv, two ConvTranspose): every Conv and ConvTranspose imported as one
+    quantized window op (per tensor a conv_backprop_input; per channel, W's axis 1, an lhs-dilated conv), no float
+    convolution in the cpu module; the output on the file's grid, its error against the float model within 1.25x of
+    ONNX Runtime's int8 run's, and at least half of it."""
+    model = _quantized("decoder", form)
+    graph, (ours,) = _convc(model)
+    file_ops = [node.op_type for node in onnx.load_from_string(model).graph.node]
+    assert file_ops.count("Conv") == 1 and file_ops.count("ConvTranspose") == 2
+    windows = [op for op in graph.ops if op.kind in ("conv", "conv_backprop_input")]
+    assert len(windows) == 3 and all(is_quantized(v.type.dtype) for op in windows for v in (*op.operands, op.result))
+    assert sum(op.kind == "conv_backprop_input" for op in windows) == (2 if form == "qdq_per_tensor" else 0)
+    assert _float_convs(convc.compile_graph(graph, pipeline=I8_CPU_PIPELINE, target="cpu")) == 0
+    _assert_as_accurate_as_onnxruntime(model, "decoder", ours)
 
 
 def test_default_qoperator_model_is_refused_naming_its_com_microsoft_ops() -> None:

@@ -3,7 +3,7 @@
 `registry.py` holds the table from (op type, since-opset) to converter and the context
 converters build with; one module per op family registers its converters (`conv.py`,
 `pooling.py`, `reduce.py`, `elementwise.py`, `activations.py`, `normalization.py`, `resize.py`, `gemm.py`, `tensor.py`, `slicing.py`), sharing
-`shared.py`; `integer.py` has the integer kernels, `dynamic.py` the run-time quantizer that feeds them; `qdq.py` fuses a QDQ pattern around a Conv into one quantized conv; `model.py` reads and checks the model with the `onnx` package, `importer.py`
+`shared.py`; `integer.py` has the integer kernels, `dynamic.py` the run-time quantizer that feeds them; `qdq.py` fuses a QDQ pattern around a Conv or ConvTranspose into one quantized conv; `model.py` reads and checks the model with the `onnx` package, `importer.py`
 plans and runs the conversion, `check.py` is `--check`'s comparison with ONNX Runtime. The
 `onnx` package is imported only when a model is loaded.
 """

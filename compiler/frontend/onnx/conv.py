@@ -4,31 +4,32 @@ convc's default dimension numbers; docs/transposed-convs.md has the ConvTranspos
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
-from ...ir import Value
+from ...ir import TensorType
 from ...ops.conv import dilate_dim
 from .registry import Context, Node, Operand, converter
 from .shared import AUTO_PAD, spatial_attr, unless_ones, window_pads
 
 
-def _window_operands(node: Node, ctx: Context) -> tuple[Value, Value, tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
-    """X and W of a Conv or ConvTranspose (rank 3 to 5, W's spatial dims as kernel_shape says),
-    W's spatial dims, and the strides and dilations per spatial dim."""
-    x, w = ctx.operand(node, 0), ctx.operand(node, 1)
-    if x.type.rank < 3 or w.type.rank != x.type.rank:
-        raise ctx.error(f"X {x.type} and W {w.type} must both have rank 3 to 5 (N, C and 1 to 3 spatial dimensions)")
-    rank, kernel = x.type.rank - 2, w.type.shape[2:]
+def _window(node: Node, ctx: Context, x: TensorType, w: TensorType) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """W's spatial dims, and the strides and dilations per spatial dim, of a Conv or ConvTranspose of X and W
+    (rank 3 to 5, W's spatial dims as kernel_shape says)."""
+    if x.rank < 3 or w.rank != x.rank:
+        raise ctx.error(f"X {x} and W {w} must both have rank 3 to 5 (N, C and 1 to 3 spatial dimensions)")
+    rank, kernel = x.rank - 2, w.shape[2:]
     if tuple(node.attrs.get("kernel_shape") or kernel) != kernel:
         raise ctx.error(f"kernel_shape {list(node.attrs['kernel_shape'])} differs from W's spatial dimensions {list(kernel)}")
     strides, dilations = spatial_attr(ctx, node, "strides", rank), spatial_attr(ctx, node, "dilations", rank)
-    return x, w, tuple(kernel), tuple(strides), tuple(dilations)
+    return tuple(kernel), tuple(strides), tuple(dilations)
 
 
 @converter("Conv", since=11, attrs=AUTO_PAD)
 def conv(node: Node, ctx: Context) -> Sequence[Operand]:
     """`conv` (NCHW/OIHW kept, 1-D to 3-D), then `bias_add` on axis 1 for B; group, strides, dilations, pads, auto_pad
     (NOTSET, SAME_UPPER, SAME_LOWER, VALID), kernel_shape."""
-    x, w, kernel, strides, dilations = _window_operands(node, ctx)
+    x, w = ctx.operand(node, 0), ctx.operand(node, 1)
+    kernel, strides, dilations = _window(node, ctx, x.type, w.type)
     pads = window_pads(ctx, node, x.type.shape[2:], kernel, strides, dilations)
     group = node.attrs["group"]
     y = ctx.op("conv", x, w, window_strides=unless_ones(strides), padding=pads, rhs_dilation=unless_ones(dilations),
@@ -76,18 +77,25 @@ def conv_transpose(node: Node, ctx: Context) -> Sequence[Operand]:
     """`conv_backprop_input` (the scatter conv whose forward kernel is W as it stands, [C, M / group, *k]; 1-D to 3-D)
     with explicit pads, then `bias_add` on axis 1 for B; group, strides, dilations, pads, output_padding, auto_pad
     (NOTSET, SAME_UPPER, SAME_LOWER, VALID), output_shape (as `input_shape`), kernel_shape."""
-    x, w, kernel, strides, dilations = _window_operands(node, ctx)
+    x, w = ctx.operand(node, 0), ctx.operand(node, 1)
+    y = ctx.op("conv_backprop_input", x, w, **transpose_attrs(node, ctx, x.type, w.type))
+    if node.input(2):
+        y = ctx.op("bias_add", y, ctx.operand(node, 2), axis=1)
+    return [y]
+
+
+def transpose_attrs(node: Node, ctx: Context, x: TensorType, w: TensorType) -> dict[str, Any]:
+    """The `conv_backprop_input` attributes of a ConvTranspose of X and W of these types (also its QDQ pattern's,
+    quantized.py); None for an attribute at its default."""
+    kernel, strides, dilations = _window(node, ctx, x, w)
     rank = len(kernel)
     extra = tuple(node.attrs.get("output_padding") or [0] * rank)  # ONNX's schema states no default: its text says 0
     if len(extra) != rank:
         raise ctx.error(f"output_padding has {len(extra)} entries, expected {rank} (one per spatial dimension)")
     windows = [dilate_dim(k, d) for k, d in zip(kernel, dilations)]
-    pads, sizes = _transpose_geometry(ctx, node, x.type.shape[2:], windows, strides, extra)
+    pads, sizes = _transpose_geometry(ctx, node, x.shape[2:], windows, strides, extra)
     group = node.attrs["group"]
-    size = {"input_shape": (x.type.shape[0], w.type.shape[1] * group, *sizes)} if sizes is not None else {
+    size = {"input_shape": (x.shape[0], w.shape[1] * group, *sizes)} if sizes is not None else {
         "output_padding": extra if any(extra) else None}
-    y = ctx.op("conv_backprop_input", x, w, window_strides=unless_ones(strides), padding=pads,
-               rhs_dilation=unless_ones(dilations), feature_group_count=None if group == 1 else group, **size)
-    if node.input(2):
-        y = ctx.op("bias_add", y, ctx.operand(node, 2), axis=1)
-    return [y]
+    return {"window_strides": unless_ones(strides), "padding": pads, "rhs_dilation": unless_ones(dilations),
+            "feature_group_count": None if group == 1 else group, **size}

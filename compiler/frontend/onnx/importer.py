@@ -5,7 +5,7 @@ refuse nodes outside the default domain (O4); check the initializers' size (O9) 
 their external data (O10); bring an opset below 13 up with `onnx.version_converter` (O3);
 list every node that has no converter and cannot be evaluated at import (O5), before
 anything is built; `onnx.checker` (O2); give symbolic input dims their sizes (O7), then
-strict `onnx.shape_inference` (O2); convert node by node (a QDQ pattern around a Conv as
+strict `onnx.shape_inference` (O2); convert node by node (a QDQ pattern around a Conv or ConvTranspose as
 the one quantized conv it stands for, `qdq.py`). The steps that use the `onnx`
 package are `model.py`'s.
 A node whose inputs are all known at import (initializers, Constants, shapes, and what is
@@ -48,7 +48,7 @@ from .model import (
     skeleton,
 )
 from .qdq import QDQConvs
-from .registry import INPUT_SPEC, UNSUPPORTED_ATTR, UNSUPPORTED_OP, Context, Node, Operand, lookup
+from .registry import INPUT_SPEC, UNSUPPORTED_ATTR, UNSUPPORTED_OP, Context, ConvertFn, Node, Operand, lookup
 
 # Ops never evaluated at import even with known inputs: random ones, and those with subgraphs.
 NOT_FOLDED = frozenset({"RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike", "Multinomial", "Bernoulli",
@@ -166,7 +166,8 @@ class _Build:
         qdq = QDQConvs(self.nodes, {v.name for v in self.proto.graph.output})
         for node in self.nodes:
             if node.index not in qdq.absorbed:
-                self._convert(qdq.fused(node, ctx) or node)
+                fused = qdq.fused(node, ctx)
+                self._convert(*fused) if fused is not None else self._convert(node)
         self.builder.output(*(self._output(index, value.name) for index, value in enumerate(self.proto.graph.output)))
         input_index = {v.name: i for i, v in enumerate(self.proto.graph.input)}
         graph.input_locs = {v.name: Location(file=self.file, pointer=f"/graph/input/{input_index[v.name]}" if v.name in input_index
@@ -180,12 +181,13 @@ class _Build:
                              Location(file=self.file, node=name), INPUT_SPEC)
         return self.builder.input(name, array.shape, dtype)
 
-    def _convert(self, node: Node) -> None:
+    def _convert(self, node: Node, convert: ConvertFn | None = None) -> None:
+        """Convert `node` by `convert` (a fused pattern's), else by its op type's converter."""
         ctx, ops = self.ctx, self.builder.graph.ops
         ctx.node, start = node, len(ops)
         loc = ctx.location(node)
         try:
-            results = self._evaluate(node) if foldable(node, ctx.known) else self._converter(node)(node, ctx)
+            results = self._evaluate(node) if foldable(node, ctx.known) else (convert or self._converter(node))(node, ctx)
         except ConvcError as err:
             raise ConvcError(err.message, loc, err.constraint) from None
         made = {id(op.result) for op in ops[start:]}

@@ -1,11 +1,14 @@
-"""QDQ fusion: DequantizeLinear -> Conv -> QuantizeLinear becomes one quantized conv (issue 19).
+"""QDQ fusion: DequantizeLinear -> Conv (or ConvTranspose) -> QuantizeLinear becomes one quantized conv (issue 19).
 
 ONNX Runtime's quantizer writes a quantized conv as a float Conv between a DequantizeLinear
 of each quantized operand (the activation, the int8 weights, an int32 bias) and a
 QuantizeLinear of its output. Converted op by op that is a float conv between casts; the
 pattern means one integer conv, which is what ONNX Runtime's own QDQ selectors run. So a
 matched pattern is converted as the QLinearConv it stands for (quantized.py's converter: a
-`conv` of quantized operands with a quantized result; the int32 bias as QLinearConv's B).
+`conv` of quantized operands with a quantized result; the int32 bias as QLinearConv's B). A
+ConvTranspose's pattern is matched the same way (W per tensor, or per output channel: W's
+axis 1) and converted by `qlinear_conv_transpose`, as QLinearConv's inputs with
+ConvTranspose's attributes.
 
 Why the importer and not a pass: the pattern is ONNX's (its node types, which input is an
 initializer, an int32 bias whose scale is x_scale * w_scale, the single QuantizeLinear
@@ -22,10 +25,16 @@ from collections.abc import Sequence
 import numpy as np
 
 from ...dtypes import quant_type
-from .quantized import node_axis
-from .registry import Context, Node
+from .quantized import node_axis, qlinear_conv, qlinear_conv_transpose
+from .registry import Context, ConvertFn, Node
 
 CONV_ATTRS = ("auto_pad", "dilations", "group", "kernel_shape", "pads", "strides")
+# each fused op type: its attributes, W's output-channel axis (a per-channel W's; ONNX Runtime's quantizer quantizes
+# ConvTranspose's W along axis 1), and the converter of its QLinearConv-style fused node (quantized.py)
+FUSED: dict[str, tuple[tuple[str, ...], int, ConvertFn]] = {
+    "Conv": (CONV_ATTRS, 0, qlinear_conv),
+    "ConvTranspose": (CONV_ATTRS + ("output_padding", "output_shape"), 1, qlinear_conv_transpose),
+}
 
 
 class QDQConvs:
@@ -41,29 +50,32 @@ class QDQConvs:
         self.graph_outputs = graph_outputs
         self.absorbed: set[int] = set()  # the indices of QuantizeLinear nodes a fused conv stands for
 
-    def fused(self, node: Node, ctx: Context) -> Node | None:
-        """The QLinearConv `node` (a Conv) and its neighbours stand for, else None. The
-        QuantizeLinear it absorbs is recorded in `absorbed`, for the importer to skip."""
-        if node.op_type != "Conv" or node.domain not in ("", "ai.onnx"):
+    def fused(self, node: Node, ctx: Context) -> tuple[Node, ConvertFn] | None:
+        """The QLinearConv-style node `node` (a Conv or ConvTranspose) and its neighbours stand for, with its converter,
+        else None. The QuantizeLinear it absorbs is recorded in `absorbed`, for the importer to skip."""
+        if node.op_type not in FUSED or node.domain not in ("", "ai.onnx"):
             return None
+        names, w_axis, convert = FUSED[node.op_type]
         y = node.outputs[0]
         readers = self.consumers.get(y, [])
         if y in self.graph_outputs or len(readers) != 1 or not _plain(readers[0], "QuantizeLinear", ctx):
             return None
         q = readers[0]
         dx, dw = self._dequantize(node.input(0), ctx), self._dequantize(node.input(1), ctx)
-        if dx is None or dw is None or not self._activation(dx, ctx) or not _weights(dw, ctx) or not _per_tensor(q, ctx):
+        if dx is None or dw is None or not self._activation(dx, ctx) or not _weights(dw, ctx, w_axis) or not _per_tensor(q, ctx):
             return None
         inputs = [dx.input(0), dx.input(1), dx.input(2), dw.input(0), dw.input(1), dw.input(2), q.input(1), q.input(2)]
         if node.input(2):
             db = self._dequantize(node.input(2), ctx)
-            if db is None or not _bias(db, dx, dw, ctx):
+            groups = node.attrs["group"] if node.op_type == "ConvTranspose" else 1  # W's axis 1 is per group there
+            if db is None or not _bias(db, dx, dw, ctx, groups):
                 return None
             inputs.append(db.input(0))
         self.absorbed.add(q.index)
-        attrs = {name: node.attrs[name] for name in CONV_ATTRS if name in node.attrs}
-        return Node(node.name or y, "QLinearConv", tuple(inputs), (q.outputs[0],), attrs, node.index, "",
-                    written_as="Conv (DequantizeLinear -> Conv -> QuantizeLinear)")
+        attrs = {name: node.attrs[name] for name in names if name in node.attrs}
+        written_as = f"{node.op_type} (DequantizeLinear -> {node.op_type} -> QuantizeLinear)"
+        return Node(node.name or y, "QLinear" + node.op_type, tuple(inputs), (q.outputs[0],), attrs, node.index, "",
+                    written_as=written_as), convert
 
     def _dequantize(self, name: str, ctx: Context) -> Node | None:
         """The DequantizeLinear that produces `name` (of the default domain, no blocks, parameters
@@ -97,21 +109,24 @@ def _per_tensor(node: Node, ctx: Context) -> bool:
     return _scale(node, ctx).size == 1 and bool(node.input(2))
 
 
-def _weights(dw: Node, ctx: Context) -> bool:
-    """dw dequantizes an 8-bit initializer with a zero point, per tensor or per output channel (axis 0)."""
+def _weights(dw: Node, ctx: Context, axis: int) -> bool:
+    """dw dequantizes an 8-bit initializer with a zero point, per tensor or per output channel (along `axis`)."""
     w = ctx.array(dw.input(0))
     if w is None or w.dtype not in (np.int8, np.uint8) or not dw.input(2) or w.ndim < 3:
         return False
     per_channel = _scale(dw, ctx).size > 1
-    return not per_channel or (node_axis(dw) % w.ndim == 0 and _scale(dw, ctx).size == w.shape[0])
+    return not per_channel or (node_axis(dw) % w.ndim == axis and _scale(dw, ctx).size == w.shape[axis])
 
 
-def _bias(db: Node, dx: Node, dw: Node, ctx: Context) -> bool:
-    """db dequantizes an int32 initializer, zero point 0, scale x_scale * w_scale: QLinearConv's B
-    (as ONNX Runtime's quantizer writes it; another scale is no integer bias of this conv)."""
+def _bias(db: Node, dx: Node, dw: Node, ctx: Context, groups: int = 1) -> bool:
+    """db dequantizes an int32 initializer, zero point 0, scale x_scale * w_scale (w_scale per channel repeated for
+    each of `groups`): QLinearConv's B (as ONNX Runtime's quantizer writes it; another scale is no integer bias of
+    this conv)."""
     b = ctx.array(db.input(0))
     zero = ctx.array(db.input(2)) if db.input(2) else np.zeros(1, np.int32)
     if b is None or b.dtype != np.int32 or b.ndim != 1 or zero is None or np.any(zero != 0):
         return False
     expected, scale = _scale(dx, ctx) * _scale(dw, ctx), _scale(db, ctx)
+    if expected.size > 1:
+        expected = np.tile(expected, groups)
     return scale.size in (1, expected.size) and bool(np.allclose(scale, expected, rtol=1e-6, atol=0))

@@ -10,13 +10,18 @@ then rounds: the zero point is an integer, so the two agree.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
+from ...diagnostics import VerifyError
 from ...dtypes import parse_quant, quant_type
-from ...ir import Value
-from .registry import Context, Node, Operand, converter
+from ...ir import TensorType, Value
+from ...ops.conv_grad import CONV_BACKPROP_INPUT, plan_backprop_input
+from ...verify import coerce_attrs
+from .conv import transpose_attrs
+from .registry import UNSUPPORTED_ATTR, Context, Node, Operand, converter
 from .shared import normalized_axis, spatial_attr, unless_ones, window_pads
 
 # ONNX zero-point dtype -> the quantized storage type of the same values
@@ -92,23 +97,32 @@ def dequantize_linear(node: Node, ctx: Context) -> Sequence[Operand]:
     return [ctx.op("uniform_dequantize", x)]
 
 
-def _quantized_weights(ctx: Context, node: Node, storage: str) -> Value:
-    """W (an initializer) as a quantized constant of X's storage type: its real values as an
-    f32 constant, quantized again (which gives back exactly the stored integers). An int8 W
-    for a uint8 X is the same reals with 128 added to values and zero points."""
+# ConvTranspose's W as a forward conv's kernel: W's integers -> (the kernel, each of its output channels' index
+# along W's quantization axis)
+Kernel = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
+
+
+def _quantized_weights(ctx: Context, node: Node, storage: str, kernel: Kernel | None = None) -> Value:
+    """W (an initializer; `kernel` of it, when given) as a quantized constant of X's storage type, per tensor or
+    per axis 0: its real values as an f32 constant, quantized again (which gives back exactly the stored integers).
+    An int8 W for a uint8 X is the same reals with 128 added to values and zero points."""
     w = ctx.required_array(node, 3, "W")
     spelling = checked_type(ctx, quant_params(ctx, node, 4, w.ndim, axis=0), w.ndim)
     quant = parse_quant(spelling)
-    stored, zero_points = w.astype(np.int64), np.asarray(quant.zero_points, np.int64)
+    stored, zero_points, scale_list = w.astype(np.int64), np.asarray(quant.zero_points, np.int64), list(quant.scales)
+    if kernel is not None:
+        stored, channels = kernel(stored)
+        if quant.axis is not None:
+            scale_list, zero_points = [scale_list[i] for i in channels], zero_points[channels]
     if quant.storage != storage:
         if {quant.storage, storage} != {"i8", "u8"}:
             raise ctx.error(f"W's storage type {quant.storage} cannot be made X's ({storage})")
         shift = 128 if storage == "u8" else -128
         stored, zero_points = stored + shift, zero_points + shift
-    scales = np.asarray(quant.scales, np.float64)
+    scales = np.asarray(scale_list, np.float64)
     where = (-1,) + (1,) * (w.ndim - 1) if quant.axis is not None else ()
     real = ((stored - zero_points.reshape(where)) * scales.reshape(where)).astype(np.float32)
-    params = [f"{s!r}:{int(z)}" for s, z in zip(quant.scales, zero_points, strict=True)]
+    params = [f"{s!r}:{int(z)}" for s, z in zip(scale_list, zero_points, strict=True)]
     body = params[0] if quant.axis is None else "{" + ", ".join(params) + "}"
     target = f"!quant.uniform<{storage}:f32{'' if quant.axis is None else ':0'}, {body}>"
     return ctx.create("uniform_quantize", ctx.constant(real, "w_real"), suffix="w", new_dtype=target)
@@ -133,28 +147,86 @@ def qlinear_conv(node: Node, ctx: Context) -> Sequence[Operand]:
     B, which share the scale x_scale * w_scale, as StableHLO from TensorFlow's converter spells
     it; ONNX Runtime adds B to the accumulator in i32 and rescales once, which differs only where
     f32 rounding does (the tests' bar: at most one step)."""
+    def window(x: Value, w: Value, result: str) -> Value:
+        rank = x.type.rank - 2
+        kernel = w.type.shape[2:]
+        strides, dilations = spatial_attr(ctx, node, "strides", rank), spatial_attr(ctx, node, "dilations", rank)
+        pads = window_pads(ctx, node, x.type.shape[2:], kernel, strides, dilations)
+        group = node.attrs["group"]
+        return ctx.op("conv", x, w, preferred_element_type=result, window_strides=unless_ones(strides), padding=pads,
+                      rhs_dilation=unless_ones(dilations), feature_group_count=None if group == 1 else group)
+
+    return _quantized_window(node, ctx, window, lambda w: w.type.shape[0])
+
+
+def qlinear_conv_transpose(node: Node, ctx: Context) -> Sequence[Operand]:
+    """A QDQ pattern around a ConvTranspose (qdq.py), its inputs QLinearConv's: as `qlinear_conv` (y's type, or with
+    B the i32 accumulator, `bias_add` and `uniform_quantize`), the window op `conv_backprop_input` of the quantized x
+    with W made a quantized constant per tensor. W per channel (W's axis 1, the output channels) is a kernel
+    StableHLO's quantized transposed conv cannot take (it reverses the kernel: B8), so that window op is the forward
+    `conv` the transposed conv lowers to, lhs-dilated, its kernel W reversed and regrouped at import (per axis 0)."""
+    w_array = ctx.required_array(node, 3, "W")
+    if ctx.required_array(node, 4, "w_scale").size == 1:
+        def transposed(x: Value, w: Value, result: str) -> Value:
+            return ctx.op("conv_backprop_input", x, w, preferred_element_type=result, **transpose_attrs(node, ctx, x.type, w.type))
+
+        return _quantized_window(node, ctx, transposed, lambda w: w.type.shape[1] * node.attrs["group"])
+
+    def forward(x: Value, w: Value, result: str) -> Value:
+        return ctx.op("conv", x, w, preferred_element_type=result, **_forward_conv_attrs(node, ctx, x, w_array.shape))
+
+    return _quantized_window(node, ctx, forward, lambda w: w.type.shape[0], _forward_kernel(node.attrs["group"]))
+
+
+def _forward_kernel(group: int) -> Kernel:
+    """ConvTranspose's W [C, M / group, *k] as the kernel of the forward conv it is, [M, C / group, *k] (OI...):
+    spatially reversed, its group axis moved from the input to the output channels (group-major), as
+    conv_backprop_input's plan does; output channel g * M / group + j takes W's channel j's parameters."""
+    def arrange(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        channels, per_group, *kernel = w.shape
+        flipped = w[(slice(None), slice(None), *(slice(None, None, -1),) * len(kernel))]
+        grouped = flipped.reshape(group, channels // group, per_group, *kernel).swapaxes(1, 2)
+        return grouped.reshape(group * per_group, channels // group, *kernel), np.tile(np.arange(per_group), group)
+    return arrange
+
+
+def _forward_conv_attrs(node: Node, ctx: Context, x: Value, w_shape: Sequence[int]) -> dict[str, Any]:
+    """The attributes of the forward conv (NC.../OI...) a ConvTranspose of x and a W of `w_shape` is: the
+    conv_backprop_input plan's (lhs dilation, pads), whose kernel is `_forward_kernel`'s."""
+    attrs = {name: value for name, value in transpose_attrs(node, ctx, x.type, TensorType(tuple(w_shape), "f32")).items()
+             if value is not None}
+    types = [TensorType(x.type.shape, "f32"), TensorType(tuple(w_shape), "f32")]  # the plan's geometry, in floats
+    view = CONV_BACKPROP_INPUT.bind(types, coerce_attrs("conv_backprop_input", attrs, ctx.location(node)))
+    try:
+        conv = plan_backprop_input(view).conv_attrs
+    except VerifyError as err:  # a geometry the transposed conv refuses (B7): the same diagnostic as unfused
+        raise ctx.error(err.message, err.constraint or UNSUPPORTED_ATTR) from None
+    windows = {name: unless_ones(conv[name]) for name in ("window_strides", "lhs_dilation", "rhs_dilation")}
+    return {"padding": conv["padding"], **windows, "feature_group_count": conv.get("feature_group_count")}
+
+
+def _quantized_window(node: Node, ctx: Context, window: Callable[[Value, Value, str], Value],
+                      out_channels: Callable[[Value], int], kernel: Kernel | None = None) -> Sequence[Operand]:
+    """QLinearConv's inputs as a quantized window op (`window(x, w, result element type)`, W a quantized constant)
+    with y's type; with B (`out_channels(w)` values) the op's i32 accumulator, dequantized, B added, quantized."""
     x = ctx.operand(node, 0)
     x_type = checked_type(ctx, quant_params(ctx, node, 1, x.type.rank), x.type.rank)
     if x.type.dtype != x_type:
         raise ctx.error(f"x is {x.type}, not quantized with x_scale and x_zero_point ({x_type})")
     x_quant = quant_type(x_type)
     assert x_quant is not None
-    w = _quantized_weights(ctx, node, x_quant.storage)
+    w = _quantized_weights(ctx, node, x_quant.storage, kernel)
     y_type = checked_type(ctx, quant_params(ctx, node, 6, x.type.rank), x.type.rank)
-    rank = x.type.rank - 2
-    kernel = w.type.shape[2:]
-    strides, dilations = spatial_attr(ctx, node, "strides", rank), spatial_attr(ctx, node, "dilations", rank)
-    pads = window_pads(ctx, node, x.type.shape[2:], kernel, strides, dilations)
-    group = node.attrs["group"]
-    attrs = {"window_strides": unless_ones(strides), "padding": pads, "rhs_dilation": unless_ones(dilations),
-             "feature_group_count": None if group == 1 else group}
     if not node.input(8):
-        return [ctx.op("conv", x, w, preferred_element_type=y_type, **attrs)]
+        return [window(x, w, y_type)]
     bias = ctx.required_array(node, 8, "B")
+    channels = out_channels(w)
     scales = np.float32(x_quant.scales[0]) * np.asarray(ctx.required_array(node, 4, "w_scale"), np.float32).reshape(-1)
-    if bias.shape != (w.type.shape[0],) or scales.size not in (1, bias.size):
-        raise ctx.error(f"B {list(bias.shape)} must have one value per output channel ({w.type.shape[0]}), and w_scale one or as many")
-    y = ctx.op("conv", x, w, preferred_element_type=_accumulator_type(scales), **attrs)
+    if scales.size > 1 and kernel is not None:
+        scales = np.tile(scales, channels // scales.size)  # a forward kernel's channels in groups, each as W's
+    if bias.shape != (channels,) or scales.size not in (1, bias.size):
+        raise ctx.error(f"B {list(bias.shape)} must have one value per output channel ({channels}), and w_scale one or as many")
+    y = window(x, w, _accumulator_type(scales))
     real_bias = (bias.astype(np.float64) * scales.astype(np.float64)).astype(np.float32)  # i32 B: exact in f64
     y = ctx.op("bias_add", ctx.op("uniform_dequantize", y), ctx.constant(real_bias, "bias"), axis=1)
     return [ctx.op("uniform_quantize", y, new_dtype=y_type)]

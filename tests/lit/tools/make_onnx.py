@@ -68,8 +68,30 @@ def dynamic_conv() -> tuple[list, dict, dict]:
     return nodes, {"x": [1, 1, 4, 4]}, {"w": w, "w_scale": np.array(0.01, np.float32), "w_zero": np.array(0, np.int8)}
 
 
+def _qdq_conv_transpose(per_channel: bool) -> tuple[list, dict, dict]:
+    """quantize_static's ConvTranspose (stride 2, output_padding 1): Q -> DQ(x), DQ(int8 W, per tensor or per output
+    channel: axis 1), DQ(int32 B, scale x_scale * w_scale) -> ConvTranspose -> Q -> DQ."""
+    axis = {"axis": 1} if per_channel else {}
+    nodes = [
+        helper.make_node("QuantizeLinear", ["x", "x_scale", "x_zero"], ["xq"], name="xq"),
+        helper.make_node("DequantizeLinear", ["xq", "x_scale", "x_zero"], ["xd"], name="xd"),
+        helper.make_node("DequantizeLinear", ["w", "w_scale", "w_zero"], ["wd"], name="wd", **axis),
+        helper.make_node("DequantizeLinear", ["b", "b_scale", "b_zero"], ["bd"], name="bd", **({"axis": 0} if per_channel else {})),
+        helper.make_node("ConvTranspose", ["xd", "wd", "bd"], ["t"], strides=[2, 2], output_padding=[1, 1], name="up"),
+        helper.make_node("QuantizeLinear", ["t", "y_scale", "y_zero"], ["yq"], name="yq"),
+        helper.make_node("DequantizeLinear", ["yq", "y_scale", "y_zero"], ["y"], name="y"),
+    ]
+    w_scale = np.array([0.25, 0.5, 0.125] if per_channel else 0.25, np.float32)
+    weights = {"x_scale": np.array(0.5, np.float32), "x_zero": np.array(128, np.uint8),
+               "w": np.arange(-12, 12, dtype=np.int8).reshape(2, 3, 2, 2), "w_scale": w_scale,
+               "w_zero": np.zeros(w_scale.shape, np.int8), "b": np.array([4, -8, 16], np.int32), "b_scale": 0.5 * w_scale,
+               "b_zero": np.zeros(w_scale.shape, np.int32), "y_scale": np.array(2.0, np.float32), "y_zero": np.array(100, np.uint8)}
+    return nodes, {"x": [1, 2, 3, 3]}, weights
+
+
 MODELS = {"classifier": classifier, "flatten_view": flatten_view, "pool_reduce_matvec": pool_reduce_matvec,
-          "dynamic_conv": dynamic_conv}
+          "dynamic_conv": dynamic_conv, "qdq_conv_transpose": lambda: _qdq_conv_transpose(False),
+          "qdq_conv_transpose_per_channel": lambda: _qdq_conv_transpose(True)}
 OPSETS: dict[str, int] = {}  # a model's opset where it is not 17
 OUTPUT_SHAPES: dict[str, list[int]] = {}  # a model's output shape where onnx's shape inference cannot infer it
 
