@@ -1,0 +1,249 @@
+"""`--suite limits`: for each case of the conv suite, every StableHLO form convc can emit for
+its conv timed side by side against PyTorch's op, so that where convc loses, the table says
+whether a better form exists (a cost-model miss) or not (the limit of XLA:CPU's kernel).
+
+    python -m convc.tools.bench --suite limits                  # all conv-suite cases
+    python -m convc.tools.bench --suite limits --cases dense --budget 3
+
+The forms are autotune's candidates (convc.autotune_pjrt): after the cpu pipeline's passes
+that run before `autotune-conv-lowering`, the case's conv as a one-conv module with each
+legal lowering pinned ("xla" and every registered rewrite legal on it), lowered by the rest
+of the cpu pipeline. Each form is compiled twice: with the XLA options convc's own runs use
+(`Compiler.xla_options`: compile.TARGET_XLA_OPTIONS, "@target") and with XLA's defaults
+("@default"). Timed with them, interleaved in one process: the case as the conv suite
+compiles it (`case`: the cost model's choice, with the ops around the conv) and PyTorch's op
+(the conv suite's baseline). The cost model's form is found by text: the one-conv module
+left unpinned emits the same StableHLO as the candidate it chooses.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+from convc.tools import bench
+
+TARGET, DEFAULT = "target", "default"  # the two option sets each form is compiled with
+UNPINNED = "unpinned"  # the cost model's form when it matches no pinned candidate's text
+SLOW_CALL_MS = 500.0  # a form whose first call takes longer (and 20x the fastest) is not timed further
+
+
+@dataclass
+class LimitResult:
+    """One case: the median ms of every timed thunk ("FORM@target", "FORM@default", "case",
+    "torch") and what the table reads from them."""
+
+    name: str
+    shape: str
+    forms: list[str]  # the legal candidates, "xla" first
+    chosen: str  # the cost model's form (a candidate, or UNPINNED)
+    ms: dict[str, float]
+    untimed: list[str]  # forms whose one (first) call stands for their time: seconds per call
+    rejected: dict[str, str]  # form -> why it is not in the table (failed, or disagrees with xla)
+    rounds: int
+    best: str  # the fastest "FORM@options"
+    best_ms: float
+    chosen_ms: float  # the cost model's form with convc's options
+    case_ms: float
+    torch_ms: float | None
+    case_error_vs_torch: float | None
+    ratios: dict[str, float] = field(default_factory=dict)  # best/torch, chosen/torch, case/torch, chosen/best
+
+
+def split_pipeline() -> tuple[list[Any], list[Any]]:
+    """The cpu pipeline (with autotune) as the passes before `autotune-conv-lowering` and
+    those after it: where autotune finds its convs, and what lowers a pinned one."""
+    from convc.compile import Compiler
+    from convc.passes.autotune_conv_lowering import AutotuneConvLowering
+
+    passes = Compiler(target="cpu", autotune=True).passes()
+    at = next(i for i, p in enumerate(passes) if isinstance(p, AutotuneConvLowering))
+    return passes[:at], passes[at + 1:]
+
+
+def tunable_conv(spec: bench.ConvSpec) -> Any:
+    """The case's conv as autotune sees it (after the passes before autotune-conv-lowering)."""
+    from convc.conv_lowering import LOWERING
+    from convc.pass_manager import PassManager
+
+    graph = bench.convc_graph(spec)
+    PassManager(split_pipeline()[0]).run(graph)
+    convs = [op for op in graph.ops if op.kind == "conv" and LOWERING not in op.attrs]
+    if len(convs) != 1:
+        raise bench.BenchError(f"case '{spec.name}' has {len(convs)} convs to choose a lowering for; the limits suite takes one")
+    return convs[0]
+
+
+def forms_and_choice(op: Any) -> tuple[list[str], str]:
+    """The legal candidates of `op` ("xla" first) and the one the cost model chooses: the
+    candidate whose pinned module emits the unpinned module's StableHLO (UNPINNED if none)."""
+    from convc.autotune_pjrt import lowered_stablehlo
+    from convc.conv_facts import conv_facts
+    from convc.conv_lowering import candidates
+
+    legal = candidates(conv_facts(op))
+    unpinned = lowered_stablehlo(op, None)
+    return legal, next((name for name in legal if lowered_stablehlo(op, name) == unpinned), UNPINNED)
+
+
+def option_sets(op: Any, platform: str) -> dict[str, dict[str, str]]:
+    """convc's options for the one-conv module ("target") and XLA's ("default"); one entry
+    when they are the same."""
+    from convc.autotune_pjrt import one_conv_graph
+    from convc.compile import Compiler
+    from convc.lowering_pins import XLA
+
+    target = Compiler(target="cpu").xla_options(platform, one_conv_graph(op, XLA))
+    return {TARGET: target, DEFAULT: {}} if target else {TARGET: target}
+
+
+def short(key: str) -> str:
+    return key.removeprefix("cpu-")
+
+
+def run_limit_case(spec: bench.ConvSpec, budget_s: float, use_torch: bool, platform: str = "cpu", seed: int = 0) -> LimitResult:
+    """Compile every form of the case's conv with each option set, and the case itself; check
+    each form against "xla@target" (a form that disagrees is rejected, as autotune rejects
+    it); then time them and PyTorch's op interleaved."""
+    op = tunable_conv(spec)
+    forms, chosen = forms_and_choice(op)
+    thunks, warm_ms, rejected = _form_thunks(op, forms + ([UNPINNED] if chosen == UNPINNED else []), platform, seed)
+    case_thunk, case_out, warm_ms["case"] = _case_thunk(spec, platform, seed)
+    thunks["case"] = case_thunk
+    torch_error = None
+    torch_run = bench.torch_function(spec, _case_arrays(spec, seed)) if use_torch else None
+    if torch_run is not None:
+        start = time.perf_counter()
+        torch_out = bench.torch_result_to_channels_last(spec, torch_run())
+        warm_ms["torch"] = (time.perf_counter() - start) * 1e3
+        scale = 1.0 + float(np.abs(torch_out).max(initial=0.0))
+        torch_error = float(np.abs(case_out - torch_out).max(initial=0.0)) / scale if case_out.shape == torch_out.shape else math.inf
+        thunks["torch"] = torch_run
+    fastest = min(warm_ms.values())
+    untimed = sorted(key for key in thunks if warm_ms[key] > max(SLOW_CALL_MS, 20 * fastest))
+    timer = bench.Timer(budget_s, min_rounds=4, max_rounds=24, rotate=True)
+    samples = timer.run({key: thunk for key, thunk in thunks.items() if key not in untimed})
+    medians = {**bench.summarize(samples)[0], **{key: warm_ms[key] for key in untimed}}
+    rounds = len(next(iter(samples.values()))) // timer.block
+    return _result(spec, forms, chosen, medians, untimed, rejected, rounds, torch_error)
+
+
+def _case_arrays(spec: bench.ConvSpec, seed: int) -> list[np.ndarray]:
+    """The case's operands, as the conv suite draws them."""
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal(shape).astype(np.float32) for shape in spec.operand_shapes()]
+
+
+def _case_thunk(spec: bench.ConvSpec, platform: str, seed: int) -> tuple[Callable[[], None], np.ndarray, float]:
+    """The case compiled as the conv suite compiles it (target cpu, convc's options): a
+    thunk, its first result and that call's ms."""
+    import jax
+
+    executable = bench.compile_case(spec, "cpu", platform, autotune=False)
+    buffers = [jax.device_put(a, executable.device) for a in _case_arrays(spec, seed)]
+    start = time.perf_counter()
+    out = np.asarray(executable.run_on_device(buffers)[0])
+    ms = (time.perf_counter() - start) * 1e3
+    return (lambda: bench.block_until_ready(executable.run_on_device(buffers))), out, ms
+
+
+def _form_thunks(op: Any, forms: list[str], platform: str,
+                 seed: int) -> tuple[dict[str, Callable[[], None]], dict[str, float], dict[str, str]]:
+    """Each form compiled with each option set (autotune_pjrt.warm_up) and called once: the
+    thunks of those that agree with "xla@target", their first call's ms, and why the others
+    were left out."""
+    from convc.autotune_pjrt import one_conv_graph, warm_up
+    from convc.diagnostics import one_line
+    from convc.lowering_pins import XLA
+    from convc.runtime_inputs import compare, random_inputs, tolerance_for
+
+    arrays = random_inputs(one_conv_graph(op, XLA), seed)
+    precision = tolerance_for([one_conv_graph(op, XLA)], platform)
+    thunks: dict[str, Callable[[], None]] = {}
+    warm_ms: dict[str, float] = {}
+    rejected: dict[str, str] = {}
+    reference: np.ndarray | None = None
+    for label, options in option_sets(op, platform).items():
+        for form in forms:
+            key = f"{form}@{label}"
+            try:
+                run, result, warm_ms[key] = warm_up(op, None if form == UNPINNED else form, platform, arrays, options)
+            except Exception as err:  # noqa: BLE001 - a form that fails is reported in the table, never fatal
+                rejected[key] = f"failed: {one_line(str(err))[:160]}"
+                continue
+            reference = result if reference is None and form == XLA else reference
+            if reference is None or not compare(key, precision, result, reference)[1]:
+                rejected[key] = "disagrees with xla@target" if reference is not None else "xla@target failed"
+                continue
+            thunks[key] = _blocking(run)
+    if f"{XLA}@{TARGET}" not in thunks:
+        raise bench.BenchError(f"case '{op.name}': XLA's own conv did not compile and run: {rejected}")
+    return thunks, warm_ms, rejected
+
+
+def _blocking(run: Callable[[], Any]) -> Callable[[], None]:
+    return lambda: bench.block_until_ready(run())
+
+
+def _result(spec: bench.ConvSpec, forms: list[str], chosen: str, ms: dict[str, float], untimed: list[str],
+            rejected: dict[str, str], rounds: int, torch_error: float | None) -> LimitResult:
+    form_ms = {key: value for key, value in ms.items() if "@" in key}
+    best = min(form_ms, key=lambda key: form_ms[key])
+    chosen_ms = ms.get(f"{chosen}@{TARGET}", math.nan)
+    torch_ms = ms.get("torch")
+    ratios = {"chosen/best": chosen_ms / form_ms[best]}
+    if torch_ms is not None:
+        ratios.update({"best/torch": form_ms[best] / torch_ms, "chosen/torch": chosen_ms / torch_ms, "case/torch": ms["case"] / torch_ms})
+    return LimitResult(spec.name, spec.describe(), forms, chosen, ms, untimed, rejected, rounds, best, form_ms[best], chosen_ms,
+                       ms["case"], torch_ms, torch_error, ratios)
+
+
+# --- report ---------------------------------------------------------------------------------
+
+
+def format_table(results: Sequence[LimitResult]) -> str:
+    head = (f"{'case':<22} {'best form':<37} {'best ms':>8} {'chosen form':<28} {'chosen ms':>9} {'case ms':>8} "
+            f"{'torch ms':>8} {'best/t':>7} {'chosen/t':>8} {'case/t':>7} {'ch/best':>7}")
+    lines = [head, "-" * len(head)]
+    for r in results:
+        torch_ms = f"{r.torch_ms:8.2f}" if r.torch_ms is not None else f"{'-':>8}"
+        ratio = {name: f"{r.ratios[name]:.3g}" if name in r.ratios else "-" for name in ("best/torch", "chosen/torch", "case/torch")}
+        lines.append(f"{r.name:<22} {short(r.best):<37} {r.best_ms:8.2f} {short(r.chosen):<28} {r.chosen_ms:9.2f} {r.case_ms:8.2f} "
+                     f"{torch_ms} {ratio['best/torch']:>7} {ratio['chosen/torch']:>8} {ratio['case/torch']:>7} {r.ratios['chosen/best']:7.2f}")
+    lines.append("-" * len(head))
+    means = geomeans(results)
+    lines.append("geometric mean " + "   ".join(f"{name}: {value:.3f}" for name, value in means.items() if value is not None))
+    lines.append("every form (median ms; @target: convc's XLA options, @default: XLA's; * one call, not timed further):")
+    for r in results:
+        forms = "   ".join(f"{short(key)} {value:.2f}{'*' if key in r.untimed else ''}" for key, value in r.ms.items() if "@" in key)
+        lines.append(f"  {r.name:<22} {forms}" + "".join(f"   [{short(key)}: {why}]" for key, why in r.rejected.items()))
+    return "\n".join(lines)
+
+
+def geomeans(results: Sequence[LimitResult]) -> dict[str, float | None]:
+    names = ("best/torch", "chosen/torch", "case/torch", "chosen/best")
+    return {name: bench.geomean([r.ratios[name] for r in results if name in r.ratios]) for name in names}
+
+
+def run_limits_suite(args: Any, info: dict[str, Any], target: str, budget: float, use_torch: bool,
+                     log: Callable[[str], None]) -> dict[str, Any]:
+    """The limits suite's report (the same top-level keys as the other suites where they apply)."""
+    if args.platform != "cpu" or target != "cpu":
+        raise bench.BenchError(f"--suite limits times the cpu target's forms on XLA:CPU; here platform '{args.platform}', target '{target}'")
+    if args.autotune:
+        raise bench.BenchError("--suite limits times every candidate itself; --autotune would choose among them")
+    log(f"machine: {info['cpu']}, {info['cores']} cores, jax {info['jax']}, torch {info['torch']}; load {info['load_average'][0]:.2f}")
+    results = []
+    for spec in bench.selected_cases(args):
+        result = run_limit_case(spec, budget, use_torch, args.platform)
+        log(f"  {spec.name}: best {short(result.best)} {result.best_ms:.2f} ms, chosen {short(result.chosen)} {result.chosen_ms:.2f} ms"
+            + (f", torch {result.torch_ms:.2f} ms" if result.torch_ms is not None else "") + f" ({result.rounds} rounds)")
+        results.append(result)
+    info["load_average_after"] = list(os.getloadavg())
+    return {"machine": info, "suite": "limits", "platform": args.platform, "target": target, "quick": args.quick, "budget_s": budget,
+            "cases": [asdict(r) for r in results], "geomeans": geomeans(results), "table": format_table(results) if results else ""}
