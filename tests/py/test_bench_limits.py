@@ -32,6 +32,8 @@ def test_quick_limits_case_times_every_legal_form_with_both_option_sets(tmp_path
         assert case["case_error_vs_torch"] <= bench.TOLERANCE
         assert case["ratios"]["best/torch"] == pytest.approx(case["best_ms"] / case["torch_ms"])
     assert report["geomeans"]["chosen/best"] == pytest.approx(case["ratios"]["chosen/best"])
+    assert set(case["min_ms"]) == set(case["ms"]) and all(case["min_ms"][key] <= case["ms"][key] for key in case["ms"])
+    assert report["geomeans_of_min"]["chosen/best"] == pytest.approx(case["min_ratios"]["chosen/best"])
     assert "weight_grad_depthwise" in report["table"] and "batch-group-tap-reduce@target" in report["table"]
 
 
