@@ -12,6 +12,7 @@ same computation as JAX writes it (`jax.jit` of jax.lax / jax.vjp) and PyTorch e
     python -m convc.tools.bench --suite models --profile      # + where each network's time goes (tools/bench_profile.py)
     python -m convc.tools.bench --suite models --int8         # quantized: vs ONNX Runtime int8 (tools/bench_models_int8.py)
     python -m convc.tools.bench --suite limits                # every form of each conv vs PyTorch (tools/bench_limits.py)
+    python -m convc.tools.bench --suite train-limits          # the same for the convs of --suite train's steps
 
 Everything runs on one PJRT platform (`--platform`, default the one PJRT picks): on `gpu`,
 PyTorch runs on CUDA with cudnn.benchmark, every timed call ends with the device
@@ -46,7 +47,7 @@ import numpy as np
 SPATIAL_LETTERS = {1: "W", 2: "HW", 3: "DHW"}
 IMPLEMENTATIONS = ("convc", "jax", "torch")
 PLATFORMS = ("cpu", "gpu")
-SUITES = ("conv", "train", "models", "train-models", "limits")
+SUITES = ("conv", "train", "models", "train-models", "limits", "train-limits")
 TOLERANCE = 1e-4  # max |convc - jax| / (1 + max |jax|), f32
 # On the GPU, f32 convs run in TF32 (operands rounded to 2^-11 relative) and XLA autotunes
 # the cuDNN algorithm per compile, so two compiles of one conv may round differently.
@@ -543,7 +544,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                              "against ONNX Runtime and PyTorch eager (cpu only); train-models: training steps of imported "
                              "ResNet-18, MobileNet v2 and a DCGAN generator (convc.grad of the weights) against PyTorch autograd (cpu only); "
                              "limits: the conv suite's cases, every StableHLO form convc can emit for each conv (with convc's and "
-                             "XLA's default options) against PyTorch's op (cpu only)")
+                             "XLA's default options) against PyTorch's op (cpu only); train-limits: the same for each distinct conv of "
+                             "--suite train's steps, summed, against the step and PyTorch's autograd step (cpu only)")
     parser.add_argument("--cases", help="comma-separated substrings of case names to run (default: all)")
     parser.add_argument("--platform", choices=PLATFORMS,
                         help="the PJRT platform convc and JAX run on, and PyTorch's device (gpu: CUDA); default: the one PJRT picks")
@@ -617,7 +619,7 @@ def selected_cases(args: argparse.Namespace) -> list[Any]:
 
         return _wanted(bench_models.model_specs(args.size or (bench_models.QUICK_SIZE if args.quick else bench_models.FULL_SIZE),
                                                 args.batch), args)
-    if getattr(args, "suite", "conv") == "train":
+    if getattr(args, "suite", "conv") in ("train", "train-limits"):
         from convc.tools import bench_train
 
         return [spec.with_batch(spec.batch * (args.batch_scale or 1)) for spec in _wanted(bench_train.train_cases(args.quick), args)]
@@ -658,7 +660,7 @@ def run_suite(args: argparse.Namespace, log: Callable[[str], None] = print) -> d
         from convc.tools import bench_train_models
 
         return bench_train_models.run_train_models_suite(args, info, target, budget, use_torch, log)
-    if args.suite == "limits":
+    if args.suite in ("limits", "train-limits"):
         from convc.tools import bench_limits
 
         return bench_limits.run_limits_suite(args, info, target, budget, use_torch, log)

@@ -69,14 +69,19 @@ def split_pipeline() -> tuple[list[Any], list[Any]]:
     return passes[:at], passes[at + 1:]
 
 
-def tunable_conv(spec: bench.ConvSpec) -> Any:
-    """The case's conv as autotune sees it (after the passes before autotune-conv-lowering)."""
+def tunable_convs(graph: Any) -> list[Any]:
+    """`graph`'s convs as autotune sees them: after the passes before autotune-conv-lowering
+    (which rewrite `graph`), those without a `lowering` pin."""
     from convc.conv_lowering import LOWERING
     from convc.pass_manager import PassManager
 
-    graph = bench.convc_graph(spec)
     PassManager(split_pipeline()[0]).run(graph)
-    convs = [op for op in graph.ops if op.kind == "conv" and LOWERING not in op.attrs]
+    return [op for op in graph.ops if op.kind == "conv" and LOWERING not in op.attrs]
+
+
+def tunable_conv(spec: bench.ConvSpec) -> Any:
+    """The case's conv as autotune sees it."""
+    convs = tunable_convs(bench.convc_graph(spec))
     if len(convs) != 1:
         raise bench.BenchError(f"case '{spec.name}' has {len(convs)} convs to choose a lowering for; the limits suite takes one")
     return convs[0]
@@ -127,16 +132,28 @@ def run_limit_case(spec: bench.ConvSpec, budget_s: float, use_torch: bool, platf
         scale = 1.0 + float(np.abs(torch_out).max(initial=0.0))
         torch_error = float(np.abs(case_out - torch_out).max(initial=0.0)) / scale if case_out.shape == torch_out.shape else math.inf
         thunks["torch"] = torch_run
-    forms_ms = {key: ms for key, ms in warm_ms.items() if "@" in key and key in thunks}
-    untimed = sorted(key for key, ms in forms_ms.items() if ms > max(SLOW_CALL_MS, 20 * min(forms_ms.values())))
-    timer = bench.Timer(budget_s, min_rounds=4, max_rounds=24, rotate=True)
-    samples = timer.run({key: thunk for key, thunk in thunks.items() if key not in untimed})
-    medians, minima, _ = bench.summarize(samples)
-    medians, minima = ({key: times.get(key, warm_ms[key]) for key in thunks} for times in (medians, minima))  # in the thunks' order
-    rounds = len(next(iter(samples.values()))) // timer.block
+    untimed = slow_forms(warm_ms, [key for key in thunks if "@" in key])
+    medians, minima, rounds = _timed(thunks, warm_ms, untimed, budget_s)
     result = _result(spec, forms, chosen, medians, untimed, rejected, rounds, torch_error)
     result.min_ms, result.min_ratios = minima, ratios(minima, chosen)
     return result
+
+
+def slow_forms(warm_ms: dict[str, float], keys: list[str]) -> list[str]:
+    """Those of `keys` (one conv's forms) whose first call took over SLOW_CALL_MS and 20x the fastest's."""
+    fastest = min(warm_ms[key] for key in keys)
+    return sorted(key for key in keys if warm_ms[key] > max(SLOW_CALL_MS, 20 * fastest))
+
+
+def _timed(thunks: dict[str, Callable[[], None]], warm_ms: dict[str, float], untimed: list[str],
+           budget_s: float) -> tuple[dict[str, float], dict[str, float], int]:
+    """Every thunk but `untimed` timed interleaved: medians and fastest calls in the thunks'
+    order (an untimed one's first call for both), and the rounds run."""
+    timer = bench.Timer(budget_s, min_rounds=4, max_rounds=24, rotate=True)
+    samples = timer.run({key: thunk for key, thunk in thunks.items() if key not in untimed})
+    medians, minima, _ = bench.summarize(samples)
+    medians, minima = ({key: times.get(key, warm_ms[key]) for key in thunks} for times in (medians, minima))
+    return medians, minima, len(next(iter(samples.values()))) // timer.block
 
 
 def _case_arrays(spec: bench.ConvSpec, seed: int) -> list[np.ndarray]:
@@ -158,11 +175,11 @@ def _case_thunk(spec: bench.ConvSpec, platform: str, seed: int) -> tuple[Callabl
     return (lambda: bench.block_until_ready(executable.run_on_device(buffers))), out, ms
 
 
-def _form_thunks(op: Any, forms: list[str], platform: str,
-                 seed: int) -> tuple[dict[str, Callable[[], None]], dict[str, float], dict[str, str]]:
+def _form_thunks(op: Any, forms: list[str], platform: str, seed: int,
+                 prefix: str = "") -> tuple[dict[str, Callable[[], None]], dict[str, float], dict[str, str]]:
     """Each form compiled with each option set (autotune_pjrt.warm_up) and called once: the
     thunks of those that agree with "xla@target", their first call's ms, and why the others
-    were left out."""
+    were left out; keyed "FORM@options", after `prefix`."""
     from convc.autotune_pjrt import one_conv_graph, warm_up
     from convc.diagnostics import one_line
     from convc.lowering_pins import XLA
@@ -176,7 +193,7 @@ def _form_thunks(op: Any, forms: list[str], platform: str,
     reference: np.ndarray | None = None
     for label, options in option_sets(op, platform).items():
         for form in forms:
-            key = f"{form}@{label}"
+            key = f"{prefix}{form}@{label}"
             try:
                 run, result, warm_ms[key] = warm_up(op, None if form == UNPINNED else form, platform, arrays, options)
             except Exception as err:  # noqa: BLE001 - a form that fails is reported in the table, never fatal
@@ -187,7 +204,7 @@ def _form_thunks(op: Any, forms: list[str], platform: str,
                 rejected[key] = "disagrees with xla@target" if reference is not None else "xla@target failed"
                 continue
             thunks[key] = _blocking(run)
-    if f"{XLA}@{TARGET}" not in thunks:
+    if f"{prefix}{XLA}@{TARGET}" not in thunks:
         raise bench.BenchError(f"case '{op.name}': XLA's own conv did not compile and run: {rejected}")
     return thunks, warm_ms, rejected
 
@@ -217,6 +234,161 @@ def ratios(ms: dict[str, float], chosen: str) -> dict[str, float]:
     over_torch = {} if torch_ms is None else {"best/torch": best / torch_ms, "chosen/torch": chosen_ms / torch_ms,
                                                "case/torch": ms["case"] / torch_ms}
     return {"chosen/best": chosen_ms / best, "chosen/best@target": chosen_ms / best_target, **over_torch}
+
+
+# --- training steps ---------------------------------------------------------------------------
+
+
+@dataclass
+class StepConv:
+    """One distinct conv of a training step (convs of one autotune signature are timed once
+    and counted `count` times); `ms` and `min_ms` by "FORM@options"."""
+
+    name: str
+    what: str
+    count: int
+    forms: list[str]
+    chosen: str
+    ms: dict[str, float]
+    min_ms: dict[str, float]
+    untimed: list[str]
+    rejected: dict[str, str]
+
+
+@dataclass
+class StepLimitResult:
+    """A training step's convs at their best and chosen forms, summed, against the whole
+    step as convc compiles it and PyTorch's autograd step."""
+
+    name: str
+    shape: str
+    convs: list[StepConv]
+    rounds: int
+    step_ms: float
+    torch_ms: float | None
+    step_error_vs_torch: float | None
+    sums: dict[str, float]  # best, best@target, chosen: the convs' ms summed over the step
+    ratios: dict[str, float]
+    min_sums: dict[str, float] = field(default_factory=dict)  # the same of the fastest calls
+    min_ratios: dict[str, float] = field(default_factory=dict)
+
+
+def conv_sums(convs: Sequence[StepConv], of: str = "ms") -> dict[str, float]:
+    """Each conv's best form (either options), best with convc's options, and the cost model's
+    form (convc's options), times its count, summed over the step."""
+    sums = {"best": 0.0, "best@target": 0.0, "chosen": 0.0}
+    for conv in convs:
+        ms = getattr(conv, of)
+        sums["best"] += conv.count * min(ms.values())
+        sums["best@target"] += conv.count * min(v for key, v in ms.items() if key.endswith(f"@{TARGET}"))
+        sums["chosen"] += conv.count * ms.get(f"{conv.chosen}@{TARGET}", math.nan)
+    return sums
+
+
+def step_ratios(sums: dict[str, float], step_ms: float, torch_ms: float | None) -> dict[str, float]:
+    """chosen/best and chosen/best@target of the sums; with PyTorch timed, the sums and the step over its step."""
+    over_torch = {} if torch_ms is None else {"convs best/torch": sums["best"] / torch_ms,
+                                               "convs chosen/torch": sums["chosen"] / torch_ms, "step/torch": step_ms / torch_ms}
+    return {"chosen/best": sums["chosen"] / sums["best"], "chosen/best@target": sums["chosen"] / sums["best@target"], **over_torch}
+
+
+def step_convs(spec: Any) -> list[tuple[Any, int]]:
+    """The step's convs as autotune sees them, one per signature, with how many share it."""
+    from convc.autotune import signature
+    from convc.conv_facts import conv_facts
+    from convc.tools import bench_train
+
+    distinct: dict[str, tuple[Any, int]] = {}
+    for op in tunable_convs(bench_train.convc_step(spec)):
+        key = signature(conv_facts(op))
+        first, count = distinct.get(key, (op, 0))
+        distinct[key] = (first, count + 1)
+    return list(distinct.values())
+
+
+def run_step_limit_case(spec: Any, budget_s: float, use_torch: bool, platform: str = "cpu", seed: int = 0) -> StepLimitResult:
+    """Every form of each distinct conv of the step (as run_limit_case's), the step as convc
+    compiles it and PyTorch's step, all timed interleaved."""
+    thunks: dict[str, Callable[[], None]] = {}
+    warm_ms: dict[str, float] = {}
+    convs = []
+    for index, (op, count) in enumerate(step_convs(spec)):
+        forms, chosen = forms_and_choice(op)
+        prefix = f"{index}:"
+        conv_thunks, conv_warm, rejected = _form_thunks(op, forms + ([UNPINNED] if chosen == UNPINNED else []), platform, seed, prefix)
+        thunks.update(conv_thunks)
+        warm_ms.update(conv_warm)
+        what = f"{op.operands[0].type} * {op.operands[1].type}"
+        convs.append((StepConv(op.name, what, count, forms, chosen, {}, {}, slow_forms(conv_warm, list(conv_thunks)), rejected), prefix))
+    step_out = _step_thunk(spec, platform, seed, thunks, warm_ms)
+    torch_error = _torch_step_thunk(spec, seed, step_out, thunks, warm_ms) if use_torch else None
+    medians, minima, rounds = _timed(thunks, warm_ms, [key for conv, _ in convs for key in conv.untimed], budget_s)
+    for conv, prefix in convs:
+        conv.ms, conv.min_ms = ({key.removeprefix(prefix): v for key, v in times.items() if key.startswith(prefix)} for times in (medians, minima))
+        conv.untimed = [key.removeprefix(prefix) for key in conv.untimed]
+        conv.rejected = {key.removeprefix(prefix): why for key, why in conv.rejected.items()}
+    step = [conv for conv, _ in convs]
+    sums, min_sums = conv_sums(step), conv_sums(step, "min_ms")
+    return StepLimitResult(spec.name, spec.describe(), step, rounds, medians["step"], medians.get("torch"), torch_error, sums,
+                           step_ratios(sums, medians["step"], medians.get("torch")), min_sums,
+                           step_ratios(min_sums, minima["step"], minima.get("torch")))
+
+
+def _step_thunk(spec: Any, platform: str, seed: int, thunks: dict[str, Callable[[], None]], warm_ms: dict[str, float]) -> list[np.ndarray]:
+    """Add the step as --suite train compiles it (target cpu, convc's options) to `thunks`; its first results."""
+    import jax
+    from convc.tools import bench_train
+
+    executable = bench_train.compile_step(spec, "cpu", platform, autotune=False)
+    buffers = [jax.device_put(a, executable.device) for a in bench_train.step_arrays(spec, seed)]
+    start = time.perf_counter()
+    out = [np.asarray(r) for r in executable.run_on_device(buffers)]
+    warm_ms["step"] = (time.perf_counter() - start) * 1e3
+    thunks["step"] = lambda: bench.block_until_ready(executable.run_on_device(buffers))
+    return out
+
+
+def _torch_step_thunk(spec: Any, seed: int, step_out: list[np.ndarray], thunks: dict[str, Callable[[], None]],
+                      warm_ms: dict[str, float]) -> float | None:
+    """Add PyTorch's autograd step to `thunks` (where torch is installed); its error against convc's step."""
+    from convc.tools import bench_train
+
+    torch_run = bench_train.torch_step(spec, bench_train.step_arrays(spec, seed))
+    if torch_run is None:
+        return None
+    start = time.perf_counter()
+    error = bench_train.max_relative_error(bench_train.torch_results_channels_last(spec, torch_run()), step_out)
+    warm_ms["torch"], thunks["torch"] = (time.perf_counter() - start) * 1e3, torch_run
+    return error
+
+
+def format_step_table(results: Sequence[StepLimitResult]) -> str:
+    head = (f"{'case':<22} {'convs':>5} {'best ms':>8} {'chosen ms':>9} {'step ms':>8} {'torch ms':>8} "
+            f"{'best/t':>7} {'chosen/t':>8} {'step/t':>7} {'ch/best':>7} {'ch/b@t':>7}")
+    lines = [head, "-" * len(head)]
+    for r in results:
+        ratio = {name: f"{r.ratios[name]:.3g}" if name in r.ratios else "-" for name in ("convs best/torch", "convs chosen/torch", "step/torch")}
+        torch_ms = f"{r.torch_ms:8.2f}" if r.torch_ms is not None else f"{'-':>8}"
+        lines.append(f"{r.name:<22} {sum(c.count for c in r.convs):5d} {r.sums['best']:8.2f} {r.sums['chosen']:9.2f} {r.step_ms:8.2f} "
+                     f"{torch_ms} {ratio['convs best/torch']:>7} {ratio['convs chosen/torch']:>8} {ratio['step/torch']:>7} "
+                     f"{r.ratios['chosen/best']:7.2f} {r.ratios['chosen/best@target']:7.2f}")
+    lines.append("-" * len(head))
+    for label, of in (("geometric mean", "ratios"), ("from each one's fastest call", "min_ratios")):
+        means = step_geomeans(results, of)
+        lines.append(f"{label}: " + "   ".join(f"{name} {value:.3f}" for name, value in means.items() if value is not None))
+    lines.append("each distinct conv (x count; median ms of every form; chosen: the cost model's; * one call, not timed further):")
+    for r in results:
+        for conv in r.convs:
+            forms = "   ".join(f"{short(key)} {value:.2f}{'*' if key in conv.untimed else ''}" for key, value in conv.ms.items())
+            lines.append(f"  {r.name:<22} {conv.name} x{conv.count} ({conv.what}), chosen {short(conv.chosen)}: {forms}"
+                         + "".join(f"   [{short(key)}: {why}]" for key, why in conv.rejected.items()))
+    return "\n".join(lines)
+
+
+def step_geomeans(results: Sequence[StepLimitResult], of: str = "ratios") -> dict[str, float | None]:
+    """The geometric mean of each step ratio over the cases (of the medians, or "min_ratios")."""
+    names = ("convs best/torch", "convs chosen/torch", "step/torch", "chosen/best", "chosen/best@target")
+    return {name: bench.geomean([getattr(r, of)[name] for r in results if name in getattr(r, of)]) for name in names}
 
 
 # --- report ---------------------------------------------------------------------------------
@@ -255,6 +427,8 @@ def run_limits_suite(args: Any, info: dict[str, Any], target: str, budget: float
     if args.autotune:
         raise bench.BenchError("--suite limits times every candidate itself; --autotune would choose among them")
     log(f"machine: {info['cpu']}, {info['cores']} cores, jax {info['jax']}, torch {info['torch']}; load {info['load_average'][0]:.2f}")
+    if args.suite == "train-limits":
+        return _run_step_limits(args, info, target, budget, use_torch, log)
     results = []
     for spec in bench.selected_cases(args):
         result = run_limit_case(spec, budget, use_torch, args.platform)
@@ -265,3 +439,18 @@ def run_limits_suite(args: Any, info: dict[str, Any], target: str, budget: float
     return {"machine": info, "suite": "limits", "platform": args.platform, "target": target, "quick": args.quick, "budget_s": budget,
             "cases": [asdict(r) for r in results], "geomeans": geomeans(results), "geomeans_of_min": geomeans(results, "min_ratios"),
             "table": format_table(results) if results else ""}
+
+
+def _run_step_limits(args: Any, info: dict[str, Any], target: str, budget: float, use_torch: bool,
+                     log: Callable[[str], None]) -> dict[str, Any]:
+    """--suite train-limits: run_step_limit_case on each of --suite train's steps."""
+    results = []
+    for spec in bench.selected_cases(args):
+        result = run_step_limit_case(spec, budget, use_torch, args.platform)
+        log(f"  {spec.name}: convs best {result.sums['best']:.2f} ms, chosen {result.sums['chosen']:.2f} ms, step {result.step_ms:.2f} ms"
+            + (f", torch {result.torch_ms:.2f} ms" if result.torch_ms is not None else "") + f" ({result.rounds} rounds)")
+        results.append(result)
+    info["load_average_after"] = list(os.getloadavg())
+    return {"machine": info, "suite": "train-limits", "platform": args.platform, "target": target, "quick": args.quick, "budget_s": budget,
+            "cases": [asdict(r) for r in results], "geomeans": step_geomeans(results), "geomeans_of_min": step_geomeans(results, "min_ratios"),
+            "table": format_step_table(results) if results else ""}

@@ -62,3 +62,27 @@ def test_rotating_timer_puts_each_implementation_at_every_position() -> None:
         assert sorted(order[position] for order in orders) == ["a", "a", "b", "b", "c", "c", "d", "d"]
     assert bench.Timer(1.0).orders(["a", "b", "c"]) == [("a", "b", "c"), ("a", "c", "b"), ("b", "a", "c"),
                                                         ("b", "c", "a"), ("c", "a", "b"), ("c", "b", "a")]
+
+
+def test_quick_train_limits_sums_each_distinct_conv_of_the_step_by_its_count(tmp_path: Path) -> None:
+    """ResNet basic block's step at --quick: six convs (two forward, two input and two kernel
+    gradients), three distinct; the sums weigh each one's forms by its count."""
+    out = tmp_path / "train-limits.json"
+    code = bench.main(["--suite", "train-limits", "--quick", "--platform", "cpu", "--cases", "train_resnet_basic",
+                       "--budget", "0.05", "--json", str(out)])
+    assert code == 0
+    report = json.loads(out.read_text())
+    case = report["cases"][0]
+    assert report["suite"] == "train-limits" and case["name"] == "train_resnet_basic"
+    assert [conv["count"] for conv in case["convs"]] == [2, 2, 2]
+    for conv in case["convs"]:
+        assert conv["forms"][0] == "xla" and conv["chosen"] in conv["forms"]
+        assert set(conv["ms"]) == {f"{form}@{options}" for form in conv["forms"] for options in ("target", "default")} - set(conv["rejected"])
+    best = sum(conv["count"] * min(conv["ms"].values()) for conv in case["convs"])
+    chosen = sum(conv["count"] * conv["ms"][f"{conv['chosen']}@target"] for conv in case["convs"])
+    assert case["sums"]["best"] == pytest.approx(best) and case["sums"]["chosen"] == pytest.approx(chosen)
+    assert case["sums"]["best"] <= case["sums"]["best@target"] <= case["sums"]["chosen"]
+    if case["torch_ms"] is not None:
+        assert case["step_error_vs_torch"] <= bench.TOLERANCE
+        assert case["ratios"]["step/torch"] == pytest.approx(case["step_ms"] / case["torch_ms"])
+    assert "w2.grad x2" in report["table"]
