@@ -18,6 +18,7 @@ left unpinned emits the same StableHLO as the candidate it chooses.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import time
@@ -265,6 +266,7 @@ class StepLimitResult:
     convs: list[StepConv]
     rounds: int
     step_ms: float
+    step_default_ms: float  # the same module compiled with XLA's default options
     torch_ms: float | None
     step_error_vs_torch: float | None
     sums: dict[str, float]  # best, best@target, chosen: the convs' ms summed over the step
@@ -285,11 +287,14 @@ def conv_sums(convs: Sequence[StepConv], of: str = "ms") -> dict[str, float]:
     return sums
 
 
-def step_ratios(sums: dict[str, float], step_ms: float, torch_ms: float | None) -> dict[str, float]:
-    """chosen/best and chosen/best@target of the sums; with PyTorch timed, the sums and the step over its step."""
-    over_torch = {} if torch_ms is None else {"convs best/torch": sums["best"] / torch_ms,
-                                               "convs chosen/torch": sums["chosen"] / torch_ms, "step/torch": step_ms / torch_ms}
-    return {"chosen/best": sums["chosen"] / sums["best"], "chosen/best@target": sums["chosen"] / sums["best@target"], **over_torch}
+def step_ratios(sums: dict[str, float], ms: dict[str, float]) -> dict[str, float]:
+    """chosen/best and chosen/best@target of the sums, step-default/step; with PyTorch timed,
+    the sums and the step over PyTorch's step."""
+    torch_ms = ms.get("torch")
+    over_torch = {} if torch_ms is None else {"convs best/torch": sums["best"] / torch_ms, "convs chosen/torch": sums["chosen"] / torch_ms,
+                                               "step/torch": ms["step"] / torch_ms, "step-default/torch": ms["step-default"] / torch_ms}
+    return {"chosen/best": sums["chosen"] / sums["best"], "chosen/best@target": sums["chosen"] / sums["best@target"],
+            "step-default/step": ms["step-default"] / ms["step"], **over_torch}
 
 
 def step_convs(spec: Any) -> list[tuple[Any, int]]:
@@ -329,23 +334,33 @@ def run_step_limit_case(spec: Any, budget_s: float, use_torch: bool, platform: s
         conv.rejected = {key.removeprefix(prefix): why for key, why in conv.rejected.items()}
     step = [conv for conv, _ in convs]
     sums, min_sums = conv_sums(step), conv_sums(step, "min_ms")
-    return StepLimitResult(spec.name, spec.describe(), step, rounds, medians["step"], medians.get("torch"), torch_error, sums,
-                           step_ratios(sums, medians["step"], medians.get("torch")), min_sums,
-                           step_ratios(min_sums, minima["step"], minima.get("torch")))
+    return StepLimitResult(spec.name, spec.describe(), step, rounds, medians["step"], medians["step-default"], medians.get("torch"),
+                           torch_error, sums, step_ratios(sums, medians), min_sums, step_ratios(min_sums, minima))
 
 
 def _step_thunk(spec: Any, platform: str, seed: int, thunks: dict[str, Callable[[], None]], warm_ms: dict[str, float]) -> list[np.ndarray]:
-    """Add the step as --suite train compiles it (target cpu, convc's options) to `thunks`; its first results."""
+    """Add the step as --suite train compiles it (target cpu, convc's options: "step") and the
+    same module compiled with XLA's default options ("step-default") to `thunks`; the first
+    one's results."""
     import jax
+    from convc.compile import Compiler
+    from convc.runtime import compile_stablehlo
     from convc.tools import bench_train
 
-    executable = bench_train.compile_step(spec, "cpu", platform, autotune=False)
-    buffers = [jax.device_put(a, executable.device) for a in bench_train.step_arrays(spec, seed)]
-    start = time.perf_counter()
-    out = [np.asarray(r) for r in executable.run_on_device(buffers)]
-    warm_ms["step"] = (time.perf_counter() - start) * 1e3
-    thunks["step"] = lambda: bench.block_until_ready(executable.run_on_device(buffers))
-    return out
+    compiler = Compiler(target="cpu")
+    graph = compiler.run_passes(bench_train.convc_step(spec))
+    module = compiler.runnable(graph)
+    outputs = []
+    for key, options in (("step", compiler.xla_options(platform, graph)), ("step-default", {})):
+        executable = compile_stablehlo(module, platform, options)
+        buffers = [jax.device_put(a, executable.device) for a in bench_train.step_arrays(spec, seed)]
+        start = time.perf_counter()
+        outputs.append([np.asarray(r) for r in executable.run_on_device(buffers)])
+        warm_ms[key] = (time.perf_counter() - start) * 1e3
+        thunks[key] = _blocking(functools.partial(executable.run_on_device, buffers))
+    if bench_train.max_relative_error(outputs[1], outputs[0]) > bench.TOLERANCE:
+        raise bench.BenchError(f"{spec.name}: the step compiled with XLA's default options disagrees with convc's")
+    return outputs[0]
 
 
 def _torch_step_thunk(spec: Any, seed: int, step_out: list[np.ndarray], thunks: dict[str, Callable[[], None]],
@@ -363,14 +378,16 @@ def _torch_step_thunk(spec: Any, seed: int, step_out: list[np.ndarray], thunks: 
 
 
 def format_step_table(results: Sequence[StepLimitResult]) -> str:
-    head = (f"{'case':<22} {'convs':>5} {'best ms':>8} {'chosen ms':>9} {'step ms':>8} {'torch ms':>8} "
-            f"{'best/t':>7} {'chosen/t':>8} {'step/t':>7} {'ch/best':>7} {'ch/b@t':>7}")
+    head = (f"{'case':<22} {'convs':>5} {'best ms':>8} {'chosen ms':>9} {'step ms':>8} {'default':>8} {'torch ms':>8} "
+            f"{'best/t':>7} {'chosen/t':>8} {'step/t':>7} {'dflt/t':>7} {'ch/best':>7} {'ch/b@t':>7}")
     lines = [head, "-" * len(head)]
     for r in results:
-        ratio = {name: f"{r.ratios[name]:.3g}" if name in r.ratios else "-" for name in ("convs best/torch", "convs chosen/torch", "step/torch")}
+        ratio = {name: f"{r.ratios[name]:.3g}" if name in r.ratios else "-"
+                 for name in ("convs best/torch", "convs chosen/torch", "step/torch", "step-default/torch")}
         torch_ms = f"{r.torch_ms:8.2f}" if r.torch_ms is not None else f"{'-':>8}"
-        lines.append(f"{r.name:<22} {sum(c.count for c in r.convs):5d} {r.sums['best']:8.2f} {r.sums['chosen']:9.2f} {r.step_ms:8.2f} "
+        lines.append(f"{r.name:<22} {sum(c.count for c in r.convs):5d} {r.sums['best']:8.2f} {r.sums['chosen']:9.2f} {r.step_ms:8.2f} {r.step_default_ms:8.2f} "
                      f"{torch_ms} {ratio['convs best/torch']:>7} {ratio['convs chosen/torch']:>8} {ratio['step/torch']:>7} "
+                     f"{ratio['step-default/torch']:>7} "
                      f"{r.ratios['chosen/best']:7.2f} {r.ratios['chosen/best@target']:7.2f}")
     lines.append("-" * len(head))
     for label, of in (("geometric mean", "ratios"), ("from each one's fastest call", "min_ratios")):
@@ -387,7 +404,8 @@ def format_step_table(results: Sequence[StepLimitResult]) -> str:
 
 def step_geomeans(results: Sequence[StepLimitResult], of: str = "ratios") -> dict[str, float | None]:
     """The geometric mean of each step ratio over the cases (of the medians, or "min_ratios")."""
-    names = ("convs best/torch", "convs chosen/torch", "step/torch", "chosen/best", "chosen/best@target")
+    names = ("convs best/torch", "convs chosen/torch", "step/torch", "step-default/torch", "chosen/best", "chosen/best@target",
+             "step-default/step")
     return {name: bench.geomean([getattr(r, of)[name] for r in results if name in getattr(r, of)]) for name in names}
 
 
