@@ -267,6 +267,7 @@ class StepLimitResult:
     rounds: int
     step_ms: float
     step_default_ms: float  # the same module compiled with XLA's default options
+    step_ynn_convs_ms: float  # ... and with YNNPACK handed single convs and dots
     torch_ms: float | None
     step_error_vs_torch: float | None
     sums: dict[str, float]  # best, best@target, chosen: the convs' ms summed over the step
@@ -294,7 +295,7 @@ def step_ratios(sums: dict[str, float], ms: dict[str, float]) -> dict[str, float
     over_torch = {} if torch_ms is None else {"convs best/torch": sums["best"] / torch_ms, "convs chosen/torch": sums["chosen"] / torch_ms,
                                                "step/torch": ms["step"] / torch_ms, "step-default/torch": ms["step-default"] / torch_ms}
     return {"chosen/best": sums["chosen"] / sums["best"], "chosen/best@target": sums["chosen"] / sums["best@target"],
-            "step-default/step": ms["step-default"] / ms["step"], **over_torch}
+            "step-default/step": ms["step-default"] / ms["step"], "step-ynn-convs/step": ms["step-ynn-convs"] / ms["step"], **over_torch}
 
 
 def step_convs(spec: Any) -> list[tuple[Any, int]]:
@@ -334,16 +335,18 @@ def run_step_limit_case(spec: Any, budget_s: float, use_torch: bool, platform: s
         conv.rejected = {key.removeprefix(prefix): why for key, why in conv.rejected.items()}
     step = [conv for conv, _ in convs]
     sums, min_sums = conv_sums(step), conv_sums(step, "min_ms")
-    return StepLimitResult(spec.name, spec.describe(), step, rounds, medians["step"], medians["step-default"], medians.get("torch"),
+    return StepLimitResult(spec.name, spec.describe(), step, rounds, medians["step"], medians["step-default"], medians["step-ynn-convs"],
+                           medians.get("torch"),
                            torch_error, sums, step_ratios(sums, medians), min_sums, step_ratios(min_sums, minima))
 
 
 def _step_thunk(spec: Any, platform: str, seed: int, thunks: dict[str, Callable[[], None]], warm_ms: dict[str, float]) -> list[np.ndarray]:
-    """Add the step as --suite train compiles it (target cpu, convc's options: "step") and the
-    same module compiled with XLA's default options ("step-default") to `thunks`; the first
-    one's results."""
+    """Add the step as --suite train compiles it (target cpu, convc's options: "step"), and the
+    same module compiled with XLA's default options ("step-default") and with YNNPACK handed
+    single convs as well as single dots ("step-ynn-convs": the options convc gives modules with
+    integer convs, compile.INTEGER_CONV_XLA_OPTIONS), to `thunks`; the first one's results."""
     import jax
-    from convc.compile import Compiler
+    from convc.compile import INTEGER_CONV_XLA_OPTIONS, Compiler
     from convc.runtime import compile_stablehlo
     from convc.tools import bench_train
 
@@ -351,15 +354,16 @@ def _step_thunk(spec: Any, platform: str, seed: int, thunks: dict[str, Callable[
     graph = compiler.run_passes(bench_train.convc_step(spec))
     module = compiler.runnable(graph)
     outputs = []
-    for key, options in (("step", compiler.xla_options(platform, graph)), ("step-default", {})):
+    option_sets = {"step": compiler.xla_options(platform, graph), "step-default": {}, "step-ynn-convs": INTEGER_CONV_XLA_OPTIONS["cpu"]}
+    for key, options in option_sets.items():
         executable = compile_stablehlo(module, platform, options)
         buffers = [jax.device_put(a, executable.device) for a in bench_train.step_arrays(spec, seed)]
         start = time.perf_counter()
         outputs.append([np.asarray(r) for r in executable.run_on_device(buffers)])
         warm_ms[key] = (time.perf_counter() - start) * 1e3
         thunks[key] = _blocking(functools.partial(executable.run_on_device, buffers))
-    if bench_train.max_relative_error(outputs[1], outputs[0]) > bench.TOLERANCE:
-        raise bench.BenchError(f"{spec.name}: the step compiled with XLA's default options disagrees with convc's")
+    if any(bench_train.max_relative_error(out, outputs[0]) > bench.TOLERANCE for out in outputs[1:]):
+        raise bench.BenchError(f"{spec.name}: the step compiled with other XLA options disagrees with convc's")
     return outputs[0]
 
 
@@ -379,7 +383,7 @@ def _torch_step_thunk(spec: Any, seed: int, step_out: list[np.ndarray], thunks: 
 
 def format_step_table(results: Sequence[StepLimitResult]) -> str:
     head = (f"{'case':<22} {'convs':>5} {'best ms':>8} {'chosen ms':>9} {'step ms':>8} {'default':>8} {'torch ms':>8} "
-            f"{'best/t':>7} {'chosen/t':>8} {'step/t':>7} {'dflt/t':>7} {'ch/best':>7} {'ch/b@t':>7}")
+            f"{'best/t':>7} {'chosen/t':>8} {'step/t':>7} {'dflt/t':>7} {'ch/best':>7} {'ch/b@t':>7} {'dflt/st':>7} {'ynn/st':>7}")
     lines = [head, "-" * len(head)]
     for r in results:
         ratio = {name: f"{r.ratios[name]:.3g}" if name in r.ratios else "-"
@@ -388,7 +392,8 @@ def format_step_table(results: Sequence[StepLimitResult]) -> str:
         lines.append(f"{r.name:<22} {sum(c.count for c in r.convs):5d} {r.sums['best']:8.2f} {r.sums['chosen']:9.2f} {r.step_ms:8.2f} {r.step_default_ms:8.2f} "
                      f"{torch_ms} {ratio['convs best/torch']:>7} {ratio['convs chosen/torch']:>8} {ratio['step/torch']:>7} "
                      f"{ratio['step-default/torch']:>7} "
-                     f"{r.ratios['chosen/best']:7.2f} {r.ratios['chosen/best@target']:7.2f}")
+                     f"{r.ratios['chosen/best']:7.2f} {r.ratios['chosen/best@target']:7.2f} {r.ratios['step-default/step']:7.2f} "
+                     f"{r.ratios['step-ynn-convs/step']:7.2f}")
     lines.append("-" * len(head))
     for label, of in (("geometric mean", "ratios"), ("from each one's fastest call", "min_ratios")):
         means = step_geomeans(results, of)
@@ -405,7 +410,7 @@ def format_step_table(results: Sequence[StepLimitResult]) -> str:
 def step_geomeans(results: Sequence[StepLimitResult], of: str = "ratios") -> dict[str, float | None]:
     """The geometric mean of each step ratio over the cases (of the medians, or "min_ratios")."""
     names = ("convs best/torch", "convs chosen/torch", "step/torch", "step-default/torch", "chosen/best", "chosen/best@target",
-             "step-default/step")
+             "step-default/step", "step-ynn-convs/step")
     return {name: bench.geomean([getattr(r, of)[name] for r in results if name in getattr(r, of)]) for name in names}
 
 

@@ -86,4 +86,5 @@ def test_quick_train_limits_sums_each_distinct_conv_of_the_step_by_its_count(tmp
         assert case["step_error_vs_torch"] <= bench.TOLERANCE
         assert case["ratios"]["step/torch"] == pytest.approx(case["step_ms"] / case["torch_ms"])
     assert case["ratios"]["step-default/step"] == pytest.approx(case["step_default_ms"] / case["step_ms"])
+    assert case["ratios"]["step-ynn-convs/step"] == pytest.approx(case["step_ynn_convs_ms"] / case["step_ms"])
     assert "w2.grad x2" in report["table"]
