@@ -4,6 +4,7 @@ whether a better form exists (a cost-model miss) or not (the limit of XLA:CPU's 
 
     python -m convc.tools.bench --suite limits                  # all conv-suite cases
     python -m convc.tools.bench --suite limits --cases dense --budget 3
+    python -m convc.tools.bench --suite train-limits --torch-threads 1
 
 The forms are autotune's candidates (convc.autotune_pjrt): after the cpu pipeline's passes
 that run before `autotune-conv-lowering`, the case's conv as a one-conv module with each
@@ -14,6 +15,11 @@ of the cpu pipeline. Each form is compiled twice: with the XLA options convc's o
 compiles it (`case`: the cost model's choice, with the ops around the conv) and PyTorch's op
 (the conv suite's baseline). The cost model's form is found by text: the one-conv module
 left unpinned emits the same StableHLO as the candidate it chooses.
+
+`--suite train-limits` does the same for each distinct conv of `--suite train`'s steps
+(convs of one autotune signature timed once, counted as often as they occur), sums the
+forms' times over the step, and times them beside the whole step (compiled with convc's
+options, XLA's defaults, and YNNPACK's single convs and dots) and PyTorch's autograd step.
 """
 
 from __future__ import annotations
