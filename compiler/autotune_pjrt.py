@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -76,15 +76,18 @@ def device_key(platform: str | None) -> str:
     return f"{device.platform} {device.device_kind}; jax {jax.__version__}, jaxlib {jaxlib.__version__}; {cpus} cpus"
 
 
-def one_conv_graph(op: Op, lowering: str) -> Graph:
-    """inputs -> `op` pinned to `lowering` -> output (at `op`'s location, for any error)."""
+def one_conv_graph(op: Op, lowering: str | None) -> Graph:
+    """inputs -> `op` pinned to `lowering` -> output (at `op`'s location, for any error);
+    `lowering` None leaves the conv unpinned, to the cost model (what convc without
+    --autotune would choose: bench_limits compares it with the pinned forms)."""
     lhs, rhs = Value("lhs", op.operands[0].type), Value("rhs", op.operands[1].type)
-    conv = Op("conv", [lhs, rhs], {**op.attrs, LOWERING: lowering}, "conv", op.result.type, op.loc)
+    attrs = {name: value for name, value in op.attrs.items() if name != LOWERING}
+    conv = Op("conv", [lhs, rhs], attrs if lowering is None else {**attrs, LOWERING: lowering}, "conv", op.result.type, op.loc)
     return Graph("autotune", [lhs, rhs], [conv], [conv.result])
 
 
-def lowered_stablehlo(op: Op, lowering: str) -> str:
-    """The one-conv module as the cpu target emits it with `lowering` pinned."""
+def lowered_stablehlo(op: Op, lowering: str | None) -> str:
+    """The one-conv module as the cpu target emits it with `lowering` pinned (None: unpinned)."""
     from .emit import emit_stablehlo
 
     graph = one_conv_graph(op, lowering)
@@ -111,7 +114,7 @@ def measure(op: Op, candidates: list[str], platform: str | None, budget_s: float
     reference: np.ndarray | None = None
     for name in candidates:  # "xla" first: the reference
         try:
-            runs[name], result, warm_ms[name] = _warm_up(op, name, platform, arrays)
+            runs[name], result, warm_ms[name] = warm_up(op, name, platform, arrays)
         except Exception as err:  # noqa: BLE001 - a candidate that fails is reported and skipped, never fatal
             rejected[name] = f"failed: {one_line(str(err))[:200]}"
         else:
@@ -126,13 +129,15 @@ def measure(op: Op, candidates: list[str], platform: str | None, budget_s: float
     return Measurement(_timed(runs, warm_ms, budget_s), rejected)
 
 
-def _warm_up(op: Op, lowering: str, platform: str | None, arrays: list[np.ndarray]) -> tuple[Callable[[], list[Any]], np.ndarray, float]:
-    """Compile the candidate and call it once: (a runner for timing, its result, that call's ms)."""
+def warm_up(op: Op, lowering: str | None, platform: str | None, arrays: list[np.ndarray],
+            xla_options: Mapping[str, str] | None = None) -> tuple[Callable[[], list[Any]], np.ndarray, float]:
+    """Compile the candidate (with `xla_options`; None: XLA's defaults) and call it once:
+    (a runner for timing, its result, that call's ms)."""
     import jax
 
     from .runtime import compile_stablehlo
 
-    executable = compile_stablehlo(lowered_stablehlo(op, lowering), platform)
+    executable = compile_stablehlo(lowered_stablehlo(op, lowering), platform, xla_options)
     buffers = [jax.device_put(a, executable.device) for a in arrays]
     start = time.perf_counter()
     result = np.asarray(executable.run_on_device(buffers)[0])

@@ -14,6 +14,8 @@ same computation as JAX writes it (`jax.jit` of jax.lax / jax.vjp) and PyTorch e
     python -m convc.tools.bench --suite dw-limit              # MobileNet v2's convs alone vs ONNX Runtime's Conv (tools/bench_dw_limit.py)
     python -m convc.tools.bench --suite models --save-onnx DIR  # export only: the networks' ONNX files, for...
     python -m convc.tools.bench --suite models --onnx-dir DIR   # ...a run without PyTorch (convc vs ONNX Runtime)
+    python -m convc.tools.bench --suite limits                # every form of each conv vs PyTorch (tools/bench_limits.py)
+    python -m convc.tools.bench --suite train-limits          # the same for the convs of --suite train's steps
 
 Everything runs on one PJRT platform (`--platform`, default the one PJRT picks): on `gpu`,
 PyTorch runs on CUDA with cudnn.benchmark, every timed call ends with the device
@@ -48,7 +50,7 @@ import numpy as np
 SPATIAL_LETTERS = {1: "W", 2: "HW", 3: "DHW"}
 IMPLEMENTATIONS = ("convc", "jax", "torch")
 PLATFORMS = ("cpu", "gpu")
-SUITES = ("conv", "train", "models", "train-models", "dw-limit")
+SUITES = ("conv", "train", "models", "train-models", "dw-limit", "limits", "train-limits")
 TOLERANCE = 1e-4  # max |convc - jax| / (1 + max |jax|), f32
 # On the GPU, f32 convs run in TF32 (operands rounded to 2^-11 relative) and XLA autotunes
 # the cuDNN algorithm per compile, so two compiles of one conv may round differently.
@@ -304,20 +306,30 @@ class Timer:
     Each round runs every implementation in turn as a block: one untimed call first (XLA's
     and PyTorch's thread pools spin a while after a call and slow whatever runs next in
     the other runtime), then `block` timed calls. The order of the blocks cycles through
-    every permutation, so each implementation follows each other one equally often."""
+    every permutation, so each implementation follows each other one equally often; with
+    `rotate` (many implementations, whose permutations a run could not cycle through), it
+    cycles through the rotations of the order and of its reverse instead, so each runs at
+    every position and after two different neighbours."""
 
     budget_s: float
     min_rounds: int = 6  # one cycle of the 6 orders of 3 implementations
     max_rounds: int = 36
     block: int = 2
     warmup: int = 2
+    rotate: bool = False
     samples: dict[str, list[float]] = field(default_factory=dict)
+
+    def orders(self, names: list[str]) -> list[tuple[str, ...]]:
+        if not self.rotate:
+            return list(itertools.permutations(names))
+        backwards = names[::-1]
+        return [tuple(order[i:] + order[:i]) for order in (names, backwards) for i in range(len(names))]
 
     def run(self, thunks: dict[str, Callable[[], None]]) -> dict[str, list[float]]:
         for thunk in thunks.values():
             for _ in range(self.warmup):
                 thunk()
-        orders = list(itertools.permutations(thunks))
+        orders = self.orders(list(thunks))
         self.samples = {name: [] for name in thunks}
         start = time.perf_counter()
         for round_index in range(self.max_rounds):
@@ -535,7 +547,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                              "against ONNX Runtime and PyTorch eager (cpu only); train-models: training steps of imported "
                              "ResNet-18, MobileNet v2 and a DCGAN generator (convc.grad of the weights) against PyTorch autograd (cpu only); "
                              "dw-limit: the depthwise and 1x1 convs of MobileNet v2 one at a time, ONNX Runtime's Conv against "
-                             "convc's cpu lowering and other StableHLO forms (cpu only)")
+                             "convc's cpu lowering and other StableHLO forms (cpu only); "
+                             "limits: the conv suite's cases, every StableHLO form convc can emit for each conv (with convc's and "
+                             "XLA's default options) against PyTorch's op (cpu only); train-limits: the same for each distinct conv of "
+                             "--suite train's steps, summed, against the step and PyTorch's autograd step (cpu only)")
     parser.add_argument("--cases", help="comma-separated substrings of case names to run (default: all)")
     parser.add_argument("--platform", choices=PLATFORMS,
                         help="the PJRT platform convc and JAX run on, and PyTorch's device (gpu: CUDA); default: the one PJRT picks")
@@ -625,7 +640,7 @@ def selected_cases(args: argparse.Namespace) -> list[Any]:
             return _wanted([s for s in bench_models.saved_specs(Path(args.onnx_dir)) if s.batch in args.batch], args)
         return _wanted(bench_models.model_specs(args.size or (bench_models.QUICK_SIZE if args.quick else bench_models.FULL_SIZE),
                                                 args.batch), args)
-    if getattr(args, "suite", "conv") == "train":
+    if getattr(args, "suite", "conv") in ("train", "train-limits"):
         from convc.tools import bench_train
 
         return [spec.with_batch(spec.batch * (args.batch_scale or 1)) for spec in _wanted(bench_train.train_cases(args.quick), args)]
@@ -673,6 +688,10 @@ def run_suite(args: argparse.Namespace, log: Callable[[str], None] = print) -> d
         from convc.tools import bench_train_models
 
         return bench_train_models.run_train_models_suite(args, info, target, budget, use_torch, log)
+    if args.suite in ("limits", "train-limits"):
+        from convc.tools import bench_limits
+
+        return bench_limits.run_limits_suite(args, info, target, budget, use_torch, log)
     peak_size = 512 if args.quick else 8192 if args.platform == "gpu" else 2048
     peak = None if args.no_peak else sgemm_peak_gflops(peak_size, pjrt_platform=args.platform)
     log(f"machine: {info['cpu']}, {info['cores']} cores, {info['device_kind']}, jax {info['jax']}, torch {info['torch']}; "
