@@ -213,9 +213,10 @@ def test_quantize_dynamic_model_agrees_with_onnxruntime(file: str) -> None:
     within one step of the head's input (a_scale * b_scale * max|B - b_zero_point|)."""
     from test_onnx_quantized_models import _input
 
+    network = MODEL_FILES[file][0]
     model, names = _with_integer_outputs(_dynamic_file(*MODEL_FILES[file]))
-    ours = convc.run(convc.load_onnx(model), _input(), platform="cpu", target="cpu").outputs
-    theirs = _onnxruntime(model, _input())
+    ours = convc.run(convc.load_onnx(model), _input(network), platform="cpu", target="cpu").outputs
+    theirs = _onnxruntime(model, _input(network))
     assert sum(name.endswith("_quantized") for name in names) >= 10
     found = dict(zip(["y", *names], theirs, strict=True))
     for name, got, want in zip(["y", *names], ours, theirs, strict=True):

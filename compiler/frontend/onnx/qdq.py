@@ -121,11 +121,14 @@ def _weights(dw: Node, ctx: Context, axis: int) -> bool:
 def _bias(db: Node, dx: Node, dw: Node, ctx: Context, groups: int = 1) -> bool:
     """db dequantizes an int32 initializer, zero point 0, scale x_scale * w_scale (w_scale per channel repeated for
     each of `groups`): QLinearConv's B (as ONNX Runtime's quantizer writes it; another scale is no integer bias of
-    this conv)."""
+    this conv). An all-zero B is zero at every scale: the quantizer writes one bias for the convs whose equal float
+    biases the TorchScript exporter aliased (zero-initialized ones), at the first conv's scale."""
     b = ctx.array(db.input(0))
     zero = ctx.array(db.input(2)) if db.input(2) else np.zeros(1, np.int32)
     if b is None or b.dtype != np.int32 or b.ndim != 1 or zero is None or np.any(zero != 0):
         return False
+    if not np.any(b):
+        return True
     expected, scale = _scale(dx, ctx) * _scale(dw, ctx), _scale(db, ctx)
     if expected.size > 1:
         expected = np.tile(expected, groups)
