@@ -21,16 +21,16 @@ def test_table_shows_ratios_to_f32_and_a_dash_for_an_untimed_kind() -> None:
 
 def test_the_lowered_quantized_conv_is_one_i8_conv_into_i32_equal_to_the_spec_oracle() -> None:
     """`--lowered`'s quantized conv through --target cpu: no quantized type, a single conv (the
-    kernel is symmetric: no ones-kernel conv), of i8 operands into i32, and its result is the
-    spec oracle's on every element."""
+    kernel is symmetric: no ones-kernel conv), of i8 operands into i32 (32 features: a conv YNNPACK
+    takes), and its result is the spec oracle's on every element."""
     import numpy as np
     from convc import compile_graph, run
     from convc.reference import evaluate
 
-    quantized, plain, stored = bench_int8_conv.lowered_graphs(2, 5, 8)
+    quantized, plain, stored = bench_int8_conv.lowered_graphs(2, 5, 32)
     text = compile_graph(quantized, target="cpu")
     assert "quant" not in text and text.count("stablehlo.convolution") == 1
-    assert "(tensor<2x5x5x8xi8>, tensor<3x3x8x8xi8>) -> tensor<2x5x5x8xi32>" in text
+    assert "(tensor<2x5x5x32xi8>, tensor<3x3x32x32xi8>) -> tensor<2x5x5x32xi32>" in text
     (got,), (want,) = run(quantized, [stored], target="cpu", platform="cpu").outputs, evaluate(quantized, [stored])
     np.testing.assert_array_equal(got, want)
     assert "stablehlo.convolution" in compile_graph(plain, target="cpu")
