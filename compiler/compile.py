@@ -37,6 +37,10 @@ TARGET_XLA_OPTIONS: dict[str, dict[str, str]] = {"cpu": {"xla_cpu_experimental_y
 # so YNNPACK is handed single convs too.
 INTEGER_CONV_XLA_OPTIONS: dict[str, dict[str, str]] = {
     "cpu": {"xla_cpu_experimental_ynn_fusion_type": "LIBRARY_FUSION_TYPE_INDIVIDUAL_DOT,LIBRARY_FUSION_TYPE_INDIVIDUAL_CONVOLUTION"}}
+# ... and for a gradient step (a module computing kernel gradients): XLA's own defaults, whose
+# YNNPACK fusions ran the training steps in about two thirds of the time of single dots only
+# (docs/benchmarks.md, "The training steps' limit").
+GRADIENT_XLA_OPTIONS: dict[str, dict[str, str]] = {"cpu": {}}
 MLIR_BYTECODE_MAGIC = b"ML\xefR"  # how every MLIR bytecode file starts
 
 
@@ -132,6 +136,7 @@ class Compiler:
     onnx_source: tuple[bytes, str] | None = field(default=None, init=False)  # the ONNX model read (bytes, file): --check's ONNX Runtime run
     weights_larger: int | None = None  # --weights-as-inputs: constants of more than N elements become @main's leading arguments
     weights: dict[str, np.ndarray] = field(default_factory=dict, init=False)  # those arguments' arrays, in order (the last emit's)
+    gradient_step: bool = field(default=False, init=False)  # a graph run_passes lowered held a kernel gradient (xla_options)
 
     def __post_init__(self) -> None:
         if self.mesh is not None:  # a malformed --mesh is a usage error before anything is read
@@ -248,17 +253,20 @@ class Compiler:
         return self.target
 
     def xla_options(self, platform: str, graph: Graph | None = None) -> dict[str, str]:
-        """The XLA options to compile this compiler's lowered `graph` with on PJRT `platform`:
-        its target's (TARGET_XLA_OPTIONS; INTEGER_CONV_XLA_OPTIONS where `graph` holds an
-        integer conv), when a target is named and is the platform's."""
+        """The XLA options to compile this compiler's lowered `graph` with on PJRT `platform`,
+        when a target is named and is the platform's: its target's TARGET_XLA_OPTIONS;
+        INTEGER_CONV_XLA_OPTIONS where `graph` holds an integer conv; GRADIENT_XLA_OPTIONS
+        where the graphs this compiler lowered computed kernel gradients."""
         if self.target is None or self.target != platform:
             return {}
         integer_convs = graph is not None and any(op.kind == "conv" and is_integer(op.operands[0].type.dtype) for op in graph.ops)
-        return dict((INTEGER_CONV_XLA_OPTIONS if integer_convs else TARGET_XLA_OPTIONS).get(self.target, {}))
+        table = INTEGER_CONV_XLA_OPTIONS if integer_convs else GRADIENT_XLA_OPTIONS if self.gradient_step else TARGET_XLA_OPTIONS
+        return dict(table.get(self.target, {}))
 
     def run_passes(self, graph: Graph, passes: Sequence[Pass] | None = None) -> Graph:
         from .autotune_pjrt import with_pjrt_measure  # what autotune-conv-lowering times candidates with
 
+        self.gradient_step = self.gradient_step or any(op.kind == "conv_backprop_filter" for op in graph.ops)
         hook = self._print_after if self.print_ir_after_all else None
         manager = PassManager([with_pjrt_measure(p) for p in (self.passes() if passes is None else passes)], print_after=hook)
         start = time.perf_counter()

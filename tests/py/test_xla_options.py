@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 from convc import Builder
-from convc.compile import INTEGER_CONV_XLA_OPTIONS, TARGET_XLA_OPTIONS, Compiler
+from convc.compile import GRADIENT_XLA_OPTIONS, INTEGER_CONV_XLA_OPTIONS, TARGET_XLA_OPTIONS, Compiler
 from convc.ir import Graph
 from convc.runtime import compile_stablehlo
 
@@ -85,3 +85,22 @@ def test_float_modules_keep_the_dots_only_option() -> None:
     compiler = Compiler(target="cpu")
     graph = compiler.run_passes(compiler.load(str(REPO_ROOT / "examples" / "resnet_block.json")))
     assert compiler.xla_options("cpu", graph) == TARGET_XLA_OPTIONS["cpu"]
+
+
+def test_a_gradient_step_compiles_with_xla_defaults() -> None:
+    """A module computing kernel gradients (convc.grad of resnet_block's weights) gets
+    GRADIENT_XLA_OPTIONS (XLA's defaults, whose YNNPACK fusions ran training steps faster), its
+    forward alone the target's; both steps compute the same to f32 rounding."""
+    import convc
+
+    compiler = Compiler(target="cpu")
+    forward = compiler.load(str(REPO_ROOT / "examples" / "resnet_block.json"))
+    step = compiler.run_passes(convc.grad(forward, ["w1", "w2", "wp"]))
+    assert compiler.gradient_step and compiler.xla_options("cpu", step) == GRADIENT_XLA_OPTIONS["cpu"] == {}
+    assert Compiler(target="cpu").xla_options("cpu", forward) == TARGET_XLA_OPTIONS["cpu"]
+    module = compiler.runnable(step)
+    rng = np.random.default_rng(0)
+    arrays = [rng.standard_normal(v.type.shape).astype(np.float32) for v in step.inputs]
+    ours, dots_only = compiler.executable(step, "cpu"), compile_stablehlo(module, "cpu", TARGET_XLA_OPTIONS["cpu"])
+    for got, want in zip(ours(*arrays), dots_only(*arrays), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
