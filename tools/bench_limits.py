@@ -458,28 +458,35 @@ def run_limits_suite(args: Any, info: dict[str, Any], target: str, budget: float
     log(f"machine: {info['cpu']}, {info['cores']} cores, jax {info['jax']}, torch {info['torch']}; load {info['load_average'][0]:.2f}")
     if args.suite == "train-limits":
         return _run_step_limits(args, info, target, budget, use_torch, log)
+    results = _run_cases(args, lambda spec: run_limit_case(spec, budget, use_torch, args.platform),
+                         lambda r: f"best {short(r.best)} {r.best_ms:.2f} ms, chosen {short(r.chosen)} {r.chosen_ms:.2f} ms", log)
+    return _report(args, info, target, budget, results, geomeans, format_table)
+
+
+def _report(args: Any, info: dict[str, Any], target: str, budget: float, results: list[Any],
+            means: Callable[..., dict[str, float | None]], table: Callable[[list[Any]], str]) -> dict[str, Any]:
+    """The suite's JSON report: the machine (its load after the run too), the cases, `means` of
+    the medians' and of the fastest calls' ratios, and the `table`."""
+    info["load_average_after"] = list(os.getloadavg())
+    return {"machine": info, "suite": args.suite, "platform": args.platform, "target": target, "quick": args.quick, "budget_s": budget,
+            "cases": [asdict(r) for r in results], "geomeans": means(results), "geomeans_of_min": means(results, "min_ratios"),
+            "table": table(results) if results else ""}
+
+
+def _run_cases(args: Any, run_case: Callable[[Any], Any], describe: Callable[[Any], str], log: Callable[[str], None]) -> list[Any]:
+    """`run_case` on each selected case, one log line each (`describe`, PyTorch's time, the rounds)."""
     results = []
     for spec in bench.selected_cases(args):
-        result = run_limit_case(spec, budget, use_torch, args.platform)
-        log(f"  {spec.name}: best {short(result.best)} {result.best_ms:.2f} ms, chosen {short(result.chosen)} {result.chosen_ms:.2f} ms"
-            + (f", torch {result.torch_ms:.2f} ms" if result.torch_ms is not None else "") + f" ({result.rounds} rounds)")
+        result = run_case(spec)
+        log(f"  {spec.name}: {describe(result)}" + (f", torch {result.torch_ms:.2f} ms" if result.torch_ms is not None else "")
+            + f" ({result.rounds} rounds)")
         results.append(result)
-    info["load_average_after"] = list(os.getloadavg())
-    return {"machine": info, "suite": "limits", "platform": args.platform, "target": target, "quick": args.quick, "budget_s": budget,
-            "cases": [asdict(r) for r in results], "geomeans": geomeans(results), "geomeans_of_min": geomeans(results, "min_ratios"),
-            "table": format_table(results) if results else ""}
+    return results
 
 
 def _run_step_limits(args: Any, info: dict[str, Any], target: str, budget: float, use_torch: bool,
                      log: Callable[[str], None]) -> dict[str, Any]:
     """--suite train-limits: run_step_limit_case on each of --suite train's steps."""
-    results = []
-    for spec in bench.selected_cases(args):
-        result = run_step_limit_case(spec, budget, use_torch, args.platform)
-        log(f"  {spec.name}: convs best {result.sums['best']:.2f} ms, chosen {result.sums['chosen']:.2f} ms, step {result.step_ms:.2f} ms"
-            + (f", torch {result.torch_ms:.2f} ms" if result.torch_ms is not None else "") + f" ({result.rounds} rounds)")
-        results.append(result)
-    info["load_average_after"] = list(os.getloadavg())
-    return {"machine": info, "suite": "train-limits", "platform": args.platform, "target": target, "quick": args.quick, "budget_s": budget,
-            "cases": [asdict(r) for r in results], "geomeans": step_geomeans(results), "geomeans_of_min": step_geomeans(results, "min_ratios"),
-            "table": format_step_table(results) if results else ""}
+    results = _run_cases(args, lambda spec: run_step_limit_case(spec, budget, use_torch, args.platform),
+                         lambda r: f"convs best {r.sums['best']:.2f} ms, chosen {r.sums['chosen']:.2f} ms, step {r.step_ms:.2f} ms", log)
+    return _report(args, info, target, budget, results, step_geomeans, format_step_table)

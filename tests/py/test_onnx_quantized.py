@@ -196,7 +196,17 @@ def test_qdq_conv_of_an_int16_activation_stays_a_float_conv() -> None:
 def test_qdq_conv_whose_bias_scale_is_not_x_scale_times_w_scale_stays_a_float_conv() -> None:
     """A DQ'd int32 bias of another scale than x_scale * w_scale is no integer bias of the conv: the pattern is
     not fused (the Conv imports as a float conv of the dequantized operands), and still agrees with ONNX Runtime."""
+    graph = _biased_conv_with_bias_scale_tripled(zero_bias=False)
+    conv = next(op for op in graph.ops if op.kind == "conv")
+    assert not any(is_quantized(v.type.dtype) for v in (*conv.operands, conv.result))
+
+
+def _biased_conv_with_bias_scale_tripled(zero_bias: bool) -> convc.Graph:
+    """Q -> DQ(x), DQ(w), DQ(b at 3 x_scale * w_scale; all zeros with `zero_bias`) -> Conv -> Q, imported and
+    checked at most one step from ONNX Runtime."""
     inits, y_scale = _conv_case("bias", np.uint8)
+    if zero_bias:
+        inits["b"] = np.zeros_like(inits["b"])
     inits["bs"] = (inits["xs"] * inits["ws"] * 3).astype(np.float32)
     nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["q"]),
              helper.make_node("DequantizeLinear", ["q", "xs", "xz"], ["xd"]),
@@ -204,25 +214,14 @@ def test_qdq_conv_whose_bias_scale_is_not_x_scale_times_w_scale_stays_a_float_co
              helper.make_node("DequantizeLinear", ["b", "bs"], ["bd"], axis=0),
              helper.make_node("Conv", ["xd", "wd", "bd"], ["c"], pads=[1, 1, 1, 1]),
              helper.make_node("QuantizeLinear", ["c", "ys", "yz"], ["y"]), helper.make_node("DequantizeLinear", ["y", "ys", "yz"], ["yd"])]
-    graph = _assert_one_step_apart(_model(nodes, {"x": (1, 3, 8, 8)}, ["y", "yd"], inits), (1, 3, 8, 8), float(y_scale))
-    conv = next(op for op in graph.ops if op.kind == "conv")
-    assert not any(is_quantized(v.type.dtype) for v in (*conv.operands, conv.result))
+    return _assert_one_step_apart(_model(nodes, {"x": (1, 3, 8, 8)}, ["y", "yd"], inits), (1, 3, 8, 8), float(y_scale))
 
 
 def test_qdq_conv_with_a_zero_bias_of_another_scale_is_one_quantized_conv() -> None:
     """An all-zero DQ'd int32 bias of another scale than x_scale * w_scale (quantize_static's one bias for convs
     whose zero float biases the TorchScript exporter aliased, as in MobileNet v3's squeeze-excite) is zero at any
     scale: the pattern is fused, one quantized conv, at most one step from ONNX Runtime."""
-    inits, y_scale = _conv_case("bias", np.uint8)
-    inits["b"] = np.zeros_like(inits["b"])
-    inits["bs"] = (inits["xs"] * inits["ws"] * 3).astype(np.float32)
-    nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["q"]),
-             helper.make_node("DequantizeLinear", ["q", "xs", "xz"], ["xd"]),
-             helper.make_node("DequantizeLinear", ["w", "ws", "wz"], ["wd"], axis=0),
-             helper.make_node("DequantizeLinear", ["b", "bs"], ["bd"], axis=0),
-             helper.make_node("Conv", ["xd", "wd", "bd"], ["c"], pads=[1, 1, 1, 1]),
-             helper.make_node("QuantizeLinear", ["c", "ys", "yz"], ["y"]), helper.make_node("DequantizeLinear", ["y", "ys", "yz"], ["yd"])]
-    graph = _assert_one_step_apart(_model(nodes, {"x": (1, 3, 8, 8)}, ["y", "yd"], inits), (1, 3, 8, 8), float(y_scale))
+    graph = _biased_conv_with_bias_scale_tripled(zero_bias=True)
     (conv,) = [op for op in graph.ops if op.kind == "conv"]
     assert all(is_quantized(v.type.dtype) for v in (*conv.operands, conv.result))
 
