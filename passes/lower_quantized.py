@@ -18,12 +18,14 @@ graph inputs and outputs too, which is what `--inputs` feeds and `--outputs` wri
   the last a constant per output position and feature, exact at the borders, computed here
   when the kernel is a constant (else by a conv of ones over the input's valid positions).
   A zero zero point (symmetric weights: the usual case) emits no term.
-- a grouped quantized conv (feature or batch groups, depthwise included) on the `cpu`
-  pipeline whose every partial sum f32 holds exactly (below 2^24 in magnitude: the largest
+- a quantized conv the `cpu` pipeline's XLA runs slowly as an integer conv (`exact_f32`):
+  a grouped one (feature or batch groups, depthwise included), which XLA:CPU runs as a dense
+  conv over a block-diagonal kernel it builds on every call, and one YNNPACK does not take
+  (few features, a window larger than the input, a channels-first first conv), which XLA
+  upcasts to an i32 conv in its generic loop, is the f32 conv of the zero-point-shifted
+  operands where every partial sum f32 holds exactly (below 2^24 in magnitude: the largest
   shifted input times the largest per-window sum of |r - z_r[o]|, the kernel's own values
-  when it is a constant) is the f32 conv of the zero-point-shifted operands: XLA:CPU runs a
-  grouped integer conv as a dense one over a block-diagonal kernel it builds on every call,
-  while the f32 one becomes a tap sum (`cpu-depthwise-tap-sum`).
+  when it is a constant); a grouped one then becomes a tap sum (`cpu-depthwise-tap-sum`).
 - otherwise (16- and 32-bit storage, or `integer_conv=false`: the gpu pipeline, as XLA:GPU
   compiles no integer conv, cuDNN offering none of this form) it is the conv of the
   zero-point-shifted operands, (lhs - z_lhs) and (rhs - z_rhs[o]), in i64 (f64 without
@@ -228,9 +230,10 @@ class _Lowering:
             kernel = dequantize(b, self.storage(rhs), q_rhs, "rhs_real")
             return b.create("conv", lhs, kernel, suffix="conv", **attrs)
         q_lhs, q_out = _quant(lhs.type), _quant(op.result.type)
-        wide = self.sum_type(op, q_lhs, q_rhs)
+        known = constant_storage(rhs) if self.integer_conv else None  # only the cpu forms read it
+        wide = self.sum_type(op, q_lhs, q_rhs, known)
         if wide == "i8":
-            wide, acc = "i32", self.conv8(op, b, attrs)
+            wide, acc = "i32", self.conv8(op, b, attrs, known)
         else:
             shifted_lhs = _shifted(b, self.storage(lhs), q_lhs, None, wide, "lhs")
             shifted_rhs = _shifted(b, self.storage(rhs), q_rhs, None if q_rhs.axis is None else dn.rhs_spec[0], wide, "rhs")
@@ -244,27 +247,27 @@ class _Lowering:
         real = b.create("convert", scaled, suffix="real", new_dtype=q_out.expressed)
         return quantize(b, real, q_out, None if q_out.axis is None else dn.out_spec[1], "stored")
 
-    def sum_type(self, op: Op, q_lhs: QuantType, q_rhs: QuantType) -> str:
+    def sum_type(self, op: Op, q_lhs: QuantType, q_rhs: QuantType, known: np.ndarray | None) -> str:
         """How the conv's integer sums are computed: "i8" (the i8 x i8 -> i32 conv of the stored
         integers and its zero-point terms), else the type of the shifted operands' conv. XLA:CPU
         runs a grouped integer conv as a dense one over a block-diagonal kernel it builds on
         every call, and an integer conv YNNPACK does not take in its generic loop, so such a
-        conv whose sums f32 holds exactly is an f32 conv (a grouped one becomes a tap sum)."""
+        conv whose sums f32 holds exactly is an f32 conv (a grouped one becomes a tap sum).
+        `known`: the kernel's stored integers where it is a constant."""
         if (self.integer_conv and self.exact_f32 and (_is_grouped(op) or _few_input_features(op) or not _ynnpack_takes_i8(op))
-                and _sums_fit_f32(op, q_lhs, q_rhs)):
+                and _sums_fit_f32(op, q_lhs, q_rhs, known)):
             return "f32"
         if self.integer_conv and q_lhs.storage in EIGHT_BITS and q_rhs.storage in EIGHT_BITS:
             return "i8"
         return _accumulator(q_lhs, self.integer_conv)
 
-    def conv8(self, op: Op, b: Rewriter, attrs: dict[str, object]) -> Value:
+    def conv8(self, op: Op, b: Rewriter, attrs: dict[str, object], known: np.ndarray | None) -> Value:
         """sum((l - z_l)(r - z_r)) over each window's valid taps, in i32: the i8 x i8 -> i32 conv
         of the stored integers, less z_r[o] * windowsum(l), less z_l * sum(r - z_r[o]); a zero
         zero point adds no term."""
         lhs, rhs = op.operands
         q_lhs, q_rhs = _quant(lhs.type), _quant(rhs.type)
         x, zx = _as_i8(b, self.storage(lhs), q_lhs, "lhs")
-        known = constant_storage(rhs)
         if known is None:
             w, zw = _as_i8(b, self.storage(rhs), q_rhs, "rhs")
         else:  # the kernel's integers, here: its constant, and its valid-tap sums computed now
@@ -342,17 +345,17 @@ def _is_grouped(op: Op) -> bool:
     return fwd.feature_groups > 1 or fwd.batch_groups > 1
 
 
-FEW_INPUT_FEATURES = 16
+YNNPACK_FEW_FEATURES = 16  # XLA:CPU hands YNNPACK no conv of at most this many input and output features
 
 
 def _few_input_features(op: Op) -> bool:
-    """At most 16 input features per group: an image network's first conv (3), which reads
+    """At most YNNPACK_FEW_FEATURES input features per group: an image network's first conv (3), which reads
     the channels-first input through the transpose cpu-layout-nhwc puts before it. XLA folds
     that transpose into the conv, whose channels-first i8 form YNNPACK then declines; its
     f32 form, over so short a contraction, costs about what the i8 one would."""
     lhs, rhs = op.operands
     dn = resolve_dimension_numbers(view(op).dimension_numbers, lhs.type.rank)
-    return rhs.type.shape[dn.rhs_spec[1]] <= FEW_INPUT_FEATURES
+    return rhs.type.shape[dn.rhs_spec[1]] <= YNNPACK_FEW_FEATURES
 
 
 def _ynnpack_takes_i8(op: Op) -> bool:
@@ -366,7 +369,7 @@ def _ynnpack_takes_i8(op: Op) -> bool:
     inputs, kernel = spatial(lhs.type.shape, dn.lhs_spec), spatial(rhs.type.shape, dn.rhs_spec)
     outputs = spatial(op.result.type.shape, dn.out_spec)
     features = (lhs.type.shape[dn.lhs_spec[1]], op.result.type.shape[dn.out_spec[1]])
-    return (len(inputs) == 2 and all(d == 1 for d in fwd.lhs_dilation) and max(features) > 16
+    return (len(inputs) == 2 and all(d == 1 for d in fwd.lhs_dilation) and max(features) > YNNPACK_FEW_FEATURES
             and all(k <= n and o <= n for k, o, n in zip(kernel, outputs, inputs)))
 
 
@@ -377,14 +380,13 @@ def _largest_shift(quant: QuantType) -> np.ndarray:
     return np.maximum(int(info.max) - zero_points, zero_points - int(info.min))
 
 
-def _sums_fit_f32(op: Op, q_lhs: QuantType, q_rhs: QuantType) -> bool:
+def _sums_fit_f32(op: Op, q_lhs: QuantType, q_rhs: QuantType, known: np.ndarray | None) -> bool:
     """Whether every partial sum of (l - z_l)(r - z_r[o]) over a window is below 2^24 in
     magnitude, whatever the order: then the f32 conv of the shifted operands is exact. A
     constant kernel bounds it by its own values, another by its storage type's."""
     lhs, rhs = op.operands
     dn = resolve_dimension_numbers(view(op).dimension_numbers, lhs.type.rank)
     largest_lhs = int(_largest_shift(q_lhs).max())
-    known = constant_storage(rhs)
     if known is None:
         per_window = int(_largest_shift(q_rhs).max()) * (rhs.type.num_elements() // rhs.type.shape[dn.rhs_spec[0]])
     else:
