@@ -33,6 +33,8 @@ graph inputs and outputs too, which is what `--inputs` feeds and `--outputs` wri
 - either sum times s_lhs * s_rhs[o] (in f64, rounded once to the expressed type) is the
   spec's float conv wherever the dequantized operands are exact in the expressed type (and
   within an ulp otherwise); it is then quantized as above.
+- with `integer_conv=false`, a plain integer conv into at most 32 bits (ONNX's ConvInteger)
+  is the f64 conv of its operands converted back: XLA:GPU compiles no integer conv;
 - a hybrid conv (float lhs, quantized rhs) is the float conv of the dequantized rhs, as
   the spec's `hybrid_dequantize_then_op`;
 - `transpose`, `reshape` and `reverse` of a quantized value (the layout changes of the JAX
@@ -45,7 +47,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from convc.dtypes import QuantType, is_quantized, numpy_dtype, quant_type
+from convc.dtypes import QuantType, is_integer, is_quantized, numpy_dtype, quant_type
 from convc.ir import Graph, Op, TensorType, Value
 from convc.ops import view
 from convc.ops.base import OpFactory
@@ -398,6 +400,22 @@ def _sums_fit_f32(op: Op, q_lhs: QuantType, q_rhs: QuantType, known: np.ndarray 
     return largest_lhs * per_window < F32_EXACT
 
 
+def _float_integer_convs(graph: Graph) -> bool:
+    """Without integer convs (XLA:GPU compiles none), each plain integer conv into at most 32
+    bits (ONNX's ConvInteger: i32 sums of shifted 8-bit operands) becomes the f64 conv of its
+    operands converted back to its type: exact wherever the integer conv does not overflow
+    (its true sums below 2^31 for i32: f64 holds every integer below 2^53)."""
+    convs = [op for op in graph.ops if op.kind == "conv" and all(is_integer(v.type.dtype) for v in (*op.operands, op.result))
+             and op.result.type.dtype != "i64"]
+    for op in convs:
+        b = Rewriter(graph, op)
+        lhs, rhs = (b.create("convert", v, suffix=f"{role}_f64", new_dtype="f64") for v, role in zip(op.operands, ("lhs", "rhs")))
+        attrs = {name: value for name, value in op.attrs.items() if name != "preferred_element_type"}
+        sums = b.create("conv", lhs, rhs, suffix="sums_f64", **attrs)
+        b.replace_anchor(b.create("convert", sums, suffix="sums", new_dtype=op.result.type.dtype))
+    return bool(convs)
+
+
 def _to_layout(array: np.ndarray, spec: tuple[int, ...]) -> np.ndarray:
     """An array ordered (batch, feature, spatial...) moved to the dims `spec` names."""
     return np.moveaxis(array, range(array.ndim), spec)
@@ -415,10 +433,11 @@ class LowerQuantized(Pass):
     exact_f32: bool = True  # with integer_conv: an integer conv XLA:CPU runs slowly is an f32 conv where that is exact
 
     def run(self, graph: Graph) -> bool:
+        changed = False if self.integer_conv else _float_integer_convs(graph)
         quantized_inputs = [v for v in graph.inputs if is_quantized(v.type.dtype)]
         ops = [op for op in graph.ops if op.kind in QUANTIZED_KINDS and _involves_quantized(op)]
         if not ops and not quantized_inputs:
-            return False
+            return changed
         lowering = _Lowering(graph, {}, self.integer_conv, self.exact_f32)
         for index, value in enumerate(graph.inputs):
             if is_quantized(value.type.dtype):

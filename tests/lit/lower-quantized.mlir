@@ -284,3 +284,27 @@ module @ynnpack_sized_conv {
     func.return %c : tensor<1x4x4x32x!quant.uniform<i8:f32, 8.0>>
   }
 }
+
+// -----
+
+// The gpu pipeline (no integer convs: XLA:GPU compiles none) makes a plain integer conv, as
+// ONNX's ConvInteger imports, the f64 conv of its operands converted back; the cpu pipeline
+// keeps it an integer conv, and the default options leave it alone.
+// CHECK-LABEL: module @plain_integer_conv
+// CHECK: "convc.conv"(%x, %w)
+// CHECK-SAME: -> tensor<1x3x5x5xi32>
+// GPU-LABEL: module @plain_integer_conv
+// GPU: %[[L:[^ ]+]] = stablehlo.convert %x : (tensor<1x2x5x5xi32>) -> tensor<1x2x5x5xf64>
+// GPU: %[[R:[^ ]+]] = stablehlo.convert %w : (tensor<3x2x3x3xi32>) -> tensor<3x2x3x3xf64>
+// GPU: %[[S:[^ ]+]] = stablehlo.convolution(%[[L]], %[[R]])
+// GPU-SAME: -> tensor<1x3x5x5xf64>
+// GPU: %c = stablehlo.convert %[[S]] : (tensor<1x3x5x5xf64>) -> tensor<1x3x5x5xi32>
+// CPU-LABEL: module @plain_integer_conv
+// CPU: stablehlo.convolution
+// CPU-SAME: xi32>) -> tensor<1x5x5x3xi32>
+module @plain_integer_conv {
+  func.func @main(%x: tensor<1x2x5x5xi32>, %w: tensor<3x2x3x3xi32>) -> tensor<1x3x5x5xi32> {
+    %c = "convc.conv"(%x, %w) {dimension_numbers = ["NCHW", "OIHW", "NCHW"], padding = dense<1> : tensor<2x2xi64>} : (tensor<1x2x5x5xi32>, tensor<3x2x3x3xi32>) -> tensor<1x3x5x5xi32>
+    func.return %c : tensor<1x3x5x5xi32>
+  }
+}
