@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .compile import DEFAULT_ELIDE_LARGER, DEFAULT_MAX_BYTES, EMIT_KINDS, Compiler, target_for
+from .compile import DEFAULT_ELIDE_LARGER, DEFAULT_MAX_BYTES, EMIT_KINDS, Compiler, platform_for, target_for
 from .diagnostics import ConvcError, InternalError, Location, UsageError, one_line
 from .emit import weight_constants
 from .fileio import write_atomic
@@ -316,6 +316,7 @@ def _convc_main(args: argparse.Namespace) -> int:
     weights_file = weights_path(args)
     elide = None if args.print_constants_whole else args.elide_constants_larger
     target = args.target or (target_for(args.platform) if args.pipeline is None else None)
+    args.platform = args.platform or platform_for(args.target)  # --target cpu runs and autotunes on the CPU
     compiler = Compiler(pipeline=args.pipeline, target=target, verify=not args.no_verify,
                         print_ir_after_all=args.print_ir_after_all, allow_external_data=args.allow_external_data,
                         max_bytes=args.max_bytes, autotune=args.autotune, autotune_cache=args.autotune_cache,

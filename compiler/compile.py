@@ -92,6 +92,14 @@ def target_for(platform: str | None) -> str | None:
     return platform if platform in ("cpu", "gpu") else "generic"
 
 
+def platform_for(target: str | None) -> str | None:
+    """The default platform of a run lowered for `target` (`--target`): the CPU for the cpu
+    target, whose module may hold what only XLA:CPU compiles (integer convs, which XLA:GPU
+    refuses); None for any other (the platform PJRT finds), since the gpu and generic
+    targets' modules compile on every platform."""
+    return "cpu" if target == "cpu" else None
+
+
 def check_runnable(graph: Graph) -> None:
     """A module headed for XLA (`--run`) holds no quantized type, which XLA cannot compile:
     one left by the pipeline (`--target generic`, a `-p` without lower-quantized) is a

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from .compile import DEFAULT_MAX_BYTES, Compiler, check_runnable, gc_paused, target_for
+from .compile import DEFAULT_MAX_BYTES, Compiler, check_runnable, gc_paused, platform_for, target_for
 from .diagnostics import ConvcError, Location, one_line
 from .ir import Graph, Op, Value
 from .pass_manager import PassManager, parse_pipeline
@@ -89,6 +89,7 @@ def run(model: Graph | str | os.PathLike[str], inputs: Inputs = None, *, seed: i
     asks for as many host devices, which works only before JAX's backend has started."""
     compiler = Compiler(target=target or (target_for(platform) if pipeline is None else None), pipeline=pipeline, max_bytes=max_bytes,
                         weights_larger=weights_larger)
+    platform = platform or platform_for(target)
     file = None if isinstance(model, Graph) else os.fspath(model)
     graph = model.clone() if isinstance(model, Graph) else compiler.load(os.fspath(model))
     prepare_run(graph, platform)

@@ -125,6 +125,17 @@ def test_a_module_for_another_target_runs_with_the_cli_warning() -> None:
     assert line.startswith("convc: warning: --run executes the --target gpu module on PJRT platform cpu (")
 
 
+def test_the_cpu_target_runs_on_the_cpu_unless_told_otherwise() -> None:
+    """With no platform named, a module lowered for the cpu target (which may hold integer
+    convs XLA:GPU refuses) runs on XLA:CPU even where PJRT's best platform is a GPU; the
+    default rule itself is checked on every machine, the run where a GPU is the default."""
+    from convc.compile import platform_for
+
+    assert (platform_for("cpu"), platform_for("gpu"), platform_for("generic"), platform_for(None)) == ("cpu", None, None, None)
+    result = convc.run(small_net(), target="cpu")
+    assert (result.platform, result.warnings) == ("cpu", [])
+
+
 def test_a_mesh_needs_its_devices_once_jax_has_started() -> None:
     """In this process JAX started with one CPU device: an 8-device mesh is a located S9 error."""
     import jax
