@@ -140,9 +140,12 @@ def _input(name: str) -> dict[str, np.ndarray]:
     return {"x": np.random.default_rng(100).standard_normal(NETWORKS[name][1]).astype(np.float32)}
 
 
-def _convc(model: bytes, name: str) -> tuple[convc.Graph, list[np.ndarray]]:
+TARGETS = ("cpu", "gpu")  # the cpu module on XLA:CPU; the gpu module (no integer conv) on the default platform, a GPU where there is one
+
+
+def _convc(model: bytes, name: str, target: str = "cpu") -> tuple[convc.Graph, list[np.ndarray]]:
     graph = convc.load_onnx(model)
-    return graph, convc.run(graph, _input(name), platform="cpu", target="cpu").outputs
+    return graph, convc.run(graph, _input(name), platform="cpu" if target == "cpu" else None, target=target).outputs
 
 
 def _with_conv_outputs(model: bytes) -> tuple[bytes, list[str]]:
@@ -154,12 +157,14 @@ def _with_conv_outputs(model: bytes) -> tuple[bytes, list[str]]:
     return proto.SerializeToString(), names
 
 
+@pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("network", QOPERATOR_NETWORKS)
-def test_qoperator_model_is_identical_to_onnxruntime_on_every_quantized_tensor(network: str) -> None:
-    """A QOperator file (every Conv a QLinearConv, float elsewhere): every QLinearConv output identical to ONNX Runtime's
-    on at least 99.9% of its elements and never more than one step apart; the float output within float rounding of it."""
+def test_qoperator_model_is_identical_to_onnxruntime_on_every_quantized_tensor(network: str, target: str) -> None:
+    """A QOperator file (every Conv a QLinearConv, float elsewhere), lowered for `target`: every QLinearConv output
+    identical to ONNX Runtime's on at least 99.9% of its elements and never more than one step apart; the float output
+    within float rounding of it."""
     model, names = _with_conv_outputs(_quantized(network, "qoperator"))
-    _, ours = _convc(model, network)
+    _, ours = _convc(model, network, target)
     theirs = _onnxruntime(model, _input(network))
     assert len(names) == sum(node.op_type == "Conv" for node in onnx.load_from_string(_float_model(network)).graph.node) >= 3
     for name, got, want in zip(["y", *names], ours, theirs, strict=True):
@@ -213,6 +218,15 @@ def test_qdq_model_is_integer_and_as_accurate_as_onnxruntime(network: str, form:
     assert len(quantized_convs) == file_convs == len([op for op in graph.ops if op.kind == "conv"])
     lowered = _lowered_kinds(convc.compile_graph(graph, pipeline=I8_CPU_PIPELINE, target="cpu"), [op.result.name for op in quantized_convs])
     assert all(kinds and set(kinds) <= {"i", "ui"} for kinds in lowered.values()), lowered
+    _assert_as_accurate_as_onnxruntime(model, network, ours)
+
+
+@pytest.mark.parametrize(("network", "form"), QDQ_CASES)
+def test_qdq_model_through_the_gpu_pipeline_is_as_accurate_as_onnxruntime(network: str, form: str) -> None:
+    """A QDQ file lowered for the gpu target (no integer conv: XLA:GPU compiles none) and run on the default platform,
+    a GPU where there is one: by the QDQ bar, as the cpu module is."""
+    model = _quantized(network, form)
+    _, (ours,) = _convc(model, network, "gpu")
     _assert_as_accurate_as_onnxruntime(model, network, ours)
 
 
