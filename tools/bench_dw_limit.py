@@ -139,7 +139,8 @@ def onnx_conv(case: DwCase, w: np.ndarray) -> bytes:
         [node], case.name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [case.batch, case.cin, case.size, case.size])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [case.batch, case.cout, case.out_size, case.out_size])],
         [numpy_helper.from_array(w, "W")])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    opsets = [helper.make_opsetid("", 17)]  # the oldest IR version opset 17 allows: ONNX Runtimes older than onnx refuse newer ones
+    model = helper.make_model(graph, opset_imports=opsets, ir_version=helper.find_min_ir_version_for(opsets))
     return bytes(model.SerializeToString())
 
 

@@ -310,7 +310,7 @@ def test_profile_of_a_tiny_network_agrees_with_its_lowerings_and_times_its_ops()
     lowerings = bench_profile.run_passes_counting(compiler, graph)
     assert lowerings["convs"] == 2 and lowerings["cpu-conv-1x1-to-dot"] == 1
     executable = compile_stablehlo(compiler.emit(graph, "stablehlo").decode(), "cpu")
-    profile = bench_profile.profile_executable(executable, [jax.device_put(np.ones((1, 8, 8, 4), np.float32))], lowerings)
+    profile = bench_profile.profile_executable(executable, [jax.device_put(np.ones((1, 8, 8, 4), np.float32), executable.device)], lowerings)
     convolutions = sum(n for category, n in profile.census.items() if "convolution" in category)
     assert convolutions == lowerings[bench_profile.XLA] + lowerings["xla_made_by_rewrites"]
     assert sum(n for category, n in profile.census.items() if category == "dot" or category.startswith("fusion(dot")) >= 1

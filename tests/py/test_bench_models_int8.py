@@ -66,13 +66,14 @@ def test_identity_aliases_of_initializers_become_copies_and_the_model_computes_t
     computes the same output before and after."""
     onnx = pytest.importorskip("onnx")
     from onnx import TensorProto, helper, numpy_helper
+    from onnx_files import make_model
 
     bias = numpy_helper.from_array(np.array([1.0, 2.0], np.float32), "bias")
     nodes = [helper.make_node("Identity", ["bias"], ["bias_alias"]), helper.make_node("Add", ["x", "bias_alias"], ["sum"]),
              helper.make_node("Identity", ["sum"], ["y"])]
     graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])], [bias])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+    model = make_model(graph, 17).SerializeToString()
     unshared = onnx.load_from_string(bench_models_int8.without_initializer_aliases(model))
     assert [n.op_type for n in unshared.graph.node] == ["Add", "Identity"]
     assert sorted(t.name for t in unshared.graph.initializer) == ["bias", "bias_alias"]

@@ -709,7 +709,7 @@ def test_run_sizes_are_checked_before_allocating(tmp_path: Path, what: str) -> N
         model = {"inputs": [{"name": "x", "shape": [1, 1, 4]}], "constants": [{"name": "w", "shape": [1, 1, 1], "value": 1.0}],
                  "nodes": [{"name": "c", "op": "conv", "inputs": ["x", "w"], "lhs_dilation": [1 << 28]}], "outputs": ["c"]}
         expected = "'c' (conv): its result tensor<1x805306369x1xf32> would need"  # NWC: the layout the cpu target computes in
-    result, root = compile_bytes(json.dumps(model).encode(), "--run", "--max-bytes", "1G")
+    result, root = compile_bytes(json.dumps(model).encode(), "--run", "--target", "cpu", "--max-bytes", "1G")
     assert result.code == 1 and expected in result.stderr, result.stderr
     assert_one_located_line(result.stderr, str(root / "model.json"))
 
