@@ -39,20 +39,27 @@ class PjrtMeasure:
 
     platform: str | None = None
     budget_s: float = 0.1
+    xla_options: tuple[tuple[str, str], ...] = ()  # what every candidate is compiled with: the module's own
 
     def device(self) -> str:
-        return device_key(self.platform)
+        options = ", ".join(f"{name}={value}" for name, value in self.xla_options)
+        return device_key(self.platform) + (f"; XLA options {options}" if options else "")
 
     def __call__(self, op: Op, candidates: list[str], log: Log) -> Measurement | None:
-        return measure(op, candidates, self.platform, self.budget_s, log)
+        return measure(op, candidates, self.platform, self.budget_s, log, xla_options=dict(self.xla_options))
 
 
-def with_pjrt_measure(p: Pass) -> Pass:
+def with_pjrt_measure(p: Pass, xla_options: Callable[[str], Mapping[str, str]] | None = None) -> Pass:
     """`p`, measuring on PJRT if it is autotune-conv-lowering (on the platform, and within
-    the budget, its options name)."""
+    the budget, its options name), each candidate compiled with `xla_options(platform)`: the
+    options the module itself will be compiled with there (None: XLA's defaults)."""
     if not isinstance(p, AutotuneConvLowering):
         return p
-    return replace(p, measure=PjrtMeasure(p.platform or None, p.budget_ms / 1e3))
+    from .runtime import platform_name
+
+    platform = p.platform or None
+    options = {} if xla_options is None else dict(xla_options(platform_name(platform)))
+    return replace(p, measure=PjrtMeasure(platform, p.budget_ms / 1e3, tuple(sorted(options.items()))))
 
 
 def _device(platform: str | None) -> Any:
@@ -101,8 +108,9 @@ def _block(outputs: list[Any]) -> None:
 
 
 def measure(op: Op, candidates: list[str], platform: str | None, budget_s: float, log: Log = log_to_stderr,
-            seed: int = 0) -> Measurement | None:
-    """Time every candidate of `op` ("xla" first); None when not even "xla" compiles and runs."""
+            seed: int = 0, xla_options: Mapping[str, str] | None = None) -> Measurement | None:
+    """Time every candidate of `op` ("xla" first), each compiled with `xla_options` (None:
+    XLA's defaults); None when not even "xla" compiles and runs."""
     from .runtime import platform_name
     from .runtime_inputs import compare, random_inputs, tolerance_for
 
@@ -114,7 +122,7 @@ def measure(op: Op, candidates: list[str], platform: str | None, budget_s: float
     reference: np.ndarray | None = None
     for name in candidates:  # "xla" first: the reference
         try:
-            runs[name], result, warm_ms[name] = warm_up(op, name, platform, arrays)
+            runs[name], result, warm_ms[name] = warm_up(op, name, platform, arrays, xla_options)
         except Exception as err:  # noqa: BLE001 - a candidate that fails is reported and skipped, never fatal
             rejected[name] = f"failed: {one_line(str(err))[:200]}"
         else:

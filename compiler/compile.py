@@ -276,7 +276,8 @@ class Compiler:
 
         self.gradient_step = self.gradient_step or any(op.kind == "conv_backprop_filter" for op in graph.ops)
         hook = self._print_after if self.print_ir_after_all else None
-        manager = PassManager([with_pjrt_measure(p) for p in (self.passes() if passes is None else passes)], print_after=hook)
+        manager = PassManager([with_pjrt_measure(p, self.xla_options) for p in (self.passes() if passes is None else passes)],
+                              print_after=hook)
         start = time.perf_counter()
         with gc_paused():
             manager.run(graph)

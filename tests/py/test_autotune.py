@@ -410,3 +410,21 @@ def test_convc_autotune_usage_errors(extra: list[str], message: str, capsys: pyt
     model = Path(__file__).resolve().parents[2] / "examples" / "mobilenet_block.json"
     assert cli.main([str(model), *extra]) == 2
     assert capsys.readouterr().err.splitlines() == [message]
+
+
+def test_candidates_are_timed_with_the_xla_options_the_module_is_compiled_with(tmp_path: Path) -> None:
+    """convc's Compiler hands autotune a measure that compiles every candidate with the cpu
+    target's own XLA options on the CPU (what the chosen form will run under), names them in
+    the cache's device key, and still times real candidates with them."""
+    from convc.compile import TARGET_XLA_OPTIONS
+
+    tune = AutotuneConvLowering(cache=str(tmp_path / "cache.json"), platform="cpu", budget_ms=BUDGET_MS)
+    measured = autotune_pjrt.with_pjrt_measure(tune, Compiler(target="cpu").xla_options)
+    measure = measured._measure  # type: ignore[attr-defined]  # the InitVar the pass keeps
+    assert dict(measure.xla_options) == TARGET_XLA_OPTIONS["cpu"] != {}
+    assert measure.device().startswith(device_key("cpu") + "; XLA options ")
+    assert autotune_pjrt.with_pjrt_measure(tune)._measure.xla_options == ()  # type: ignore[attr-defined]
+    graph, lines = canonical(depthwise()), []
+    report = Autotuner(tmp_path / "cache.json", measure, log=lines.append).tune(graph)
+    assert report.outcomes["measured"] == 1 and not [line for line in lines if "warning" in line]
+    assert measure.device() in json.loads((tmp_path / "cache.json").read_text())["devices"]
