@@ -138,13 +138,7 @@ def constant_storage(value: Value) -> np.ndarray | None:
         return None
     if op.kind in MOVES:
         inner = constant_storage(op.operands[0])
-        if inner is None:
-            return None
-        if op.kind == "transpose":
-            return np.transpose(inner, op.attrs["permutation"])
-        if op.kind == "reshape":
-            return inner.reshape(op.attrs["new_sizes"])
-        return np.flip(inner, tuple(op.attrs["dimensions"]))
+        return None if inner is None else _moved(op, inner)
     source = op.operands[0].producer if op.kind == "uniform_quantize" else None
     if source is None or source.kind != "constant" or is_quantized(op.operands[0].type.dtype):
         return None
@@ -165,6 +159,15 @@ def constant_storage(value: Value) -> np.ndarray | None:
         real = real + along(quant.zero_points)
     low, high = quant.limits()
     return np.rint(np.clip(real, dtype.type(low), dtype.type(high))).astype(quant.storage_numpy())
+
+
+def _moved(op: Op, inner: np.ndarray) -> np.ndarray:
+    """What the layout move `op` (one of MOVES) makes of its operand's known values `inner`."""
+    if op.kind == "transpose":
+        return np.transpose(inner, op.attrs["permutation"])
+    if op.kind == "reshape":
+        return inner.reshape(op.attrs["new_sizes"])
+    return np.flip(inner, tuple(op.attrs["dimensions"]))
 
 
 def valid_taps(lhs: TensorType, rhs: TensorType, fwd: Forward, pads: tuple[tuple[int, int], ...],
@@ -396,8 +399,27 @@ def _sums_fit_f32(op: Op, q_lhs: QuantType, q_rhs: QuantType, known: np.ndarray 
         if q_rhs.axis is not None:
             zero_points = zero_points.reshape([-1 if d == dn.rhs_spec[0] else 1 for d in range(known.ndim)])
         magnitudes = np.abs(known.astype(np.int64) - zero_points)
-        per_window = int(np.moveaxis(magnitudes, dn.rhs_spec[0], 0).reshape(known.shape[dn.rhs_spec[0]], -1).sum(axis=1).max())
+        per_window = _largest_window_sum(magnitudes, dn.rhs_spec[0])
     return largest_lhs * per_window < F32_EXACT
+
+
+def _largest_window_sum(magnitudes: np.ndarray, out_dim: int) -> int:
+    """The largest sum of a kernel's `magnitudes` over one output feature (dimension `out_dim`):
+    its input features and taps, what one output element sums products over."""
+    return int(np.moveaxis(magnitudes, out_dim, 0).reshape(magnitudes.shape[out_dim], -1).sum(axis=1).max())
+
+
+def _float_conv(graph: Graph, op: Op, dtype: str, kernel: np.ndarray | None = None) -> None:
+    """Replace the integer conv `op` by the `dtype` conv of its operands converted (the kernel
+    `kernel` as a `dtype` constant where it is known), converted back to its result type."""
+    b = Rewriter(graph, op)
+    lhs, rhs = op.operands
+    lhs = b.create("convert", lhs, suffix=f"lhs_{dtype}", new_dtype=dtype)
+    rhs = (b.create("convert", rhs, suffix=f"rhs_{dtype}", new_dtype=dtype) if kernel is None
+           else b.create("constant", suffix=f"rhs_{dtype}", value=kernel.astype(numpy_dtype(dtype))))
+    attrs = {name: value for name, value in op.attrs.items() if name != "preferred_element_type"}
+    sums = b.create("conv", lhs, rhs, suffix=f"sums_{dtype}", **attrs)
+    b.replace_anchor(b.create("convert", sums, suffix="sums", new_dtype=op.result.type.dtype))
 
 
 def _float_integer_convs(graph: Graph) -> bool:
@@ -408,12 +430,88 @@ def _float_integer_convs(graph: Graph) -> bool:
     convs = [op for op in graph.ops if op.kind == "conv" and all(is_integer(v.type.dtype) for v in (*op.operands, op.result))
              and op.result.type.dtype != "i64"]
     for op in convs:
-        b = Rewriter(graph, op)
-        lhs, rhs = (b.create("convert", v, suffix=f"{role}_f64", new_dtype="f64") for v, role in zip(op.operands, ("lhs", "rhs")))
-        attrs = {name: value for name, value in op.attrs.items() if name != "preferred_element_type"}
-        sums = b.create("conv", lhs, rhs, suffix="sums_f64", **attrs)
-        b.replace_anchor(b.create("convert", sums, suffix="sums", new_dtype=op.result.type.dtype))
+        _float_conv(graph, op, "f64")
     return bool(convs)
+
+
+# --- plain i32 convs of 8-bit values (ONNX's ConvInteger) on the cpu pipeline ---------------
+
+RANGE_DEPTH = 16  # how many producers back `integer_range` looks
+
+
+def integer_range(value: Value, depth: int = RANGE_DEPTH) -> tuple[int, int] | None:
+    """[low, high] holding every element of a plain integer `value`, as its producers prove it:
+    a constant's own values; a `convert` of an integer value, a layout move or a broadcast
+    keeps its operand's range; `add` and `subtract` combine theirs; anything else (and a range
+    the element type cannot hold: the op wrapped) gives the element type's range. None for a
+    value of another type."""
+    if not is_integer(value.type.dtype):
+        return None
+    info = np.iinfo(numpy_dtype(value.type.dtype))
+    full = (int(info.min), int(info.max))
+    found = _produced_range(value.producer, depth - 1) if value.producer is not None and depth > 0 else None
+    return found if found is not None and full[0] <= found[0] and found[1] <= full[1] else full
+
+
+def _produced_range(op: Op, depth: int) -> tuple[int, int] | None:
+    """The range `integer_range` reads from the op producing a value; None where it proves none."""
+    if op.kind == "constant":
+        values = np.asarray(op.attrs["value"])
+        return (int(values.min()), int(values.max())) if values.size and values.dtype.kind in "iu" else None
+    if op.kind in ("convert", "broadcast_in_dim", *MOVES):
+        return integer_range(op.operands[0], depth)
+    if op.kind in ("add", "subtract"):
+        a, b = (integer_range(v, depth) for v in op.operands)
+        if a is None or b is None:
+            return None
+        return (a[0] + b[0], a[1] + b[1]) if op.kind == "add" else (a[0] - b[1], a[1] - b[0])
+    return None
+
+
+def _constant_integers(value: Value) -> np.ndarray | None:
+    """The values of a constant, through layout moves; None for any other value."""
+    op = value.producer
+    if op is None:
+        return None
+    if op.kind == "constant":
+        return np.asarray(op.attrs["value"])
+    inner = _constant_integers(op.operands[0]) if op.kind in MOVES else None
+    return None if inner is None else _moved(op, inner)
+
+
+def _is_i32_conv(op: Op) -> bool:
+    """A plain conv of i32 operands into i32: the form ConvInteger imports as, which XLA:CPU runs
+    in its generic loop (tens of times the f32 conv's time)."""
+    return op.kind == "conv" and all(v.type.dtype == "i32" for v in (*op.operands, op.result))
+
+
+def _integer_sums_fit_f32(op: Op, kernel: np.ndarray | None) -> bool:
+    """Whether every partial sum of a plain integer conv's products is below 2^24 in magnitude:
+    the largest |lhs| its producers prove (`integer_range`) times the largest per-output-feature
+    sum of |kernel| (`kernel`: its values where it is a constant; else its proven largest |rhs|
+    times the window size)."""
+    lhs, rhs = op.operands
+    lhs_range, rhs_range = integer_range(lhs), integer_range(rhs)
+    assert lhs_range is not None and rhs_range is not None  # i32 values
+    out_dim = resolve_dimension_numbers(view(op).dimension_numbers, lhs.type.rank).rhs_spec[0]
+    if kernel is not None:
+        per_window = _largest_window_sum(np.abs(kernel.astype(np.int64)), out_dim)
+    else:
+        per_window = max(-rhs_range[0], rhs_range[1]) * (rhs.type.num_elements() // max(rhs.type.shape[out_dim], 1))
+    return max(-lhs_range[0], lhs_range[1]) * per_window < F32_EXACT
+
+
+def _exact_f32_integer_convs(graph: Graph) -> bool:
+    """Each plain i32 conv whose sums f32 holds exactly (`_integer_sums_fit_f32`: ONNX's
+    ConvInteger of 8-bit values less their zero points, with a constant kernel) becomes the f32
+    conv of its operands converted back to i32: the same integers, bit for bit."""
+    changed = False
+    for op in [op for op in graph.ops if _is_i32_conv(op)]:
+        kernel = _constant_integers(op.operands[1])
+        if _integer_sums_fit_f32(op, kernel):
+            _float_conv(graph, op, "f32", kernel)
+            changed = True
+    return changed
 
 
 def _to_layout(array: np.ndarray, spec: tuple[int, ...]) -> np.ndarray:
@@ -430,10 +528,11 @@ class LowerQuantized(Pass):
     name = "lower-quantized"
     summary = "quantized types and ops become integer and float ops on the stored integers (XLA runs no !quant type)"
     integer_conv: bool = True  # false: the shifted operands' conv in f64 (exact), for XLA:GPU, which has no integer conv
-    exact_f32: bool = True  # with integer_conv: an integer conv XLA:CPU runs slowly is an f32 conv where that is exact
+    exact_f32: bool = True  # with integer_conv: a conv XLA:CPU runs slowly as an integer one (quantized, or plain i32) is an f32 conv where that is exact
 
     def run(self, graph: Graph) -> bool:
-        changed = False if self.integer_conv else _float_integer_convs(graph)
+        # plain integer convs first: the quantized convs' lowering builds integer convs of its own
+        changed = _float_integer_convs(graph) if not self.integer_conv else self.exact_f32 and _exact_f32_integer_convs(graph)
         quantized_inputs = [v for v in graph.inputs if is_quantized(v.type.dtype)]
         ops = [op for op in graph.ops if op.kind in QUANTIZED_KINDS and _involves_quantized(op)]
         if not ops and not quantized_inputs:
