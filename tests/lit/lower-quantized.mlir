@@ -308,3 +308,62 @@ module @plain_integer_conv {
     func.return %c : tensor<1x3x5x5xi32>
   }
 }
+
+// -----
+
+// A plain i32 conv as ONNX's ConvInteger imports one after DynamicQuantizeLinear: u8 values
+// less a run-time u8 zero point (within [-255, 255]) and a constant kernel whose largest
+// per-output-feature sum of |w| is 127 * 518 = 65786, so every partial sum is at most
+// 255 * 65786 = 16775430 < 2^24. With exact_f32 (the cpu pipeline's default) it is the f32 conv of the
+// converted operands, the kernel an f32 constant, converted back to i32: the same integers,
+// and no integer conv for XLA:CPU's generic loop (the cpu pipeline then makes this 1x1 conv
+// an f32 dot). Without exact_f32 it stays the i32 conv.
+// CHECK-LABEL: module @conv_integer_in_f32
+// CHECK: "convc.conv"(%[[X:[^,]+]], %w)
+// CHECK-SAME: -> tensor<1x2x4x4xi32>
+// F32-LABEL: module @conv_integer_in_f32
+// F32: %[[SHIFTED:[^ ]+]] = "convc.subtract"
+// F32: %[[XF:[^ ]+]] = "convc.convert"(%[[SHIFTED]]) {new_dtype = f32}
+// F32: %[[WF:[^ ]+]] = "convc.constant"() {value = dense<-127.0> : tensor<2x518x1x1xf32>}
+// F32: %[[SUMS:[^ ]+]] = "convc.conv"(%[[XF]], %[[WF]])
+// F32-SAME: -> tensor<1x2x4x4xf32>
+// F32: %c = "convc.convert"(%[[SUMS]]) {new_dtype = i32}
+// F32-SAME: -> tensor<1x2x4x4xi32>
+// CPU-LABEL: module @conv_integer_in_f32
+// CPU-NOT: stablehlo.convolution
+// CPU: stablehlo.dot_general
+// CPU-SAME: xf32>) -> tensor<1x4x4x2xf32>
+// CPU-NOT: stablehlo.convolution
+// CPU: return
+module @conv_integer_in_f32 {
+  func.func @main(%x: tensor<1x518x4x4xui8>, %zp: tensor<ui8>) -> tensor<1x2x4x4xi32> {
+    %x32 = "convc.convert"(%x) {new_dtype = i32} : (tensor<1x518x4x4xui8>) -> tensor<1x518x4x4xi32>
+    %zp32 = "convc.convert"(%zp) {new_dtype = i32} : (tensor<ui8>) -> tensor<i32>
+    %zpb = "convc.broadcast_in_dim"(%zp32) {broadcast_dimensions = array<i64>, shape = array<i64: 1, 518, 4, 4>} : (tensor<i32>) -> tensor<1x518x4x4xi32>
+    %shifted = "convc.subtract"(%x32, %zpb) : (tensor<1x518x4x4xi32>, tensor<1x518x4x4xi32>) -> tensor<1x518x4x4xi32>
+    %w = "convc.constant"() {value = dense<-127> : tensor<2x518x1x1xi32>} : () -> tensor<2x518x1x1xi32>
+    %c = "convc.conv"(%shifted, %w) {dimension_numbers = ["NCHW", "OIHW", "NCHW"]} : (tensor<1x518x4x4xi32>, tensor<2x518x1x1xi32>) -> tensor<1x2x4x4xi32>
+    func.return %c : tensor<1x2x4x4xi32>
+  }
+}
+
+// -----
+
+// The same with one input feature more: 255 * 127 * 519 = 16807815 >= 2^24, so a partial
+// sum might not be an f32 integer: the conv stays i32.
+// F32-LABEL: module @conv_integer_past_f32
+// F32-NOT: f32
+// F32: "convc.conv"(%shifted, %w)
+// F32-SAME: -> tensor<1x2x4x4xi32>
+// F32-NOT: f32
+module @conv_integer_past_f32 {
+  func.func @main(%x: tensor<1x519x4x4xui8>, %zp: tensor<ui8>) -> tensor<1x2x4x4xi32> {
+    %x32 = "convc.convert"(%x) {new_dtype = i32} : (tensor<1x519x4x4xui8>) -> tensor<1x519x4x4xi32>
+    %zp32 = "convc.convert"(%zp) {new_dtype = i32} : (tensor<ui8>) -> tensor<i32>
+    %zpb = "convc.broadcast_in_dim"(%zp32) {broadcast_dimensions = array<i64>, shape = array<i64: 1, 519, 4, 4>} : (tensor<i32>) -> tensor<1x519x4x4xi32>
+    %shifted = "convc.subtract"(%x32, %zpb) : (tensor<1x519x4x4xi32>, tensor<1x519x4x4xi32>) -> tensor<1x519x4x4xi32>
+    %w = "convc.constant"() {value = dense<-127> : tensor<2x519x1x1xi32>} : () -> tensor<2x519x1x1xi32>
+    %c = "convc.conv"(%shifted, %w) {dimension_numbers = ["NCHW", "OIHW", "NCHW"]} : (tensor<1x519x4x4xi32>, tensor<2x519x1x1xi32>) -> tensor<1x2x4x4xi32>
+    func.return %c : tensor<1x2x4x4xi32>
+  }
+}
