@@ -289,10 +289,15 @@ module @ynnpack_sized_conv {
 
 // The gpu pipeline (no integer convs: XLA:GPU compiles none) makes a plain integer conv, as
 // ONNX's ConvInteger imports, the f64 conv of its operands converted back; the cpu pipeline
-// keeps it an integer conv, and the default options leave it alone.
+// keeps this one an integer conv: its operands are i32 graph inputs, which nothing bounds, so
+// f32 might not hold its sums (exact_f32 makes such a conv an f32 one only where it does: below).
 // CHECK-LABEL: module @plain_integer_conv
 // CHECK: "convc.conv"(%x, %w)
 // CHECK-SAME: -> tensor<1x3x5x5xi32>
+// F32-LABEL: module @plain_integer_conv
+// F32-NOT: f32
+// F32: "convc.conv"(%x, %w)
+// F32-SAME: -> tensor<1x3x5x5xi32>
 // GPU-LABEL: module @plain_integer_conv
 // GPU: %[[L:[^ ]+]] = stablehlo.convert %x : (tensor<1x2x5x5xi32>) -> tensor<1x2x5x5xf64>
 // GPU: %[[R:[^ ]+]] = stablehlo.convert %w : (tensor<3x2x3x3xi32>) -> tensor<3x2x3x3xf64>
