@@ -501,16 +501,70 @@ def _integer_sums_fit_f32(op: Op, kernel: np.ndarray | None) -> bool:
     return max(-lhs_range[0], lhs_range[1]) * per_window < F32_EXACT
 
 
+def _feature_chunks(op: Op, kernel: np.ndarray) -> list[tuple[int, int]] | None:
+    """Contiguous ranges of an ungrouped conv's input features, greedily as long as each keeps
+    every partial sum over its features below 2^24 (the largest |lhs| its producers prove times
+    the largest per-output-feature sum of |kernel| over the range); None for a grouped conv or
+    where one feature alone may pass the bound."""
+    if _is_grouped(op):
+        return None
+    lhs = op.operands[0]
+    lhs_range = integer_range(lhs)
+    assert lhs_range is not None  # an i32 value
+    largest_lhs = max(-lhs_range[0], lhs_range[1])
+    dn = resolve_dimension_numbers(view(op).dimension_numbers, lhs.type.rank)
+    per_feature = np.moveaxis(np.abs(kernel.astype(np.int64)), [dn.rhs_spec[0], dn.rhs_spec[1]], [0, 1])
+    per_feature = per_feature.reshape(*per_feature.shape[:2], -1).sum(axis=2)  # [output feature, input feature]
+    chunks, start, running = [], 0, np.zeros(per_feature.shape[0], np.int64)
+    for feature in range(per_feature.shape[1]):
+        column = per_feature[:, feature]
+        if largest_lhs * int(column.max()) >= F32_EXACT:
+            return None
+        if largest_lhs * int((running + column).max()) >= F32_EXACT:
+            chunks.append((start, feature))
+            start, running = feature, np.zeros_like(running)
+        running = running + column
+    return [*chunks, (start, per_feature.shape[1])]
+
+
+def _chunked_f32_conv(graph: Graph, op: Op, kernel: np.ndarray, chunks: list[tuple[int, int]]) -> None:
+    """Replace the i32 conv `op` by one f32 conv per range of input features in `chunks` (each
+    exact: `_feature_chunks`), converted to i32 and added: i32 adds wrap as the i32 conv's
+    sums do, so the total is the same integers, bit for bit."""
+    b = Rewriter(graph, op)
+    lhs = op.operands[0]
+    dn = resolve_dimension_numbers(view(op).dimension_numbers, lhs.type.rank)
+    attrs = {name: value for name, value in op.attrs.items() if name != "preferred_element_type"}
+    total: Value | None = None
+    for index, (start, stop) in enumerate(chunks):
+        begin, end = [0] * lhs.type.rank, list(lhs.type.shape)
+        begin[dn.lhs_spec[1]], end[dn.lhs_spec[1]] = start, stop
+        part = b.create("slice", lhs, suffix=f"lhs_{index}", start_indices=tuple(begin), limit_indices=tuple(end))
+        part = b.create("convert", part, suffix=f"lhs_{index}_f32", new_dtype="f32")
+        weights = np.take(kernel, np.arange(start, stop), axis=dn.rhs_spec[1]).astype(np.float32)
+        sums = b.create("conv", part, b.create("constant", suffix=f"rhs_{index}_f32", value=weights), suffix=f"sums_{index}_f32", **attrs)
+        sums = b.create("convert", sums, suffix=f"sums_{index}", new_dtype=op.result.type.dtype)
+        total = sums if total is None else b.create("add", total, sums, suffix=f"total_{index}")
+    assert total is not None
+    b.replace_anchor(total)
+
+
 def _exact_f32_integer_convs(graph: Graph) -> bool:
     """Each plain i32 conv whose sums f32 holds exactly (`_integer_sums_fit_f32`: ONNX's
     ConvInteger of 8-bit values less their zero points, with a constant kernel) becomes the f32
-    conv of its operands converted back to i32: the same integers, bit for bit."""
+    conv of its operands converted back to i32; one whose sums may not, with a constant kernel,
+    the sum of such f32 convs over ranges of its input features (`_feature_chunks`). Either way
+    the same integers, bit for bit; else it stays the i32 conv."""
     changed = False
     for op in [op for op in graph.ops if _is_i32_conv(op)]:
         kernel = _constant_integers(op.operands[1])
         if _integer_sums_fit_f32(op, kernel):
             _float_conv(graph, op, "f32", kernel)
-            changed = True
+        elif kernel is not None and (chunks := _feature_chunks(op, kernel)) is not None:
+            _chunked_f32_conv(graph, op, kernel, chunks)
+        else:
+            continue
+        changed = True
     return changed
 
 

@@ -355,13 +355,24 @@ module @conv_integer_in_f32 {
 // -----
 
 // The same with one input feature more: 255 * 127 * 519 = 16807815 >= 2^24, so a partial
-// sum might not be an f32 integer: the conv stays i32.
-// F32-LABEL: module @conv_integer_past_f32
-// F32-NOT: f32
-// F32: "convc.conv"(%shifted, %w)
-// F32-SAME: -> tensor<1x2x4x4xi32>
-// F32-NOT: f32
-module @conv_integer_past_f32 {
+// sum over all features might not be an f32 integer. The kernel is a constant: the conv is
+// one f32 conv per range of input features whose sums stay below 2^24 (the first 518, then
+// the last), each converted to i32, added in i32 (which wraps as the i32 conv would).
+// F32-LABEL: module @conv_integer_in_f32_ranges
+// F32: %[[L0:[^ ]+]] = "convc.slice"(%shifted) {limit_indices = array<i64: 1, 518, 4, 4>, start_indices = array<i64: 0, 0, 0, 0>}
+// F32: %[[F0:[^ ]+]] = "convc.convert"(%[[L0]]) {new_dtype = f32}
+// F32: %[[W0:[^ ]+]] = "convc.constant"() {value = dense<-127.0> : tensor<2x518x1x1xf32>}
+// F32: %[[S0:[^ ]+]] = "convc.conv"(%[[F0]], %[[W0]])
+// F32: %[[I0:[^ ]+]] = "convc.convert"(%[[S0]]) {new_dtype = i32}
+// F32: %[[L1:[^ ]+]] = "convc.slice"(%shifted) {limit_indices = array<i64: 1, 519, 4, 4>, start_indices = array<i64: 0, 518, 0, 0>}
+// F32: %[[F1:[^ ]+]] = "convc.convert"(%[[L1]]) {new_dtype = f32}
+// F32: %[[W1:[^ ]+]] = "convc.constant"() {value = dense<-127.0> : tensor<2x1x1x1xf32>}
+// F32: %[[S1:[^ ]+]] = "convc.conv"(%[[F1]], %[[W1]])
+// F32: %[[I1:[^ ]+]] = "convc.convert"(%[[S1]]) {new_dtype = i32}
+// F32: %c = "convc.add"(%[[I0]], %[[I1]])
+// F32-NOT: "convc.conv"
+// F32: func.return %c
+module @conv_integer_in_f32_ranges {
   func.func @main(%x: tensor<1x519x4x4xui8>, %zp: tensor<ui8>) -> tensor<1x2x4x4xi32> {
     %x32 = "convc.convert"(%x) {new_dtype = i32} : (tensor<1x519x4x4xui8>) -> tensor<1x519x4x4xi32>
     %zp32 = "convc.convert"(%zp) {new_dtype = i32} : (tensor<ui8>) -> tensor<i32>
@@ -370,5 +381,26 @@ module @conv_integer_past_f32 {
     %w = "convc.constant"() {value = dense<-127> : tensor<2x519x1x1xi32>} : () -> tensor<2x519x1x1xi32>
     %c = "convc.conv"(%shifted, %w) {dimension_numbers = ["NCHW", "OIHW", "NCHW"]} : (tensor<1x519x4x4xi32>, tensor<2x519x1x1xi32>) -> tensor<1x2x4x4xi32>
     func.return %c : tensor<1x2x4x4xi32>
+  }
+}
+
+// -----
+
+// One input feature whose 519 taps alone may pass 2^24 (255 * 127 * 519): no range of
+// features is exact in f32, so the conv stays i32.
+// F32-LABEL: module @conv_integer_past_f32
+// F32-NOT: f32
+// F32: "convc.conv"(%shifted, %w)
+// F32-SAME: -> tensor<1x2x1x1xi32>
+// F32-NOT: f32
+module @conv_integer_past_f32 {
+  func.func @main(%x: tensor<1x1x1x519xui8>, %zp: tensor<ui8>) -> tensor<1x2x1x1xi32> {
+    %x32 = "convc.convert"(%x) {new_dtype = i32} : (tensor<1x1x1x519xui8>) -> tensor<1x1x1x519xi32>
+    %zp32 = "convc.convert"(%zp) {new_dtype = i32} : (tensor<ui8>) -> tensor<i32>
+    %zpb = "convc.broadcast_in_dim"(%zp32) {broadcast_dimensions = array<i64>, shape = array<i64: 1, 1, 1, 519>} : (tensor<i32>) -> tensor<1x1x1x519xi32>
+    %shifted = "convc.subtract"(%x32, %zpb) : (tensor<1x1x1x519xi32>, tensor<1x1x1x519xi32>) -> tensor<1x1x1x519xi32>
+    %w = "convc.constant"() {value = dense<-127> : tensor<2x1x1x519xi32>} : () -> tensor<2x1x1x519xi32>
+    %c = "convc.conv"(%shifted, %w) {dimension_numbers = ["NCHW", "OIHW", "NCHW"]} : (tensor<1x1x1x519xi32>, tensor<2x1x1x519xi32>) -> tensor<1x2x1x1xi32>
+    func.return %c : tensor<1x2x1x1xi32>
   }
 }

@@ -268,37 +268,48 @@ def _conv_dtypes(graph: convc.Graph, pipeline: str) -> list[str]:
     return [op.result.type.dtype for op in lowered.ops if op.kind in ("conv", "dot_general")]
 
 
-def _extreme_kernel(taps_sum: int) -> np.ndarray:
-    """An int8 3x3 kernel of 2 output channels over 58 input channels: channel 0 all -128 but one tap, so that its sum of
-    |w| is `taps_sum` (514 taps of 128 plus one of taps_sum - 65792); channel 1 random."""
-    w = np.zeros((2, 58, 3, 3), np.int64)
+def _extreme_kernel(shape: tuple[int, ...], taps_sum: int) -> np.ndarray:
+    """An int8 kernel of `shape` (2 output channels): channel 0 -128 on its first 514 elements, -(taps_sum - 65792) on
+    the next and 0 after, so that its sum of |w| is `taps_sum`; channel 1 random."""
+    w = np.zeros(shape, np.int64)
     w[0].flat[:514] = -128
     w[0].flat[514] = -(taps_sum - 514 * 128)
-    w[1] = np.random.default_rng(8).integers(-128, 128, (58, 3, 3))
+    w[1] = np.random.default_rng(8).integers(-128, 128, shape[1:])
     return w.astype(np.int8)
 
 
-@pytest.mark.parametrize(("taps_sum", "form"), [(65793, "f32"), (65795, "i32")])
-def test_conv_integer_at_the_2_24_bound_is_f32_below_it_i32_past_it_and_exact_either_way(taps_sum: int, form: str) -> None:
+BOUND_CASES = {  # kernel shape, its channel 0's sum of |w|, the cpu target's convs
+    "below": ((2, 58, 3, 3), 65793, ["f32"]),  # 255 * 65793 = 2^24 - 1: one f32 conv
+    "past_two_ranges": ((2, 58, 3, 3), 65795, ["f32", "f32"]),  # 2^24 + 509: f32 convs over features 0-56 and 57
+    "past_one_feature": ((2, 1, 23, 23), 65795, ["i32"]),  # one input feature alone past 2^24: the i32 conv stays
+}
+
+
+@pytest.mark.parametrize("case", BOUND_CASES)
+def test_conv_integer_at_the_2_24_bound_takes_the_exact_form_and_equals_onnxruntime(case: str) -> None:
     """ConvInteger of an int8 input less a run-time int8 zero point (|x - zx| <= 255) with an int8 kernel whose largest
-    per-channel sum of |w| is 65793: 255 * 65793 = 2^24 - 1, so the cpu target computes it as an f32 conv; with 65795 the
-    bound is 2^24 + 509 and the i32 conv stays. Either way the output equals ONNX Runtime's, its largest element (x = -128,
-    zx = 127 under every tap) is 255 * taps_sum exactly, and past the bound an f32 conv would not have been exact."""
+    per-channel sum of |w| is 65793 (255 * 65793 = 2^24 - 1: the cpu target makes it one f32 conv) or 65795 (past 2^24:
+    an f32 conv over ranges of input features each below it, summed in i32; or, where one feature alone is past it, the
+    i32 conv). Each output equals ONNX Runtime's, its largest element (x = -128, zx = 127 under every tap) is
+    255 * taps_sum exactly, and past the bound one f32 conv of the whole would not have been exact."""
+    shape, taps_sum, forms = BOUND_CASES[case]
+    size = shape[-1] + 3
     node = helper.make_node("ConvInteger", ["x", "w", "xz"], ["y"], pads=[1, 1, 1, 1])
-    model = _model([node], {"x": (1, 58, 6, 6), "xz": ()}, ["y"], {"w": _extreme_kernel(taps_sum)}, dtype=TensorProto.INT8)
-    x = np.random.default_rng(9).integers(-128, 128, (1, 58, 6, 6)).astype(np.int8)
-    x[..., :4, :4] = -128  # (x - zx) = -255 under every tap of output (1, 1) .. (2, 2)
+    model = _model([node], {"x": (1, shape[1], size, size), "xz": ()}, ["y"], {"w": _extreme_kernel(shape, taps_sum)},
+                   dtype=TensorProto.INT8)
+    x = np.random.default_rng(9).integers(-128, 128, (1, shape[1], size, size)).astype(np.int8)
+    x[..., :-2, :-2] = -128  # (x - zx) = -255 under every tap of output (1, 1)
     feeds = {"x": x, "xz": np.array(127, np.int8)}
     graph = convc.load_onnx(model)
-    assert _conv_dtypes(graph, default_pipeline("cpu")) == [form]
+    assert _conv_dtypes(graph, default_pipeline("cpu")) == forms
     ours = convc.run(graph, feeds, platform="cpu", target="cpu").outputs[0]
     theirs = _onnxruntime(model, feeds)[0]
     assert ours.dtype == np.int32
     np.testing.assert_array_equal(ours, theirs)
     assert ours[0, 0, 1, 1] == ours.max() == 255 * taps_sum
     shifted = x.astype(np.float32) - np.float32(127)
-    rounded = jax.lax.conv(shifted, _extreme_kernel(taps_sum).astype(np.float32), (1, 1), [(1, 1), (1, 1)])
-    assert (float(rounded[0, 0, 1, 1]) == 255 * taps_sum) == (form == "f32")
+    whole = jax.lax.conv(shifted, _extreme_kernel(shape, taps_sum).astype(np.float32), (1, 1), [(1, 1), (1, 1)])
+    assert (float(whole[0, 0, 1, 1]) == 255 * taps_sum) == (case == "below")
 
 
 def test_quantize_dynamic_model_convs_are_f32_on_cpu_and_bit_identical_to_the_i32_form() -> None:
