@@ -35,6 +35,12 @@ graph inputs and outputs too, which is what `--inputs` feeds and `--outputs` wri
   within an ulp otherwise); it is then quantized as above.
 - with `integer_conv=false`, a plain integer conv into at most 32 bits (ONNX's ConvInteger)
   is the f64 conv of its operands converted back: XLA:GPU compiles no integer conv;
+- with `exact_f32` (the cpu pipeline), a plain i32 conv (ONNX's ConvInteger), which XLA:CPU
+  runs in its generic loop, is the f32 conv of its operands converted back to i32 where the
+  operands' producers bound every partial sum below 2^24 (`integer_range`: 8-bit values
+  converted, less a constant or run-time 8-bit zero point; a constant kernel's own values);
+  past that bound, with a constant kernel, f32 convs over ranges of its input features that
+  each stay below it, converted to i32 and added. The same integers either way;
 - a hybrid conv (float lhs, quantized rhs) is the float conv of the dequantized rhs, as
   the spec's `hybrid_dequantize_then_op`;
 - `transpose`, `reshape` and `reverse` of a quantized value (the layout changes of the JAX
