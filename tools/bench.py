@@ -14,6 +14,7 @@ same computation as JAX writes it (`jax.jit` of jax.lax / jax.vjp) and PyTorch e
     python -m convc.tools.bench --suite dw-limit              # MobileNet v2's convs alone vs ONNX Runtime's Conv (tools/bench_dw_limit.py)
     python -m convc.tools.bench --suite models --save-onnx DIR  # export only: the networks' ONNX files, for...
     python -m convc.tools.bench --suite models --onnx-dir DIR   # ...a run without PyTorch (convc vs ONNX Runtime)
+    python -m convc.tools.bench --suite models --int8 --onnx-dir DIR  # the saved files quantized, without PyTorch
     python -m convc.tools.bench --suite limits                # every form of each conv vs PyTorch (tools/bench_limits.py)
     python -m convc.tools.bench --suite train-limits          # the same for the convs of --suite train's steps
 
