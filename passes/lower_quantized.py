@@ -486,9 +486,9 @@ def _constant_integers(value: Value) -> np.ndarray | None:
 
 
 def _is_i32_conv(op: Op) -> bool:
-    """A plain conv of i32 operands into i32: the form ConvInteger imports as, which XLA:CPU runs
-    in its generic loop (tens of times the f32 conv's time)."""
-    return op.kind == "conv" and all(v.type.dtype == "i32" for v in (*op.operands, op.result))
+    """A plain conv of i32 operands into i32, none of them empty: the form ConvInteger imports as,
+    which XLA:CPU runs in its generic loop (tens of times the f32 conv's time)."""
+    return op.kind == "conv" and all(v.type.dtype == "i32" and v.type.num_elements() > 0 for v in (*op.operands, op.result))
 
 
 def _integer_sums_fit_f32(op: Op, kernel: np.ndarray | None) -> bool:
