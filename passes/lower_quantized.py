@@ -35,6 +35,12 @@ graph inputs and outputs too, which is what `--inputs` feeds and `--outputs` wri
   within an ulp otherwise); it is then quantized as above.
 - with `integer_conv=false`, a plain integer conv into at most 32 bits (ONNX's ConvInteger)
   is the f64 conv of its operands converted back: XLA:GPU compiles no integer conv;
+- with `exact_f32` (the cpu pipeline), a plain i32 conv (ONNX's ConvInteger), which XLA:CPU
+  runs in its generic loop, is the f32 conv of its operands converted back to i32 where the
+  operands' producers bound every partial sum below 2^24 (`integer_range`: 8-bit values
+  converted, less a constant or run-time 8-bit zero point; a constant kernel's own values);
+  past that bound, with a constant kernel, f32 convs over ranges of its input features that
+  each stay below it, converted to i32 and added. The same integers either way;
 - a hybrid conv (float lhs, quantized rhs) is the float conv of the dequantized rhs, as
   the spec's `hybrid_dequantize_then_op`;
 - `transpose`, `reshape` and `reverse` of a quantized value (the layout changes of the JAX
@@ -138,13 +144,7 @@ def constant_storage(value: Value) -> np.ndarray | None:
         return None
     if op.kind in MOVES:
         inner = constant_storage(op.operands[0])
-        if inner is None:
-            return None
-        if op.kind == "transpose":
-            return np.transpose(inner, op.attrs["permutation"])
-        if op.kind == "reshape":
-            return inner.reshape(op.attrs["new_sizes"])
-        return np.flip(inner, tuple(op.attrs["dimensions"]))
+        return None if inner is None else _moved(op, inner)
     source = op.operands[0].producer if op.kind == "uniform_quantize" else None
     if source is None or source.kind != "constant" or is_quantized(op.operands[0].type.dtype):
         return None
@@ -165,6 +165,15 @@ def constant_storage(value: Value) -> np.ndarray | None:
         real = real + along(quant.zero_points)
     low, high = quant.limits()
     return np.rint(np.clip(real, dtype.type(low), dtype.type(high))).astype(quant.storage_numpy())
+
+
+def _moved(op: Op, inner: np.ndarray) -> np.ndarray:
+    """What the layout move `op` (one of MOVES) makes of its operand's known values `inner`."""
+    if op.kind == "transpose":
+        return np.transpose(inner, op.attrs["permutation"])
+    if op.kind == "reshape":
+        return inner.reshape(op.attrs["new_sizes"])
+    return np.flip(inner, tuple(op.attrs["dimensions"]))
 
 
 def valid_taps(lhs: TensorType, rhs: TensorType, fwd: Forward, pads: tuple[tuple[int, int], ...],
@@ -396,8 +405,27 @@ def _sums_fit_f32(op: Op, q_lhs: QuantType, q_rhs: QuantType, known: np.ndarray 
         if q_rhs.axis is not None:
             zero_points = zero_points.reshape([-1 if d == dn.rhs_spec[0] else 1 for d in range(known.ndim)])
         magnitudes = np.abs(known.astype(np.int64) - zero_points)
-        per_window = int(np.moveaxis(magnitudes, dn.rhs_spec[0], 0).reshape(known.shape[dn.rhs_spec[0]], -1).sum(axis=1).max())
+        per_window = _largest_window_sum(magnitudes, dn.rhs_spec[0])
     return largest_lhs * per_window < F32_EXACT
+
+
+def _largest_window_sum(magnitudes: np.ndarray, out_dim: int) -> int:
+    """The largest sum of a kernel's `magnitudes` over one output feature (dimension `out_dim`):
+    its input features and taps, what one output element sums products over."""
+    return int(np.moveaxis(magnitudes, out_dim, 0).reshape(magnitudes.shape[out_dim], -1).sum(axis=1).max())
+
+
+def _float_conv(graph: Graph, op: Op, dtype: str, kernel: np.ndarray | None = None) -> None:
+    """Replace the integer conv `op` by the `dtype` conv of its operands converted (the kernel
+    `kernel` as a `dtype` constant where it is known), converted back to its result type."""
+    b = Rewriter(graph, op)
+    lhs, rhs = op.operands
+    lhs = b.create("convert", lhs, suffix=f"lhs_{dtype}", new_dtype=dtype)
+    rhs = (b.create("convert", rhs, suffix=f"rhs_{dtype}", new_dtype=dtype) if kernel is None
+           else b.create("constant", suffix=f"rhs_{dtype}", value=kernel.astype(numpy_dtype(dtype))))
+    attrs = {name: value for name, value in op.attrs.items() if name != "preferred_element_type"}
+    sums = b.create("conv", lhs, rhs, suffix=f"sums_{dtype}", **attrs)
+    b.replace_anchor(b.create("convert", sums, suffix="sums", new_dtype=op.result.type.dtype))
 
 
 def _float_integer_convs(graph: Graph) -> bool:
@@ -408,12 +436,142 @@ def _float_integer_convs(graph: Graph) -> bool:
     convs = [op for op in graph.ops if op.kind == "conv" and all(is_integer(v.type.dtype) for v in (*op.operands, op.result))
              and op.result.type.dtype != "i64"]
     for op in convs:
-        b = Rewriter(graph, op)
-        lhs, rhs = (b.create("convert", v, suffix=f"{role}_f64", new_dtype="f64") for v, role in zip(op.operands, ("lhs", "rhs")))
-        attrs = {name: value for name, value in op.attrs.items() if name != "preferred_element_type"}
-        sums = b.create("conv", lhs, rhs, suffix="sums_f64", **attrs)
-        b.replace_anchor(b.create("convert", sums, suffix="sums", new_dtype=op.result.type.dtype))
+        _float_conv(graph, op, "f64")
     return bool(convs)
+
+
+# --- plain i32 convs of 8-bit values (ONNX's ConvInteger) on the cpu pipeline ---------------
+
+RANGE_DEPTH = 16  # how many producers back `integer_range` looks
+
+
+def integer_range(value: Value, depth: int = RANGE_DEPTH) -> tuple[int, int] | None:
+    """[low, high] holding every element of a plain integer `value`, as its producers prove it:
+    a constant's own values; a `convert` of an integer value, a layout move or a broadcast
+    keeps its operand's range; `add` and `subtract` combine theirs; anything else (and a range
+    the element type cannot hold: the op wrapped) gives the element type's range. None for a
+    value of another type."""
+    if not is_integer(value.type.dtype):
+        return None
+    info = np.iinfo(numpy_dtype(value.type.dtype))
+    full = (int(info.min), int(info.max))
+    found = _produced_range(value.producer, depth - 1) if value.producer is not None and depth > 0 else None
+    return found if found is not None and full[0] <= found[0] and found[1] <= full[1] else full
+
+
+def _produced_range(op: Op, depth: int) -> tuple[int, int] | None:
+    """The range `integer_range` reads from the op producing a value; None where it proves none."""
+    if op.kind == "constant":
+        values = np.asarray(op.attrs["value"])
+        return (int(values.min()), int(values.max())) if values.size and values.dtype.kind in "iu" else None
+    if op.kind in ("convert", "broadcast_in_dim", *MOVES):
+        return integer_range(op.operands[0], depth)
+    if op.kind in ("add", "subtract"):
+        a, b = (integer_range(v, depth) for v in op.operands)
+        if a is None or b is None:
+            return None
+        return (a[0] + b[0], a[1] + b[1]) if op.kind == "add" else (a[0] - b[1], a[1] - b[0])
+    return None
+
+
+def _constant_integers(value: Value) -> np.ndarray | None:
+    """The values of a constant, through layout moves; None for any other value."""
+    op = value.producer
+    if op is None:
+        return None
+    if op.kind == "constant":
+        return np.asarray(op.attrs["value"])
+    inner = _constant_integers(op.operands[0]) if op.kind in MOVES else None
+    return None if inner is None else _moved(op, inner)
+
+
+def _is_i32_conv(op: Op) -> bool:
+    """A plain conv of i32 operands into i32, none of them empty: the form ConvInteger imports as,
+    which XLA:CPU runs in its generic loop (tens of times the f32 conv's time)."""
+    return op.kind == "conv" and all(v.type.dtype == "i32" and v.type.num_elements() > 0 for v in (*op.operands, op.result))
+
+
+def _integer_sums_fit_f32(op: Op, kernel: np.ndarray | None) -> bool:
+    """Whether every partial sum of a plain integer conv's products is below 2^24 in magnitude:
+    the largest |lhs| its producers prove (`integer_range`) times the largest per-output-feature
+    sum of |kernel| (`kernel`: its values where it is a constant; else its proven largest |rhs|
+    times the window size)."""
+    lhs, rhs = op.operands
+    lhs_range, rhs_range = integer_range(lhs), integer_range(rhs)
+    assert lhs_range is not None and rhs_range is not None  # i32 values
+    out_dim = resolve_dimension_numbers(view(op).dimension_numbers, lhs.type.rank).rhs_spec[0]
+    if kernel is not None:
+        per_window = _largest_window_sum(np.abs(kernel.astype(np.int64)), out_dim)
+    else:
+        per_window = max(-rhs_range[0], rhs_range[1]) * (rhs.type.num_elements() // max(rhs.type.shape[out_dim], 1))
+    return max(-lhs_range[0], lhs_range[1]) * per_window < F32_EXACT
+
+
+def _feature_chunks(op: Op, kernel: np.ndarray) -> list[tuple[int, int]] | None:
+    """Contiguous ranges of an ungrouped conv's input features, greedily as long as each keeps
+    every partial sum over its features below 2^24 (the largest |lhs| its producers prove times
+    the largest per-output-feature sum of |kernel| over the range); None for a grouped conv or
+    where one feature alone may pass the bound."""
+    if _is_grouped(op):
+        return None
+    lhs = op.operands[0]
+    lhs_range = integer_range(lhs)
+    assert lhs_range is not None  # an i32 value
+    largest_lhs = max(-lhs_range[0], lhs_range[1])
+    dn = resolve_dimension_numbers(view(op).dimension_numbers, lhs.type.rank)
+    per_feature = np.moveaxis(np.abs(kernel.astype(np.int64)), [dn.rhs_spec[0], dn.rhs_spec[1]], [0, 1])
+    per_feature = per_feature.reshape(*per_feature.shape[:2], -1).sum(axis=2)  # [output feature, input feature]
+    chunks, start, running = [], 0, np.zeros(per_feature.shape[0], np.int64)
+    for feature in range(per_feature.shape[1]):
+        column = per_feature[:, feature]
+        if largest_lhs * int(column.max()) >= F32_EXACT:
+            return None
+        if largest_lhs * int((running + column).max()) >= F32_EXACT:
+            chunks.append((start, feature))
+            start, running = feature, np.zeros_like(running)
+        running = running + column
+    return [*chunks, (start, per_feature.shape[1])]
+
+
+def _chunked_f32_conv(graph: Graph, op: Op, kernel: np.ndarray, chunks: list[tuple[int, int]]) -> None:
+    """Replace the i32 conv `op` by one f32 conv per range of input features in `chunks` (each
+    exact: `_feature_chunks`), converted to i32 and added: i32 adds wrap as the i32 conv's
+    sums do, so the total is the same integers, bit for bit."""
+    b = Rewriter(graph, op)
+    lhs = op.operands[0]
+    dn = resolve_dimension_numbers(view(op).dimension_numbers, lhs.type.rank)
+    attrs = {name: value for name, value in op.attrs.items() if name != "preferred_element_type"}
+    total: Value | None = None
+    for index, (start, stop) in enumerate(chunks):
+        begin, end = [0] * lhs.type.rank, list(lhs.type.shape)
+        begin[dn.lhs_spec[1]], end[dn.lhs_spec[1]] = start, stop
+        part = b.create("slice", lhs, suffix=f"lhs_{index}", start_indices=tuple(begin), limit_indices=tuple(end))
+        part = b.create("convert", part, suffix=f"lhs_{index}_f32", new_dtype="f32")
+        weights = np.take(kernel, np.arange(start, stop), axis=dn.rhs_spec[1]).astype(np.float32)
+        sums = b.create("conv", part, b.create("constant", suffix=f"rhs_{index}_f32", value=weights), suffix=f"sums_{index}_f32", **attrs)
+        sums = b.create("convert", sums, suffix=f"sums_{index}", new_dtype=op.result.type.dtype)
+        total = sums if total is None else b.create("add", total, sums, suffix=f"total_{index}")
+    assert total is not None
+    b.replace_anchor(total)
+
+
+def _exact_f32_integer_convs(graph: Graph) -> bool:
+    """Each plain i32 conv whose sums f32 holds exactly (`_integer_sums_fit_f32`: ONNX's
+    ConvInteger of 8-bit values less their zero points, with a constant kernel) becomes the f32
+    conv of its operands converted back to i32; one whose sums may not, with a constant kernel,
+    the sum of such f32 convs over ranges of its input features (`_feature_chunks`). Either way
+    the same integers, bit for bit; else it stays the i32 conv."""
+    changed = False
+    for op in [op for op in graph.ops if _is_i32_conv(op)]:
+        kernel = _constant_integers(op.operands[1])
+        if _integer_sums_fit_f32(op, kernel):
+            _float_conv(graph, op, "f32", kernel)
+        elif kernel is not None and (chunks := _feature_chunks(op, kernel)) is not None:
+            _chunked_f32_conv(graph, op, kernel, chunks)
+        else:
+            continue
+        changed = True
+    return changed
 
 
 def _to_layout(array: np.ndarray, spec: tuple[int, ...]) -> np.ndarray:
@@ -430,10 +588,11 @@ class LowerQuantized(Pass):
     name = "lower-quantized"
     summary = "quantized types and ops become integer and float ops on the stored integers (XLA runs no !quant type)"
     integer_conv: bool = True  # false: the shifted operands' conv in f64 (exact), for XLA:GPU, which has no integer conv
-    exact_f32: bool = True  # with integer_conv: an integer conv XLA:CPU runs slowly is an f32 conv where that is exact
+    exact_f32: bool = True  # with integer_conv: a conv XLA:CPU runs slowly as an integer one (quantized, or plain i32) is an f32 conv where that is exact
 
     def run(self, graph: Graph) -> bool:
-        changed = False if self.integer_conv else _float_integer_convs(graph)
+        # plain integer convs first: the quantized convs' lowering builds integer convs of its own
+        changed = _float_integer_convs(graph) if not self.integer_conv else self.exact_f32 and _exact_f32_integer_convs(graph)
         quantized_inputs = [v for v in graph.inputs if is_quantized(v.type.dtype)]
         ops = [op for op in graph.ops if op.kind in QUANTIZED_KINDS and _involves_quantized(op)]
         if not ops and not quantized_inputs:

@@ -14,6 +14,7 @@ same computation as JAX writes it (`jax.jit` of jax.lax / jax.vjp) and PyTorch e
     python -m convc.tools.bench --suite dw-limit              # MobileNet v2's convs alone vs ONNX Runtime's Conv (tools/bench_dw_limit.py)
     python -m convc.tools.bench --suite models --save-onnx DIR  # export only: the networks' ONNX files, for...
     python -m convc.tools.bench --suite models --onnx-dir DIR   # ...a run without PyTorch (convc vs ONNX Runtime)
+    python -m convc.tools.bench --suite models --int8 --onnx-dir DIR  # the saved files quantized, without PyTorch
     python -m convc.tools.bench --suite limits                # every form of each conv vs PyTorch (tools/bench_limits.py)
     python -m convc.tools.bench --suite train-limits          # the same for the convs of --suite train's steps
 
@@ -577,8 +578,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                              "and time nothing, for --onnx-dir where PyTorch does not install")
     parser.add_argument("--onnx-dir", metavar="DIR",
                         help="--suite models: read the networks --save-onnx wrote to DIR instead of exporting them "
-                             "(no PyTorch needed; convc against ONNX Runtime, PyTorch not timed); --cases and --batch "
-                             "select among them")
+                             "(no PyTorch needed; convc against ONNX Runtime, PyTorch not timed; with --int8 the "
+                             "saved float networks are quantized); --cases and --batch select among them")
     parser.add_argument("--forms", metavar="FORM,...",
                         help="--suite dw-limit: the convc forms to time beside ONNX Runtime (default: all; "
                              "cpu, tap_pads, rewrite_nchw, xla, xla_nchw, floor; ort1: ONNX Runtime on one thread)")
@@ -722,14 +723,15 @@ def run_suite(args: argparse.Namespace, log: Callable[[str], None] = print) -> d
 
 
 def _check_onnx_files_flags(args: argparse.Namespace) -> None:
-    """--save-onnx and --onnx-dir: --suite models only, one of them, not with --int8 (which
-    quantizes its own exports); with --onnx-dir the files fix the input size."""
+    """--save-onnx and --onnx-dir: --suite models only, one of them, --save-onnx not with --int8
+    (it saves float networks; --int8 --onnx-dir quantizes them); with --onnx-dir the files fix
+    the input size."""
     save, read = getattr(args, "save_onnx", None), getattr(args, "onnx_dir", None)
     if not (save or read):
         return
     flag = "--save-onnx" if save else "--onnx-dir"
-    if args.suite != "models" or args.int8:
-        raise BenchError(f"{flag} writes or reads the networks of --suite models (without --int8)")
+    if args.suite != "models" or (save and args.int8):
+        raise BenchError(f"{flag} writes or reads the networks of --suite models (--save-onnx without --int8)")
     if save and read:
         raise BenchError("--save-onnx writes the files --onnx-dir reads: give one of them")
     if read and args.size:

@@ -15,7 +15,15 @@ constant i8 kernel with per-channel power-of-two scales and zero points 0, a u8 
 compiled for `--target cpu`
 (`lower-quantized` and the cpu rewrites) and timed against the f32 conv of the same shape
 and layout with a constant kernel, also compiled for `--target cpu`. The quantized result
-must equal the spec oracle's (compiler/reference.py) on every element first."""
+must equal the spec oracle's (compiler/reference.py) on every element first.
+
+With `--conv-integer`, the same shapes as ONNX's dynamic quantization writes them
+(DynamicQuantizeLinear -> ConvInteger, NCHW, pads 1, an int8 kernel: normal weights scaled
+to [-127, 127] as quantize_dynamic's symmetric int8 weights are), compiled for `--target cpu`
+twice: with the default pipeline, whose `lower-quantized` makes the i32 conv exact f32 convs
+(one, or one per range of input features past 2^24), and with `lower-quantized{exact_f32=false}`,
+which keeps the i32 conv (timed only up to I32_MAX_GFLOP). Both outputs must be identical
+first."""
 
 from __future__ import annotations
 
@@ -141,6 +149,67 @@ def measure_lowered(batch: int, size: int, channels: int, budget_s: float) -> di
     return {"batch": batch, "size": size, "channels": channels, "gflop": gflop, "ms": medians, "best_ms": best, "iqr_ms": iqr}
 
 
+def conv_integer_model(batch: int, size: int, channels: int, seed: int = 0) -> bytes:
+    """DynamicQuantizeLinear -> ConvInteger (3x3, pads 1, NCHW) of `channels` features, its int8
+    kernel standard normal weights scaled so that the largest is 127, rounded."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    weights = np.random.default_rng(seed).standard_normal((channels, channels, 3, 3))
+    kernel = np.round(weights * (127 / np.abs(weights).max())).astype(np.int8)
+    nodes = [helper.make_node("DynamicQuantizeLinear", ["x"], ["q", "q_scale", "q_zero_point"]),
+             helper.make_node("ConvInteger", ["q", "w", "q_zero_point"], ["y"], pads=[1, 1, 1, 1])]
+    graph = helper.make_graph(nodes, "conv_integer", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, channels, size, size])],
+                              [helper.make_tensor_value_info("y", TensorProto.INT32, [batch, channels, size, size])],
+                              [numpy_helper.from_array(kernel, "w")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=7).SerializeToString()  # type: ignore[no-any-return]
+
+
+I32_CONVS = "lower-quantized{exact_f32=false}"  # the cpu pipeline's lower-quantized, keeping plain i32 convs
+
+
+def measure_conv_integer(batch: int, size: int, channels: int, budget_s: float) -> dict[str, Any]:
+    """One shape as ConvInteger through `--target cpu`: the exact f32 form ("f32") and, up to
+    I32_MAX_GFLOP, the i32 conv ("i32"), whose outputs must be identical; then the medians (ms),
+    timed interleaved, and how many f32 convs the exact form is."""
+    import jax
+    from convc import load_onnx
+    from convc.compile import Compiler
+    from convc.passes import default_pipeline
+
+    graph = load_onnx(conv_integer_model(batch, size, channels))
+    x = np.random.default_rng(1).standard_normal((batch, channels, size, size)).astype(np.float32)
+    gflop = 2 * batch * size * size * channels * channels * 9 / 1e9
+    pipelines = {"f32": default_pipeline("cpu")}
+    if gflop <= I32_MAX_GFLOP:
+        pipelines["i32"] = default_pipeline("cpu").replace("lower-quantized", I32_CONVS)
+    thunks: dict[str, Callable[[], None]] = {}
+    results, f32_convs = {}, 0
+    for kind, pipeline in pipelines.items():
+        compiler = Compiler(pipeline=pipeline, target="cpu")
+        lowered = compiler.run_passes(graph.clone())
+        if kind == "f32":
+            f32_convs = sum(op.kind in ("conv", "dot_general") and op.result.type.dtype == "f32" for op in lowered.ops)
+        executable = compiler.executable(lowered, "cpu")
+        buffers = [jax.device_put(x, executable.device)]
+        (results[kind],) = [np.asarray(out) for out in executable.run_on_device(buffers)]
+        thunks[kind] = functools.partial(_run, executable, buffers)
+    if "i32" in results and not np.array_equal(results["i32"], results["f32"]):
+        raise AssertionError(f"{batch}x{channels}x{size}x{size}: the exact f32 form and the i32 conv disagree")
+    medians, best, iqr = bench.summarize(bench.Timer(budget_s, min_rounds=2, max_rounds=12, block=1, warmup=1).run(thunks))
+    return {"batch": batch, "size": size, "channels": channels, "gflop": gflop, "f32_convs": f32_convs, "ms": medians,
+            "best_ms": best, "iqr_ms": iqr}
+
+
+def format_conv_integer_table(rows: Sequence[dict[str, Any]]) -> str:
+    lines = ["| batch | input (NCHW) | GFLOP | f32 convs | i32 conv ms | exact f32 ms | i32 / f32 |", "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        ms = r["ms"]
+        i32, ratio = (f"{ms['i32']:.1f}", f"{ms['i32'] / ms['f32']:.2g}x") if "i32" in ms else ("-", "-")
+        lines.append(f"| {r['batch']} | {r['channels']}x{r['size']}x{r['size']} | {r['gflop']:.2f} | {r['f32_convs']} | {i32} | "
+                     f"{ms['f32']:.1f} | {ratio} |")
+    return "\n".join(lines)
+
+
 def format_lowered_table(rows: Sequence[dict[str, Any]]) -> str:
     lines = ["| batch | input (NHWC) | GFLOP | int8 conv ms | f32 conv ms | int8 / f32 |", "|---|---|---|---|---|---|"]
     for r in rows:
@@ -170,10 +239,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--budget", type=float, default=2.0, help="seconds of timing per shape (default 2)")
     parser.add_argument("--lowered", action="store_true",
                         help="time whole quantized convs through --target cpu against the f32 conv instead")
+    parser.add_argument("--conv-integer", action="store_true",
+                        help="time ONNX ConvInteger through --target cpu: its exact f32 form against the i32 conv instead")
     parser.add_argument("--json", help="also write the results here")
     args = parser.parse_args(argv)
     rows = []
-    one, table = (measure_lowered, format_lowered_table) if args.lowered else (measure, format_table)
+    one, table = ((measure_lowered, format_lowered_table) if args.lowered
+                  else (measure_conv_integer, format_conv_integer_table) if args.conv_integer else (measure, format_table))
     for batch in args.batch:
         for stage in args.stages:
             size, channels = STAGES[stage]

@@ -631,7 +631,7 @@ def run_models_suite(args: Any, info: dict[str, Any], target: str, budget: float
     threads = os.cpu_count() or 1
     without = pipeline_without(target, args.without_pass) if getattr(args, "without_pass", None) else None
     specs = bench.selected_cases(args)
-    size = _input_size(specs) if saved_dir else args.size or (QUICK_SIZE if args.quick else FULL_SIZE)
+    size = input_size(specs) if saved_dir else args.size or (QUICK_SIZE if args.quick else FULL_SIZE)
     source = specs[0].source if specs else ("torchvision" if has_torchvision() else "fallback")
     info["onnxruntime"], info["threads"], info["onnxruntime_provider"] = (
         onnxruntime.__version__, threads, gpu_ort or ("CPUExecutionProvider" if platform == "cpu" else None))
@@ -670,7 +670,7 @@ def run_models_suite(args: Any, info: dict[str, Any], target: str, budget: float
     }
 
 
-def _input_size(specs: Sequence[ModelSpec]) -> int | None:
+def input_size(specs: Sequence[ModelSpec]) -> int | None:
     """The --size the saved networks were exported at: their largest input width (the 3-D
     nets take half of it); None without networks."""
     return max((spec.input_shape[-1] for spec in specs), default=None)

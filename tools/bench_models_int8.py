@@ -9,6 +9,10 @@ a temporary directory only), then run three ways in one process:
 * ONNX Runtime int8: the same quantized bytes on its CPU provider (same thread count as XLA's);
 * convc f32: the float export through convc, as the models suite runs it.
 
+With `--onnx-dir DIR` the float networks are the files `--save-onnx DIR` wrote (the models
+suite's manifest) rather than fresh exports, so the suite runs without PyTorch: quantize_static
+quantizes each saved file, and its input is the manifest's seeded draw.
+
 Checks before timing (BenchError, exit 1, on a failure): convc f32 against ONNX Runtime's
 float run (the models suite's 1e-4 bar); convc int8 by issue 19's bar for QDQ files, since
 ONNX Runtime's own fused and unfused int8 runs of one file differ by many steps: the output
@@ -162,16 +166,24 @@ def _compile(model: bytes, name: str, target: str, count_lowerings: bool = False
     return counts, compiler.executable(lowered, "cpu"), lowerings
 
 
-def run_model(spec: bench_models.ModelSpec, target: str, budget_s: float, threads: int, module: Any, seed: int = 0,
-              profile: bool = False) -> Int8Result:
-    """Export, quantize (timed) and compile (timed) one network, check convc f32 and int8, then
-    time convc int8, ONNX Runtime int8 and convc f32 interleaved; with `profile`, then where
-    convc int8's time goes (bench_profile)."""
-    import jax
+def float_model(spec: bench_models.ModelSpec, module: Any, x: np.ndarray) -> bytes:
+    """The network's float ONNX bytes: the file --onnx-dir names, else `module` exported on `x`."""
+    if spec.onnx_file is not None:
+        return Path(spec.onnx_file).read_bytes()
     import torch
 
-    x = np.random.default_rng(seed).standard_normal(spec.input_shape).astype(np.float32)
-    model = bench_models.export_onnx(module.cpu(), torch.from_numpy(x))
+    return bench_models.export_onnx(module.cpu(), torch.from_numpy(x))
+
+
+def run_model(spec: bench_models.ModelSpec, target: str, budget_s: float, threads: int, module: Any, seed: int = 0,
+              profile: bool = False) -> Int8Result:
+    """Export (or read, with --onnx-dir), quantize (timed) and compile (timed) one network, check
+    convc f32 and int8, then time convc int8, ONNX Runtime int8 and convc f32 interleaved; with
+    `profile`, then where convc int8's time goes (bench_profile). `module` is None for a saved file."""
+    import jax
+
+    x = bench_models.network_input(spec, seed)
+    model = float_model(spec, module, x)
     start = time.perf_counter()
     int8_model = quantize(model, spec.input_shape)
     quantized = time.perf_counter()
@@ -220,8 +232,10 @@ def format_table(results: Sequence[Int8Result]) -> str:
 
 def run_int8_suite(args: Any, info: dict[str, Any], target: str, budget: float, use_torch: bool,
                    log: Callable[[str], None]) -> dict[str, Any]:
-    """The `--suite models --int8` report (the models suite's top-level keys where they apply)."""
-    if args.no_torch:
+    """The `--suite models --int8` report (the models suite's top-level keys where they apply);
+    with --onnx-dir the saved float files are quantized and PyTorch is not needed."""
+    saved_dir = getattr(args, "onnx_dir", None)
+    if args.no_torch and not saved_dir:
         raise bench.BenchError("--suite models exports its networks from PyTorch; --no-torch leaves nothing to export")
     if args.platform != "cpu":
         raise bench.BenchError(f"--int8 runs on XLA:CPU against ONNX Runtime's CPU int8 kernels; the platform is '{args.platform}'")
@@ -229,21 +243,25 @@ def run_int8_suite(args: Any, info: dict[str, Any], target: str, budget: float, 
         import onnx  # noqa: F401
         import onnxruntime
         import onnxruntime.quantization  # noqa: F401
-        import torch  # noqa: F401
+        if not saved_dir:
+            import torch  # noqa: F401
     except ImportError as err:
-        raise bench.BenchError(f"--suite models --int8 needs onnx, onnxruntime and torch (pip install 'convc[onnx,bench]'): {err}") from None
+        needs = "onnx and onnxruntime" if saved_dir else "onnx, onnxruntime and torch"
+        raise bench.BenchError(f"--suite models --int8 needs {needs} (pip install 'convc[onnx,bench]'): {err}") from None
     threads = os.cpu_count() or 1
-    size = args.size or (bench_models.QUICK_SIZE if args.quick else bench_models.FULL_SIZE)
     specs = bench.selected_cases(args)
+    size = (bench_models.input_size(specs) if saved_dir
+            else args.size or (bench_models.QUICK_SIZE if args.quick else bench_models.FULL_SIZE))
     source = specs[0].source if specs else ("torchvision" if bench_models.has_torchvision() else "fallback")
     info["onnxruntime"], info["threads"] = onnxruntime.__version__, threads
     onnxruntime.set_default_logger_severity(3)  # the session's notes on initializers the quantizer left unused
-    log(f"int8 networks: {source}, quantize_static QDQ per-channel ({CALIBRATION_BATCHES} random calibration batches); "
+    origin = f" from the ONNX files in {saved_dir}" if saved_dir else ""
+    log(f"int8 networks: {source}{origin}, quantize_static QDQ per-channel ({CALIBRATION_BATCHES} random calibration batches); "
         f"XLA and ONNX Runtime on {threads} intra-op threads; load {info['load_average'][0]:.2f}")
     modules: dict[str, Any] = {}
     results = []
     for spec in specs:
-        module = modules.setdefault(spec.name, bench_models.build_module(spec.name))
+        module = None if spec.onnx_file is not None else modules.setdefault(spec.name, bench_models.build_module(spec.name))
         result = run_model(spec, target, budget, threads, module, profile=args.profile)
         log(f"  {spec.name} batch {spec.batch}: convc int8 {result.ms['convc_int8']:.2f} ms, ORT int8 {result.ms['ort_int8']:.2f} ms, "
             f"convc f32 {result.ms['convc_f32']:.2f} ms; quantize {result.quantize_s:.2f} s, compile {result.compile_s:.2f} s "
@@ -254,7 +272,7 @@ def run_int8_suite(args: Any, info: dict[str, Any], target: str, budget: float, 
     info["load_average_after"] = list(os.getloadavg())
     return {
         "machine": info, "suite": "models", "int8": True, "platform": args.platform, "target": target, "networks_from": source,
-        "quick": args.quick, "budget_s": budget, "input_size": size, "batches": list(args.batch),
+        "quick": args.quick, "budget_s": budget, "input_size": size, "batches": list(args.batch), "onnx_dir": saved_dir,
         "error_bar": ERROR_BAR, "int8_sized": INT8_SIZED, "calibration_batches": CALIBRATION_BATCHES,
         "cases": [vars(r) for r in results],
         "geomean_convc_int8_over_ort_int8": bench.geomean([r.ratio_vs_ort_int8 for r in results]),

@@ -289,10 +289,15 @@ module @ynnpack_sized_conv {
 
 // The gpu pipeline (no integer convs: XLA:GPU compiles none) makes a plain integer conv, as
 // ONNX's ConvInteger imports, the f64 conv of its operands converted back; the cpu pipeline
-// keeps it an integer conv, and the default options leave it alone.
+// keeps this one an integer conv: its operands are i32 graph inputs, which nothing bounds, so
+// f32 might not hold its sums (exact_f32 makes such a conv an f32 one only where it does: below).
 // CHECK-LABEL: module @plain_integer_conv
 // CHECK: "convc.conv"(%x, %w)
 // CHECK-SAME: -> tensor<1x3x5x5xi32>
+// F32-LABEL: module @plain_integer_conv
+// F32-NOT: f32
+// F32: "convc.conv"(%x, %w)
+// F32-SAME: -> tensor<1x3x5x5xi32>
 // GPU-LABEL: module @plain_integer_conv
 // GPU: %[[L:[^ ]+]] = stablehlo.convert %x : (tensor<1x2x5x5xi32>) -> tensor<1x2x5x5xf64>
 // GPU: %[[R:[^ ]+]] = stablehlo.convert %w : (tensor<3x2x3x3xi32>) -> tensor<3x2x3x3xf64>
@@ -306,5 +311,96 @@ module @plain_integer_conv {
   func.func @main(%x: tensor<1x2x5x5xi32>, %w: tensor<3x2x3x3xi32>) -> tensor<1x3x5x5xi32> {
     %c = "convc.conv"(%x, %w) {dimension_numbers = ["NCHW", "OIHW", "NCHW"], padding = dense<1> : tensor<2x2xi64>} : (tensor<1x2x5x5xi32>, tensor<3x2x3x3xi32>) -> tensor<1x3x5x5xi32>
     func.return %c : tensor<1x3x5x5xi32>
+  }
+}
+
+// -----
+
+// A plain i32 conv as ONNX's ConvInteger imports one after DynamicQuantizeLinear: u8 values
+// less a run-time u8 zero point (within [-255, 255]) and a constant kernel whose largest
+// per-output-feature sum of |w| is 127 * 518 = 65786, so every partial sum is at most
+// 255 * 65786 = 16775430 < 2^24. With exact_f32 (the cpu pipeline's default) it is the f32 conv of the
+// converted operands, the kernel an f32 constant, converted back to i32: the same integers,
+// and no integer conv for XLA:CPU's generic loop (the cpu pipeline then makes this 1x1 conv
+// an f32 dot). Without exact_f32 it stays the i32 conv.
+// CHECK-LABEL: module @conv_integer_in_f32
+// CHECK: "convc.conv"(%[[X:[^,]+]], %w)
+// CHECK-SAME: -> tensor<1x2x4x4xi32>
+// F32-LABEL: module @conv_integer_in_f32
+// F32: %[[SHIFTED:[^ ]+]] = "convc.subtract"
+// F32: %[[XF:[^ ]+]] = "convc.convert"(%[[SHIFTED]]) {new_dtype = f32}
+// F32: %[[WF:[^ ]+]] = "convc.constant"() {value = dense<-127.0> : tensor<2x518x1x1xf32>}
+// F32: %[[SUMS:[^ ]+]] = "convc.conv"(%[[XF]], %[[WF]])
+// F32-SAME: -> tensor<1x2x4x4xf32>
+// F32: %c = "convc.convert"(%[[SUMS]]) {new_dtype = i32}
+// F32-SAME: -> tensor<1x2x4x4xi32>
+// CPU-LABEL: module @conv_integer_in_f32
+// CPU-NOT: stablehlo.convolution
+// CPU: stablehlo.dot_general
+// CPU-SAME: xf32>) -> tensor<1x4x4x2xf32>
+// CPU-NOT: stablehlo.convolution
+// CPU: return
+module @conv_integer_in_f32 {
+  func.func @main(%x: tensor<1x518x4x4xui8>, %zp: tensor<ui8>) -> tensor<1x2x4x4xi32> {
+    %x32 = "convc.convert"(%x) {new_dtype = i32} : (tensor<1x518x4x4xui8>) -> tensor<1x518x4x4xi32>
+    %zp32 = "convc.convert"(%zp) {new_dtype = i32} : (tensor<ui8>) -> tensor<i32>
+    %zpb = "convc.broadcast_in_dim"(%zp32) {broadcast_dimensions = array<i64>, shape = array<i64: 1, 518, 4, 4>} : (tensor<i32>) -> tensor<1x518x4x4xi32>
+    %shifted = "convc.subtract"(%x32, %zpb) : (tensor<1x518x4x4xi32>, tensor<1x518x4x4xi32>) -> tensor<1x518x4x4xi32>
+    %w = "convc.constant"() {value = dense<-127> : tensor<2x518x1x1xi32>} : () -> tensor<2x518x1x1xi32>
+    %c = "convc.conv"(%shifted, %w) {dimension_numbers = ["NCHW", "OIHW", "NCHW"]} : (tensor<1x518x4x4xi32>, tensor<2x518x1x1xi32>) -> tensor<1x2x4x4xi32>
+    func.return %c : tensor<1x2x4x4xi32>
+  }
+}
+
+// -----
+
+// The same with one input feature more: 255 * 127 * 519 = 16807815 >= 2^24, so a partial
+// sum over all features might not be an f32 integer. The kernel is a constant: the conv is
+// one f32 conv per range of input features whose sums stay below 2^24 (the first 518, then
+// the last), each converted to i32, added in i32 (which wraps as the i32 conv would).
+// F32-LABEL: module @conv_integer_in_f32_ranges
+// F32: %[[L0:[^ ]+]] = "convc.slice"(%shifted) {limit_indices = array<i64: 1, 518, 4, 4>, start_indices = array<i64: 0, 0, 0, 0>}
+// F32: %[[F0:[^ ]+]] = "convc.convert"(%[[L0]]) {new_dtype = f32}
+// F32: %[[W0:[^ ]+]] = "convc.constant"() {value = dense<-127.0> : tensor<2x518x1x1xf32>}
+// F32: %[[S0:[^ ]+]] = "convc.conv"(%[[F0]], %[[W0]])
+// F32: %[[I0:[^ ]+]] = "convc.convert"(%[[S0]]) {new_dtype = i32}
+// F32: %[[L1:[^ ]+]] = "convc.slice"(%shifted) {limit_indices = array<i64: 1, 519, 4, 4>, start_indices = array<i64: 0, 518, 0, 0>}
+// F32: %[[F1:[^ ]+]] = "convc.convert"(%[[L1]]) {new_dtype = f32}
+// F32: %[[W1:[^ ]+]] = "convc.constant"() {value = dense<-127.0> : tensor<2x1x1x1xf32>}
+// F32: %[[S1:[^ ]+]] = "convc.conv"(%[[F1]], %[[W1]])
+// F32: %[[I1:[^ ]+]] = "convc.convert"(%[[S1]]) {new_dtype = i32}
+// F32: %c = "convc.add"(%[[I0]], %[[I1]])
+// F32-NOT: "convc.conv"
+// F32: func.return %c
+module @conv_integer_in_f32_ranges {
+  func.func @main(%x: tensor<1x519x4x4xui8>, %zp: tensor<ui8>) -> tensor<1x2x4x4xi32> {
+    %x32 = "convc.convert"(%x) {new_dtype = i32} : (tensor<1x519x4x4xui8>) -> tensor<1x519x4x4xi32>
+    %zp32 = "convc.convert"(%zp) {new_dtype = i32} : (tensor<ui8>) -> tensor<i32>
+    %zpb = "convc.broadcast_in_dim"(%zp32) {broadcast_dimensions = array<i64>, shape = array<i64: 1, 519, 4, 4>} : (tensor<i32>) -> tensor<1x519x4x4xi32>
+    %shifted = "convc.subtract"(%x32, %zpb) : (tensor<1x519x4x4xi32>, tensor<1x519x4x4xi32>) -> tensor<1x519x4x4xi32>
+    %w = "convc.constant"() {value = dense<-127> : tensor<2x519x1x1xi32>} : () -> tensor<2x519x1x1xi32>
+    %c = "convc.conv"(%shifted, %w) {dimension_numbers = ["NCHW", "OIHW", "NCHW"]} : (tensor<1x519x4x4xi32>, tensor<2x519x1x1xi32>) -> tensor<1x2x4x4xi32>
+    func.return %c : tensor<1x2x4x4xi32>
+  }
+}
+
+// -----
+
+// One input feature whose 519 taps alone may pass 2^24 (255 * 127 * 519): no range of
+// features is exact in f32, so the conv stays i32.
+// F32-LABEL: module @conv_integer_past_f32
+// F32-NOT: f32
+// F32: "convc.conv"(%shifted, %w)
+// F32-SAME: -> tensor<1x2x1x1xi32>
+// F32-NOT: f32
+module @conv_integer_past_f32 {
+  func.func @main(%x: tensor<1x1x1x519xui8>, %zp: tensor<ui8>) -> tensor<1x2x1x1xi32> {
+    %x32 = "convc.convert"(%x) {new_dtype = i32} : (tensor<1x1x1x519xui8>) -> tensor<1x1x1x519xi32>
+    %zp32 = "convc.convert"(%zp) {new_dtype = i32} : (tensor<ui8>) -> tensor<i32>
+    %zpb = "convc.broadcast_in_dim"(%zp32) {broadcast_dimensions = array<i64>, shape = array<i64: 1, 1, 1, 519>} : (tensor<i32>) -> tensor<1x1x1x519xi32>
+    %shifted = "convc.subtract"(%x32, %zpb) : (tensor<1x1x1x519xi32>, tensor<1x1x1x519xi32>) -> tensor<1x1x1x519xi32>
+    %w = "convc.constant"() {value = dense<-127> : tensor<2x1x1x519xi32>} : () -> tensor<2x1x1x519xi32>
+    %c = "convc.conv"(%shifted, %w) {dimension_numbers = ["NCHW", "OIHW", "NCHW"]} : (tensor<1x1x1x519xi32>, tensor<2x1x1x519xi32>) -> tensor<1x2x1x1xi32>
+    func.return %c : tensor<1x2x1x1xi32>
   }
 }

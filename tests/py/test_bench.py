@@ -414,7 +414,7 @@ def test_models_suite_runs_saved_onnx_files_without_torch(tmp_path: Path, monkey
     (["--onnx-dir", "{tmp}"], "--onnx-dir {tmp}: cannot read manifest.json"),
     (["--onnx-dir", "{tmp}", "--size", "32"], "--onnx-dir {tmp}: the saved files fix the input size; --size 32 does not apply"),
     (["--onnx-dir", "{tmp}", "--save-onnx", "{tmp}"], "--save-onnx writes the files --onnx-dir reads: give one of them"),
-    (["--save-onnx", "{tmp}", "--int8"], "--save-onnx writes or reads the networks of --suite models (without --int8)"),
+    (["--save-onnx", "{tmp}", "--int8"], "--save-onnx writes or reads the networks of --suite models (--save-onnx without --int8)"),
 ])
 def test_onnx_files_flags_misused_are_one_line_exit_1(tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: list[str],
                                                         message: str) -> None:

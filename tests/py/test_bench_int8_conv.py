@@ -39,3 +39,20 @@ def test_the_lowered_quantized_conv_is_one_i8_conv_into_i32_equal_to_the_spec_or
 def test_lowered_table_shows_the_int8_to_f32_ratio() -> None:
     row = {"batch": 1, "size": 7, "channels": 512, "gflop": 0.23, "ms": {"int8": 2.5, "f32": 5.0}}
     assert bench_int8_conv.format_lowered_table([row]).splitlines()[-1] == "| 1 | 7x7x512 | 0.23 | 2.5 | 5.0 | 0.5x |"
+
+
+def test_conv_integer_rows_time_the_exact_f32_form_against_the_i32_conv_after_checking_them_equal() -> None:
+    """`--conv-integer` on a small shape: the ConvInteger file imports, both forms are compiled, their outputs are
+    identical (measure_conv_integer raises otherwise), both are timed, and the exact form is one f32 conv."""
+    import pytest
+
+    pytest.importorskip("onnx")
+    row = bench_int8_conv.measure_conv_integer(1, 4, 16, 0.02)
+    assert set(row["ms"]) == {"i32", "f32"} and row["f32_convs"] == 1
+
+
+def test_conv_integer_table_shows_a_dash_where_the_i32_conv_was_too_large_to_time() -> None:
+    rows = [{"batch": 1, "size": 7, "channels": 512, "gflop": 0.23, "f32_convs": 2, "ms": {"i32": 800.0, "f32": 4.0}},
+            {"batch": 8, "size": 7, "channels": 512, "gflop": 1.85, "f32_convs": 2, "ms": {"f32": 30.0}}]
+    assert bench_int8_conv.format_conv_integer_table(rows).splitlines()[-2:] == [
+        "| 1 | 512x7x7 | 0.23 | 2 | 800.0 | 4.0 | 2e+02x |", "| 8 | 512x7x7 | 1.85 | 2 | - | 30.0 | - |"]

@@ -4,6 +4,7 @@ by issue 19's QDQ bar before timing, and prints its table. No timing is asserted
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -37,6 +38,31 @@ def test_quick_int8_suite_checks_the_smallest_stand_in_and_prints_its_table(tmp_
     assert "c8/ORT8" in printed and any(line.startswith("segmentation_style ") for line in printed.splitlines())
     assert "geometric mean convc int8/ORT int8: " in printed and "convc int8/convc f32: " in printed
     assert case["profile"]["census"] and "profile of segmentation_style batch 1 (int8):" in capsys.readouterr().err + printed
+
+
+def test_int8_quantizes_the_files_save_onnx_wrote_without_torch(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """--save-onnx writes segmentation_style's float export (16x16, batch 1); --int8 --onnx-dir then quantizes that
+    file with torch and torchvision unimportable: every conv imported quantized, convc f32 within the models suite's
+    tolerance, convc int8 on the grid and within the bar; the report names the directory and the files' input size."""
+    pytest.importorskip("onnxruntime.quantization")
+    pytest.importorskip("torch")
+    monkeypatch.setattr(bench_models, "has_torchvision", lambda: False)
+    saved = tmp_path / "onnx"
+    assert bench.main(["--suite", "models", "--platform", "cpu", "--batch", "1", "--size", "16", "--cases", "segmentation_style",
+                       "--save-onnx", str(saved)]) == 0
+    monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` raises ImportError from here on
+    monkeypatch.setitem(sys.modules, "torchvision", None)
+    out = tmp_path / "int8.json"
+    assert bench.main(["--suite", "models", "--int8", "--platform", "cpu", "--target", "cpu", "--batch", "1", "--budget", "0.02",
+                       "--onnx-dir", str(saved), "--json", str(out)]) == 0
+    report = json.loads(out.read_text())
+    (case,) = report["cases"]
+    assert (report["onnx_dir"], report["input_size"], case["name"], case["shape"]) == (str(saved), 16, "segmentation_style", "1x3x16x16")
+    assert case["convs"] > 0 and case["quantized_convs"] == case["convs"] and case["on_grid"] is True
+    assert case["f32_error_vs_ort"] <= bench_models.TOLERANCE
+    assert 0.5 * case["ort_rms_error"] <= case["rms_error"] <= 1.25 * case["ort_rms_error"]
+    assert f"from the ONNX files in {saved}" in capsys.readouterr().out
 
 
 def test_int8_check_refuses_an_error_outside_the_bar_or_off_the_grid() -> None:

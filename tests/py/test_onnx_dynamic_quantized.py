@@ -22,9 +22,12 @@ from pathlib import Path
 from typing import Any
 
 import convc
+import jax
 import numpy as np
 import pytest
+from convc.compile import Compiler
 from convc.diagnostics import ConvcError
+from convc.passes import default_pipeline
 from optional_oracles import oracle
 from test_onnx_import import _model, _onnxruntime, _random
 from test_onnx_quantized import MATMUL_SHAPES, QLINEAR_CASES, _exactly_as_onnxruntime, _integer_weights
@@ -252,3 +255,77 @@ def test_run_check_on_a_quantize_dynamic_file_compares_with_both_oracles(tmp_pat
     out = capsys.readouterr().out
     assert "y: max abs error vs jax.lax" in out and "(ok)" in out.split("vs jax.lax")[1].splitlines()[0]
     assert "y: max abs error vs onnxruntime" in out and "(ok)" in out.split("vs onnxruntime")[1].splitlines()[0]
+
+
+# --- the cpu target's exact f32 form of ConvInteger (lower-quantized, exact_f32) -------------
+
+CPU_I32_CONVS = default_pipeline("cpu").replace("lower-quantized", "lower-quantized{exact_f32=false}")
+
+
+def _conv_dtypes(graph: convc.Graph, pipeline: str) -> list[str]:
+    """The result element type of each conv (and dot: the cpu pipeline makes 1x1 convs dots) `pipeline` leaves."""
+    lowered = Compiler(pipeline=pipeline).run_passes(graph.clone())
+    return [op.result.type.dtype for op in lowered.ops if op.kind in ("conv", "dot_general")]
+
+
+def _extreme_kernel(shape: tuple[int, ...], taps_sum: int) -> np.ndarray:
+    """An int8 kernel of `shape` (2 output channels): channel 0 -128 on its first 514 elements, -(taps_sum - 65792) on
+    the next and 0 after, so that its sum of |w| is `taps_sum`; channel 1 random."""
+    w = np.zeros(shape, np.int64)
+    w[0].flat[:514] = -128
+    w[0].flat[514] = -(taps_sum - 514 * 128)
+    w[1] = np.random.default_rng(8).integers(-128, 128, shape[1:])
+    return w.astype(np.int8)
+
+
+BOUND_CASES = {  # kernel shape, its channel 0's sum of |w|, the cpu target's convs
+    "below": ((2, 58, 3, 3), 65793, ["f32"]),  # 255 * 65793 = 2^24 - 1: one f32 conv
+    "past_two_ranges": ((2, 58, 3, 3), 65795, ["f32", "f32"]),  # 2^24 + 509: f32 convs over features 0-56 and 57
+    "past_one_feature": ((2, 1, 23, 23), 65795, ["i32"]),  # one input feature alone past 2^24: the i32 conv stays
+}
+
+
+@pytest.mark.parametrize("case", BOUND_CASES)
+def test_conv_integer_at_the_2_24_bound_takes_the_exact_form_and_equals_onnxruntime(case: str) -> None:
+    """ConvInteger of an int8 input less a run-time int8 zero point (|x - zx| <= 255) with an int8 kernel whose largest
+    per-channel sum of |w| is 65793 (255 * 65793 = 2^24 - 1: the cpu target makes it one f32 conv) or 65795 (past 2^24:
+    an f32 conv over ranges of input features each below it, summed in i32; or, where one feature alone is past it, the
+    i32 conv). Each output equals ONNX Runtime's, its largest element (x = -128, zx = 127 under every tap) is
+    255 * taps_sum exactly, and past the bound one f32 conv of the whole would not have been exact."""
+    shape, taps_sum, forms = BOUND_CASES[case]
+    size = shape[-1] + 3
+    node = helper.make_node("ConvInteger", ["x", "w", "xz"], ["y"], pads=[1, 1, 1, 1])
+    model = _model([node], {"x": (1, shape[1], size, size), "xz": ()}, ["y"], {"w": _extreme_kernel(shape, taps_sum)},
+                   dtype=TensorProto.INT8)
+    x = np.random.default_rng(9).integers(-128, 128, (1, shape[1], size, size)).astype(np.int8)
+    x[..., :-2, :-2] = -128  # (x - zx) = -255 under every tap of output (1, 1)
+    feeds = {"x": x, "xz": np.array(127, np.int8)}
+    graph = convc.load_onnx(model)
+    assert _conv_dtypes(graph, default_pipeline("cpu")) == forms
+    ours = convc.run(graph, feeds, platform="cpu", target="cpu").outputs[0]
+    theirs = _onnxruntime(model, feeds)[0]
+    assert ours.dtype == np.int32
+    np.testing.assert_array_equal(ours, theirs)
+    assert ours[0, 0, 1, 1] == ours.max() == 255 * taps_sum
+    shifted = x.astype(np.float32) - np.float32(127)
+    whole = jax.lax.conv(shifted, _extreme_kernel(shape, taps_sum).astype(np.float32), (1, 1), [(1, 1), (1, 1)])
+    assert (float(whole[0, 0, 1, 1]) == 255 * taps_sum) == (case == "below")
+
+
+def test_quantize_dynamic_model_convs_are_f32_on_cpu_and_bit_identical_to_the_i32_form() -> None:
+    """small_resnet quantized by quantize_dynamic: on the cpu target every ConvInteger (weights per tensor, |w| <= 127,
+    so every sum is far below 2^24) is an f32 conv; every integer tensor the file computes and its float output are
+    bit for bit those of the same pipeline keeping the i32 convs (lower-quantized{exact_f32=false})."""
+    from test_onnx_quantized_models import _input
+
+    model, names = _with_integer_outputs(_dynamic_file("small_resnet"))
+    graph = convc.load_onnx(model)
+    convs = [node for node in onnx.load_from_string(model).graph.node if node.op_type == "ConvInteger"]
+    kept = _conv_dtypes(graph, CPU_I32_CONVS)
+    assert len(convs) >= 5 and kept.count("i32") == len(convs) + 1  # the head: MatMulInteger's i32 dot
+    assert _conv_dtypes(graph, default_pipeline("cpu")).count("i32") == 1
+    fast = convc.run(graph, _input("small_resnet"), platform="cpu", target="cpu").outputs
+    slow = convc.run(graph, _input("small_resnet"), platform="cpu", pipeline=CPU_I32_CONVS).outputs
+    for name, got, want in zip(["y", *names], fast, slow, strict=True):
+        assert got.dtype == want.dtype, name
+        np.testing.assert_array_equal(got, want, err_msg=name)

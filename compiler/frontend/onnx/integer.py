@@ -3,7 +3,8 @@
 Each is built from plain integer ops: the operands' stored integers in i32 minus their zero
 points (constants folded at import, or a run-time value such as DynamicQuantizeLinear's zero
 point, subtracted before the conv, so that padding stays the zero point), then an i32 `conv`
-or `dot_general`, which sums the products exactly (XLA:CPU runs integer convs and dots).
+or `dot_general`, which sums the products exactly (XLA:CPU runs integer convs and dots; the
+cpu pipeline's lower-quantized makes such a conv f32 convs where f32 holds its sums exactly).
 ConvInteger and MatMulInteger return that i32 sum, as ONNX defines them; QLinearMatMul
 rescales it by a_scale * b_scale (f64, rounded once to f32) and quantizes to y's type, as
 lower-quantized does a quantized conv.
