@@ -55,10 +55,8 @@ def with_pjrt_measure(p: Pass, xla_options: Callable[[str], Mapping[str, str]] |
     options the module itself will be compiled with there (None: XLA's defaults)."""
     if not isinstance(p, AutotuneConvLowering):
         return p
-    from .runtime import platform_name
-
     platform = p.platform or None
-    options = {} if xla_options is None else dict(xla_options(platform_name(platform)))
+    options = {} if xla_options is None else dict(xla_options(_device(platform).platform))
     return replace(p, measure=PjrtMeasure(platform, p.budget_ms / 1e3, tuple(sorted(options.items()))))
 
 
