@@ -40,6 +40,7 @@ import numpy as np
 from convc.tools import bench
 
 TARGET, DEFAULT = "target", "default"  # the two option sets each form is compiled with
+DOTS = "dots"  # ... and a third for a step's convs, where the step's options are XLA's defaults (option_sets)
 UNPINNED = "unpinned"  # the cost model's form when it matches no pinned candidate's text
 SLOW_CALL_MS = 500.0  # a form whose first call takes longer (and 20x the fastest) is not timed further
 
@@ -110,15 +111,21 @@ def forms_and_choice(op: Any) -> tuple[list[str], str]:
     return legal, next((name for name in legal if lowered_stablehlo(op, name) == unpinned), UNPINNED)
 
 
-def option_sets(op: Any, platform: str) -> dict[str, dict[str, str]]:
-    """convc's options for the one-conv module ("target") and XLA's ("default"); one entry
-    when they are the same."""
+def option_sets(op: Any, platform: str, target: dict[str, str] | None = None) -> dict[str, dict[str, str]]:
+    """convc's options ("target": the one-conv module's, or `target`, those of the module the
+    conv is in, such as a gradient step's), XLA's ("default") and YNNPACK's single dots only
+    ("dots": compile.TARGET_XLA_OPTIONS, what convc gives a module without kernel gradients);
+    each distinct set once, under the first of those labels."""
     from convc.autotune_pjrt import one_conv_graph
-    from convc.compile import Compiler
+    from convc.compile import TARGET_XLA_OPTIONS, Compiler
     from convc.lowering_pins import XLA
 
-    target = Compiler(target="cpu").xla_options(platform, one_conv_graph(op, XLA))
-    return {TARGET: target, DEFAULT: {}} if target else {TARGET: target}
+    target = Compiler(target="cpu").xla_options(platform, one_conv_graph(op, XLA)) if target is None else target
+    sets: dict[str, dict[str, str]] = {}
+    for label, options in ((TARGET, target), (DEFAULT, {}), (DOTS, dict(TARGET_XLA_OPTIONS.get("cpu", {})))):
+        if options not in sets.values():
+            sets[label] = options
+    return sets
 
 
 def short(key: str) -> str:
@@ -186,11 +193,12 @@ def _case_thunk(spec: bench.ConvSpec, platform: str, seed: int) -> tuple[Callabl
     return (lambda: bench.block_until_ready(executable.run_on_device(buffers))), out, ms
 
 
-def _form_thunks(op: Any, forms: list[str], platform: str, seed: int,
-                 prefix: str = "") -> tuple[dict[str, Callable[[], None]], dict[str, float], dict[str, str]]:
-    """Each form compiled with each option set (autotune_pjrt.warm_up) and called once: the
-    thunks of those that agree with "xla@target", their first call's ms, and why the others
-    were left out; keyed "FORM@options", after `prefix`."""
+def _form_thunks(op: Any, forms: list[str], platform: str, seed: int, prefix: str = "",
+                 target: dict[str, str] | None = None) -> tuple[dict[str, Callable[[], None]], dict[str, float], dict[str, str]]:
+    """Each form compiled with each option set (autotune_pjrt.warm_up; `target`: convc's
+    options, see option_sets) and called once: the thunks of those that agree with
+    "xla@target", their first call's ms, and why the others were left out; keyed
+    "FORM@options", after `prefix`."""
     from convc.autotune_pjrt import one_conv_graph, warm_up
     from convc.diagnostics import one_line
     from convc.lowering_pins import XLA
@@ -202,7 +210,7 @@ def _form_thunks(op: Any, forms: list[str], platform: str, seed: int,
     warm_ms: dict[str, float] = {}
     rejected: dict[str, str] = {}
     reference: np.ndarray | None = None
-    for label, options in option_sets(op, platform).items():
+    for label, options in option_sets(op, platform, target).items():
         for form in forms:
             key = f"{prefix}{form}@{label}"
             try:
@@ -278,6 +286,7 @@ class StepLimitResult:
     step_ms: float
     step_default_ms: float  # the same module compiled with XLA's default options
     step_ynn_convs_ms: float  # ... and with YNNPACK handed single convs and dots
+    step_options: dict[str, str]  # the XLA options convc compiles the step with: its convs' "@target"
     torch_ms: float | None
     step_error_vs_torch: float | None
     sums: dict[str, float]  # best, best@target, chosen: the convs' ms summed over the step
@@ -360,20 +369,23 @@ def train_model_step(spec: Any, module: Any, seed: int = 0) -> LimitStep:
 
 
 def run_step_limit_case(step: LimitStep, budget_s: float, platform: str = "cpu", seed: int = 0) -> StepLimitResult:
-    """Every form of each distinct conv of the step (as run_limit_case's), the step as convc
-    compiles it and PyTorch's step, all timed interleaved."""
+    """Every form of each distinct conv of the step (as run_limit_case's, "@target" being the
+    options convc compiles the step with), the step as convc compiles it and PyTorch's step,
+    all timed interleaved."""
     thunks: dict[str, Callable[[], None]] = {}
     warm_ms: dict[str, float] = {}
+    step_out, step_options = _step_thunk(step, platform, thunks, warm_ms)
+    torch_error = _torch_step_thunk(step, step_out, thunks, warm_ms)
     convs = []
     for index, (op, count) in enumerate(step_convs(step.graph())):
         forms, chosen = forms_and_choice(op)
         prefix = f"{index}:"
-        conv_thunks, conv_warm, rejected = _form_thunks(op, forms + ([UNPINNED] if chosen == UNPINNED else []), platform, seed, prefix)
+        conv_thunks, conv_warm, rejected = _form_thunks(op, forms + ([UNPINNED] if chosen == UNPINNED else []), platform, seed, prefix,
+                                                         step_options)
         thunks.update(conv_thunks)
         warm_ms.update(conv_warm)
         what = f"{op.operands[0].type} * {op.operands[1].type}"
         convs.append((StepConv(op.name, what, count, forms, chosen, {}, {}, slow_forms(conv_warm, list(conv_thunks)), rejected), prefix))
-    torch_error = _torch_step_thunk(step, _step_thunk(step, platform, thunks, warm_ms), thunks, warm_ms)
     medians, minima, rounds = _timed(thunks, warm_ms, [key for conv, _ in convs for key in conv.untimed], budget_s)
     for conv, prefix in convs:
         conv.ms, conv.min_ms = ({key.removeprefix(prefix): v for key, v in times.items() if key.startswith(prefix)} for times in (medians, minima))
@@ -382,15 +394,16 @@ def run_step_limit_case(step: LimitStep, budget_s: float, platform: str = "cpu",
     timed = [conv for conv, _ in convs]
     sums, min_sums = conv_sums(timed), conv_sums(timed, "min_ms")
     return StepLimitResult(step.name, step.shape, timed, rounds, medians["step"], medians["step-default"], medians["step-ynn-convs"],
-                           medians.get("torch"),
+                           step_options, medians.get("torch"),
                            torch_error, sums, step_ratios(sums, medians), min_sums, step_ratios(min_sums, minima))
 
 
-def _step_thunk(step: LimitStep, platform: str, thunks: dict[str, Callable[[], None]], warm_ms: dict[str, float]) -> list[np.ndarray]:
+def _step_thunk(step: LimitStep, platform: str, thunks: dict[str, Callable[[], None]],
+                warm_ms: dict[str, float]) -> tuple[list[np.ndarray], dict[str, str]]:
     """Add the step as convc compiles it (target cpu, convc's options: "step"), and the same
     module compiled with XLA's default options ("step-default") and with YNNPACK handed single
     convs as well as single dots ("step-ynn-convs": the options convc gives modules with
-    integer convs, compile.INTEGER_CONV_XLA_OPTIONS), to `thunks`; the first one's results."""
+    integer convs, compile.INTEGER_CONV_XLA_OPTIONS), to `thunks`; the first one's results and options."""
     import jax
     from convc.compile import INTEGER_CONV_XLA_OPTIONS, Compiler
     from convc.runtime import compile_stablehlo
@@ -410,7 +423,7 @@ def _step_thunk(step: LimitStep, platform: str, thunks: dict[str, Callable[[], N
         thunks[key] = _blocking(functools.partial(executable.run_on_device, buffers))
     if any(bench_train.max_relative_error(out, outputs[0]) > bench.TOLERANCE for out in outputs[1:]):
         raise bench.BenchError(f"{step.name}: the step compiled with other XLA options disagrees with convc's")
-    return outputs[0]
+    return outputs[0], option_sets["step"]
 
 
 def _torch_step_thunk(step: LimitStep, step_out: list[np.ndarray], thunks: dict[str, Callable[[], None]],
