@@ -21,6 +21,8 @@ left unpinned emits the same StableHLO as the candidate it chooses.
 (convs of one autotune signature timed once, counted as often as they occur), sums the
 forms' times over the step, and times them beside the whole step (compiled with convc's
 options, XLA's defaults, and YNNPACK's single convs and dots) and PyTorch's autograd step.
+A step's convs are compiled with the options convc compiles the step with ("@target": XLA's
+defaults for a gradient step, compile.GRADIENT_XLA_OPTIONS) and with single dots only ("@dots").
 `--suite train-models-limits` does that for `--suite train-models`'s networks: each step
 built as that suite builds it (the ONNX export imported with its weights kept as inputs,
 `convc.grad` with respect to them), PyTorch's autograd step on the same module beside it.
