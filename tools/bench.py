@@ -17,6 +17,7 @@ same computation as JAX writes it (`jax.jit` of jax.lax / jax.vjp) and PyTorch e
     python -m convc.tools.bench --suite models --int8 --onnx-dir DIR  # the saved files quantized, without PyTorch
     python -m convc.tools.bench --suite limits                # every form of each conv vs PyTorch (tools/bench_limits.py)
     python -m convc.tools.bench --suite train-limits          # the same for the convs of --suite train's steps
+    python -m convc.tools.bench --suite train-models-limits   # ... and of --suite train-models's networks' steps
 
 Everything runs on one PJRT platform (`--platform`, default the one PJRT picks): on `gpu`,
 PyTorch runs on CUDA with cudnn.benchmark, every timed call ends with the device
@@ -51,7 +52,7 @@ import numpy as np
 SPATIAL_LETTERS = {1: "W", 2: "HW", 3: "DHW"}
 IMPLEMENTATIONS = ("convc", "jax", "torch")
 PLATFORMS = ("cpu", "gpu")
-SUITES = ("conv", "train", "models", "train-models", "dw-limit", "limits", "train-limits")
+SUITES = ("conv", "train", "models", "train-models", "dw-limit", "limits", "train-limits", "train-models-limits")
 TOLERANCE = 1e-4  # max |convc - jax| / (1 + max |jax|), f32
 # On the GPU, f32 convs run in TF32 (operands rounded to 2^-11 relative) and XLA autotunes
 # the cuDNN algorithm per compile, so two compiles of one conv may round differently.
@@ -551,7 +552,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                              "convc's cpu lowering and other StableHLO forms (cpu only); "
                              "limits: the conv suite's cases, every StableHLO form convc can emit for each conv (with convc's and "
                              "XLA's default options) against PyTorch's op (cpu only); train-limits: the same for each distinct conv of "
-                             "--suite train's steps, summed, against the step and PyTorch's autograd step (cpu only)")
+                             "--suite train's steps, summed, against the step and PyTorch's autograd step (cpu only); "
+                             "train-models-limits: the same for --suite train-models's networks (cpu only)")
     parser.add_argument("--cases", help="comma-separated substrings of case names to run (default: all)")
     parser.add_argument("--platform", choices=PLATFORMS,
                         help="the PJRT platform convc and JAX run on, and PyTorch's device (gpu: CUDA); default: the one PJRT picks")
@@ -561,9 +563,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--autotune", action="store_true",
                         help="target cpu: convc chooses each conv's lowering by measurement (convc --autotune, default cache)")
     parser.add_argument("--batch", type=_batch_list, default=(1, 8), metavar="N,...",
-                        help="--suite models, train-models, dw-limit: the batch sizes each network (conv) runs at (default 1,8)")
+                        help="--suite models, train-models(-limits), dw-limit: the batch sizes each network (conv) runs at (default 1,8)")
     parser.add_argument("--size", type=_positive_int, metavar="PIXELS",
-                        help="--suite models, train-models: the input's height and width (default 224, --quick 64)")
+                        help="--suite models, train-models(-limits): the input's height and width (default 224, --quick 64)")
     parser.add_argument("--without-pass", metavar="PASS",
                         help="--suite models: also time convc compiled with the target's default pipeline minus PASS, "
                              "interleaved with the rest (a pass's before and after, in one process)")
@@ -624,13 +626,13 @@ def resolve_platform(args: argparse.Namespace) -> None:
 
 def selected_cases(args: argparse.Namespace) -> list[Any]:
     """The suite's cases (ConvSpec; bench_train.TrainSpec for --suite train, bench_models.ModelSpec
-    for models, bench_train_models.TrainModelSpec for train-models) that --cases names, shrunk
+    for models, bench_train_models.TrainModelSpec for train-models and train-models-limits) that --cases names, shrunk
     by --quick, their batches scaled by --batch-scale."""
     if getattr(args, "suite", "conv") == "dw-limit":
         from convc.tools import bench_dw_limit
 
         return _wanted(bench_dw_limit.cases(args.batch, args.quick), args)
-    if getattr(args, "suite", "conv") == "train-models":
+    if getattr(args, "suite", "conv") in ("train-models", "train-models-limits"):
         from convc.tools import bench_train_models
 
         return _wanted(bench_train_models.train_specs(bench_train_models.default_size(args), args.batch, args.quick), args)
@@ -689,7 +691,7 @@ def run_suite(args: argparse.Namespace, log: Callable[[str], None] = print) -> d
         from convc.tools import bench_train_models
 
         return bench_train_models.run_train_models_suite(args, info, target, budget, use_torch, log)
-    if args.suite in ("limits", "train-limits"):
+    if args.suite in ("limits", "train-limits", "train-models-limits"):
         from convc.tools import bench_limits
 
         return bench_limits.run_limits_suite(args, info, target, budget, use_torch, log)

@@ -5,6 +5,7 @@ whether a better form exists (a cost-model miss) or not (the limit of XLA:CPU's 
     python -m convc.tools.bench --suite limits                  # all conv-suite cases
     python -m convc.tools.bench --suite limits --cases dense --budget 3
     python -m convc.tools.bench --suite train-limits --torch-threads 1
+    python -m convc.tools.bench --suite train-models-limits --size 112 --batch 1,8 --budget 3
 
 The forms are autotune's candidates (convc.autotune_pjrt): after the cpu pipeline's passes
 that run before `autotune-conv-lowering`, the case's conv as a one-conv module with each
@@ -20,6 +21,11 @@ left unpinned emits the same StableHLO as the candidate it chooses.
 (convs of one autotune signature timed once, counted as often as they occur), sums the
 forms' times over the step, and times them beside the whole step (compiled with convc's
 options, XLA's defaults, and YNNPACK's single convs and dots) and PyTorch's autograd step.
+A step's convs are compiled with the options convc compiles the step with ("@target": XLA's
+defaults for a gradient step, compile.GRADIENT_XLA_OPTIONS) and with single dots only ("@dots").
+`--suite train-models-limits` does that for `--suite train-models`'s networks: each step
+built as that suite builds it (the ONNX export imported with its weights kept as inputs,
+`convc.grad` with respect to them), PyTorch's autograd step on the same module beside it.
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ import functools
 import math
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -36,6 +42,7 @@ import numpy as np
 from convc.tools import bench
 
 TARGET, DEFAULT = "target", "default"  # the two option sets each form is compiled with
+DOTS = "dots"  # ... and a third for a step's convs, where the step's options are XLA's defaults (option_sets)
 UNPINNED = "unpinned"  # the cost model's form when it matches no pinned candidate's text
 SLOW_CALL_MS = 500.0  # a form whose first call takes longer (and 20x the fastest) is not timed further
 
@@ -106,15 +113,21 @@ def forms_and_choice(op: Any) -> tuple[list[str], str]:
     return legal, next((name for name in legal if lowered_stablehlo(op, name) == unpinned), UNPINNED)
 
 
-def option_sets(op: Any, platform: str) -> dict[str, dict[str, str]]:
-    """convc's options for the one-conv module ("target") and XLA's ("default"); one entry
-    when they are the same."""
+def option_sets(op: Any, platform: str, target: dict[str, str] | None = None) -> dict[str, dict[str, str]]:
+    """convc's options ("target": the one-conv module's, or `target`, those of the module the
+    conv is in, such as a gradient step's), XLA's ("default") and YNNPACK's single dots only
+    ("dots": compile.TARGET_XLA_OPTIONS, what convc gives a module without kernel gradients);
+    each distinct set once, under the first of those labels."""
     from convc.autotune_pjrt import one_conv_graph
-    from convc.compile import Compiler
+    from convc.compile import TARGET_XLA_OPTIONS, Compiler
     from convc.lowering_pins import XLA
 
-    target = Compiler(target="cpu").xla_options(platform, one_conv_graph(op, XLA))
-    return {TARGET: target, DEFAULT: {}} if target else {TARGET: target}
+    target = Compiler(target="cpu").xla_options(platform, one_conv_graph(op, XLA)) if target is None else target
+    sets: dict[str, dict[str, str]] = {}
+    for label, options in ((TARGET, target), (DEFAULT, {}), (DOTS, dict(TARGET_XLA_OPTIONS.get("cpu", {})))):
+        if options not in sets.values():
+            sets[label] = options
+    return sets
 
 
 def short(key: str) -> str:
@@ -182,11 +195,12 @@ def _case_thunk(spec: bench.ConvSpec, platform: str, seed: int) -> tuple[Callabl
     return (lambda: bench.block_until_ready(executable.run_on_device(buffers))), out, ms
 
 
-def _form_thunks(op: Any, forms: list[str], platform: str, seed: int,
-                 prefix: str = "") -> tuple[dict[str, Callable[[], None]], dict[str, float], dict[str, str]]:
-    """Each form compiled with each option set (autotune_pjrt.warm_up) and called once: the
-    thunks of those that agree with "xla@target", their first call's ms, and why the others
-    were left out; keyed "FORM@options", after `prefix`."""
+def _form_thunks(op: Any, forms: list[str], platform: str, seed: int, prefix: str = "",
+                 target: dict[str, str] | None = None) -> tuple[dict[str, Callable[[], None]], dict[str, float], dict[str, str]]:
+    """Each form compiled with each option set (autotune_pjrt.warm_up; `target`: convc's
+    options, see option_sets) and called once: the thunks of those that agree with
+    "xla@target", their first call's ms, and why the others were left out; keyed
+    "FORM@options", after `prefix`."""
     from convc.autotune_pjrt import one_conv_graph, warm_up
     from convc.diagnostics import one_line
     from convc.lowering_pins import XLA
@@ -198,7 +212,7 @@ def _form_thunks(op: Any, forms: list[str], platform: str, seed: int,
     warm_ms: dict[str, float] = {}
     rejected: dict[str, str] = {}
     reference: np.ndarray | None = None
-    for label, options in option_sets(op, platform).items():
+    for label, options in option_sets(op, platform, target).items():
         for form in forms:
             key = f"{prefix}{form}@{label}"
             try:
@@ -274,6 +288,7 @@ class StepLimitResult:
     step_ms: float
     step_default_ms: float  # the same module compiled with XLA's default options
     step_ynn_convs_ms: float  # ... and with YNNPACK handed single convs and dots
+    step_options: dict[str, str]  # the XLA options convc compiles the step with: its convs' "@target"
     torch_ms: float | None
     step_error_vs_torch: float | None
     sums: dict[str, float]  # best, best@target, chosen: the convs' ms summed over the step
@@ -304,98 +319,137 @@ def step_ratios(sums: dict[str, float], ms: dict[str, float]) -> dict[str, float
             "step-default/step": ms["step-default"] / ms["step"], "step-ynn-convs/step": ms["step-ynn-convs"] / ms["step"], **over_torch}
 
 
-def step_convs(spec: Any) -> list[tuple[Any, int]]:
-    """The step's convs as autotune sees them, one per signature, with how many share it."""
+def step_convs(step: Any) -> list[tuple[Any, int]]:
+    """The convs of the step graph `step` (which the passes rewrite) as autotune sees them, one
+    per signature, with how many share it."""
     from convc.autotune import signature
     from convc.conv_facts import conv_facts
-    from convc.tools import bench_train
 
     distinct: dict[str, tuple[Any, int]] = {}
-    for op in tunable_convs(bench_train.convc_step(spec)):
+    for op in tunable_convs(step):
         key = signature(conv_facts(op))
         first, count = distinct.get(key, (op, 0))
         distinct[key] = (first, count + 1)
     return list(distinct.values())
 
 
-def run_step_limit_case(spec: Any, budget_s: float, use_torch: bool, platform: str = "cpu", seed: int = 0) -> StepLimitResult:
-    """Every form of each distinct conv of the step (as run_limit_case's), the step as convc
-    compiles it and PyTorch's step, all timed interleaved."""
+@dataclass
+class LimitStep:
+    """A training step to find the limit of: `graph` builds convc's step graph afresh (the
+    passes rewrite a graph in place), `arrays` are its inputs, and `torch_run` (None without
+    PyTorch) is PyTorch's step, whose results `torch_error` compares with convc's outputs."""
+
+    name: str
+    shape: str
+    graph: Callable[[], Any]
+    arrays: list[np.ndarray]
+    torch_run: Callable[[], Any] | None = None
+    torch_error: Callable[[Any, list[np.ndarray]], float] | None = None
+
+
+def train_step(spec: Any, use_torch: bool, seed: int = 0) -> LimitStep:
+    """One of --suite train's steps (bench_train.TrainSpec)."""
+    from convc.tools import bench_train
+
+    arrays = bench_train.step_arrays(spec, seed)
+    torch_run = bench_train.torch_step(spec, arrays) if use_torch else None
+    return LimitStep(spec.name, spec.describe(), functools.partial(bench_train.convc_step, spec), arrays, torch_run,
+                     lambda results, ours: bench_train.max_relative_error(bench_train.torch_results_channels_last(spec, results), ours))
+
+
+def train_model_step(spec: Any, module: Any, seed: int = 0) -> LimitStep:
+    """One of --suite train-models's steps (bench_train_models.TrainModelSpec): the network
+    exported from `module`, imported with its weights kept as inputs and differentiated with
+    respect to them, as that suite builds it; PyTorch's autograd step beside it."""
+    from convc.tools import bench_train_models
+
+    exported = bench_train_models.export_step(spec, module, seed)
+    names = ["y", *exported.wrt]
+    return LimitStep(spec.name, spec.describe(), lambda: bench_train_models.gradient_step(spec, exported.model, exported.wrt)[0],
+                     exported.arrays, exported.torch_run,
+                     lambda results, ours: bench_train_models.step_error(ours, results, names)[0])
+
+
+def run_step_limit_case(step: LimitStep, budget_s: float, platform: str = "cpu", seed: int = 0) -> StepLimitResult:
+    """Every form of each distinct conv of the step (as run_limit_case's, "@target" being the
+    options convc compiles the step with), the step as convc compiles it and PyTorch's step,
+    all timed interleaved."""
     thunks: dict[str, Callable[[], None]] = {}
     warm_ms: dict[str, float] = {}
+    step_out, step_options = _step_thunk(step, platform, thunks, warm_ms)
+    torch_error = _torch_step_thunk(step, step_out, thunks, warm_ms)
     convs = []
-    for index, (op, count) in enumerate(step_convs(spec)):
+    for index, (op, count) in enumerate(step_convs(step.graph())):
         forms, chosen = forms_and_choice(op)
         prefix = f"{index}:"
-        conv_thunks, conv_warm, rejected = _form_thunks(op, forms + ([UNPINNED] if chosen == UNPINNED else []), platform, seed, prefix)
+        conv_thunks, conv_warm, rejected = _form_thunks(op, forms + ([UNPINNED] if chosen == UNPINNED else []), platform, seed, prefix,
+                                                         step_options)
         thunks.update(conv_thunks)
         warm_ms.update(conv_warm)
         what = f"{op.operands[0].type} * {op.operands[1].type}"
         convs.append((StepConv(op.name, what, count, forms, chosen, {}, {}, slow_forms(conv_warm, list(conv_thunks)), rejected), prefix))
-    step_out = _step_thunk(spec, platform, seed, thunks, warm_ms)
-    torch_error = _torch_step_thunk(spec, seed, step_out, thunks, warm_ms) if use_torch else None
     medians, minima, rounds = _timed(thunks, warm_ms, [key for conv, _ in convs for key in conv.untimed], budget_s)
     for conv, prefix in convs:
         conv.ms, conv.min_ms = ({key.removeprefix(prefix): v for key, v in times.items() if key.startswith(prefix)} for times in (medians, minima))
         conv.untimed = [key.removeprefix(prefix) for key in conv.untimed]
         conv.rejected = {key.removeprefix(prefix): why for key, why in conv.rejected.items()}
-    step = [conv for conv, _ in convs]
-    sums, min_sums = conv_sums(step), conv_sums(step, "min_ms")
-    return StepLimitResult(spec.name, spec.describe(), step, rounds, medians["step"], medians["step-default"], medians["step-ynn-convs"],
-                           medians.get("torch"),
+    timed = [conv for conv, _ in convs]
+    sums, min_sums = conv_sums(timed), conv_sums(timed, "min_ms")
+    return StepLimitResult(step.name, step.shape, timed, rounds, medians["step"], medians["step-default"], medians["step-ynn-convs"],
+                           step_options, medians.get("torch"),
                            torch_error, sums, step_ratios(sums, medians), min_sums, step_ratios(min_sums, minima))
 
 
-def _step_thunk(spec: Any, platform: str, seed: int, thunks: dict[str, Callable[[], None]], warm_ms: dict[str, float]) -> list[np.ndarray]:
-    """Add the step as --suite train compiles it (target cpu, convc's options: "step"), and the
-    same module compiled with XLA's default options ("step-default") and with YNNPACK handed
-    single convs as well as single dots ("step-ynn-convs": the options convc gives modules with
-    integer convs, compile.INTEGER_CONV_XLA_OPTIONS), to `thunks`; the first one's results."""
+def _step_thunk(step: LimitStep, platform: str, thunks: dict[str, Callable[[], None]],
+                warm_ms: dict[str, float]) -> tuple[list[np.ndarray], dict[str, str]]:
+    """Add the step as convc compiles it (target cpu, convc's options: "step"), and the same
+    module compiled with XLA's default options ("step-default") and with YNNPACK handed single
+    convs as well as single dots ("step-ynn-convs": the options convc gives modules with
+    integer convs, compile.INTEGER_CONV_XLA_OPTIONS), to `thunks`; the first one's results and options."""
     import jax
     from convc.compile import INTEGER_CONV_XLA_OPTIONS, Compiler
     from convc.runtime import compile_stablehlo
     from convc.tools import bench_train
 
     compiler = Compiler(target="cpu")
-    graph = compiler.run_passes(bench_train.convc_step(spec))
+    graph = compiler.run_passes(step.graph())
     module = compiler.runnable(graph)
     outputs = []
     option_sets = {"step": compiler.xla_options(platform, graph), "step-default": {}, "step-ynn-convs": INTEGER_CONV_XLA_OPTIONS["cpu"]}
     for key, options in option_sets.items():
         executable = compile_stablehlo(module, platform, options)
-        buffers = [jax.device_put(a, executable.device) for a in bench_train.step_arrays(spec, seed)]
+        buffers = [jax.device_put(a, executable.device) for a in step.arrays]
         start = time.perf_counter()
         outputs.append([np.asarray(r) for r in executable.run_on_device(buffers)])
         warm_ms[key] = (time.perf_counter() - start) * 1e3
         thunks[key] = _blocking(functools.partial(executable.run_on_device, buffers))
     if any(bench_train.max_relative_error(out, outputs[0]) > bench.TOLERANCE for out in outputs[1:]):
-        raise bench.BenchError(f"{spec.name}: the step compiled with other XLA options disagrees with convc's")
-    return outputs[0]
+        raise bench.BenchError(f"{step.name}: the step compiled with other XLA options disagrees with convc's")
+    return outputs[0], option_sets["step"]
 
 
-def _torch_step_thunk(spec: Any, seed: int, step_out: list[np.ndarray], thunks: dict[str, Callable[[], None]],
+def _torch_step_thunk(step: LimitStep, step_out: list[np.ndarray], thunks: dict[str, Callable[[], None]],
                       warm_ms: dict[str, float]) -> float | None:
-    """Add PyTorch's autograd step to `thunks` (where torch is installed); its error against convc's step."""
-    from convc.tools import bench_train
-
-    torch_run = bench_train.torch_step(spec, bench_train.step_arrays(spec, seed))
-    if torch_run is None:
+    """Add PyTorch's autograd step to `thunks` (where the step has one); its error against convc's step."""
+    if step.torch_run is None or step.torch_error is None:
         return None
     start = time.perf_counter()
-    error = bench_train.max_relative_error(bench_train.torch_results_channels_last(spec, torch_run()), step_out)
-    warm_ms["torch"], thunks["torch"] = (time.perf_counter() - start) * 1e3, torch_run
+    error = step.torch_error(step.torch_run(), step_out)
+    warm_ms["torch"], thunks["torch"] = (time.perf_counter() - start) * 1e3, step.torch_run
     return error
 
 
 def format_step_table(results: Sequence[StepLimitResult]) -> str:
-    head = (f"{'case':<22} {'convs':>5} {'best ms':>8} {'chosen ms':>9} {'step ms':>8} {'default':>8} {'torch ms':>8} "
+    width = max(len(r.shape) for r in results)
+    head = (f"{'case':<22} {'input':<{width}} {'convs':>5} {'best ms':>8} {'chosen ms':>9} {'step ms':>8} {'default':>8} {'torch ms':>8} "
             f"{'best/t':>7} {'chosen/t':>8} {'step/t':>7} {'dflt/t':>7} {'ch/best':>7} {'ch/b@t':>7} {'dflt/st':>7} {'ynn/st':>7}")
     lines = [head, "-" * len(head)]
     for r in results:
         ratio = {name: f"{r.ratios[name]:.3g}" if name in r.ratios else "-"
                  for name in ("convs best/torch", "convs chosen/torch", "step/torch", "step-default/torch")}
         torch_ms = f"{r.torch_ms:8.2f}" if r.torch_ms is not None else f"{'-':>8}"
-        lines.append(f"{r.name:<22} {sum(c.count for c in r.convs):5d} {r.sums['best']:8.2f} {r.sums['chosen']:9.2f} {r.step_ms:8.2f} {r.step_default_ms:8.2f} "
+        lines.append(f"{r.name:<22} {r.shape:<{width}} {sum(c.count for c in r.convs):5d} {r.sums['best']:8.2f} {r.sums['chosen']:9.2f} "
+                     f"{r.step_ms:8.2f} {r.step_default_ms:8.2f} "
                      f"{torch_ms} {ratio['convs best/torch']:>7} {ratio['convs chosen/torch']:>8} {ratio['step/torch']:>7} "
                      f"{ratio['step-default/torch']:>7} "
                      f"{r.ratios['chosen/best']:7.2f} {r.ratios['chosen/best@target']:7.2f} {r.ratios['step-default/step']:7.2f} "
@@ -406,9 +460,10 @@ def format_step_table(results: Sequence[StepLimitResult]) -> str:
         lines.append(f"{label}: " + "   ".join(f"{name} {value:.3f}" for name, value in means.items() if value is not None))
     lines.append("each distinct conv (x count; median ms of every form; chosen: the cost model's; * one call, not timed further):")
     for r in results:
+        lines.append(f"  {r.name} {r.shape}:")
         for conv in r.convs:
             forms = "   ".join(f"{short(key)} {value:.2f}{'*' if key in conv.untimed else ''}" for key, value in conv.ms.items())
-            lines.append(f"  {r.name:<22} {conv.name} x{conv.count} ({conv.what}), chosen {short(conv.chosen)}: {forms}"
+            lines.append(f"    {conv.name} x{conv.count} ({conv.what}), chosen {short(conv.chosen)}: {forms}"
                          + "".join(f"   [{short(key)}: {why}]" for key, why in conv.rejected.items()))
     return "\n".join(lines)
 
@@ -456,9 +511,9 @@ def run_limits_suite(args: Any, info: dict[str, Any], target: str, budget: float
     if args.autotune:
         raise bench.BenchError("--suite limits times every candidate itself; --autotune would choose among them")
     log(f"machine: {info['cpu']}, {info['cores']} cores, jax {info['jax']}, torch {info['torch']}; load {info['load_average'][0]:.2f}")
-    if args.suite == "train-limits":
+    if args.suite in ("train-limits", "train-models-limits"):
         return _run_step_limits(args, info, target, budget, use_torch, log)
-    results = _run_cases(args, lambda spec: run_limit_case(spec, budget, use_torch, args.platform),
+    results = _run_cases(bench.selected_cases(args), lambda spec: run_limit_case(spec, budget, use_torch, args.platform),
                          lambda r: f"best {short(r.best)} {r.best_ms:.2f} ms, chosen {short(r.chosen)} {r.chosen_ms:.2f} ms", log)
     return _report(args, info, target, budget, results, geomeans, format_table)
 
@@ -473,12 +528,12 @@ def _report(args: Any, info: dict[str, Any], target: str, budget: float, results
             "table": table(results) if results else ""}
 
 
-def _run_cases(args: Any, run_case: Callable[[Any], Any], describe: Callable[[Any], str], log: Callable[[str], None]) -> list[Any]:
-    """`run_case` on each selected case, one log line each (`describe`, PyTorch's time, the rounds)."""
+def _run_cases(cases: Iterable[Any], run_case: Callable[[Any], Any], describe: Callable[[Any], str], log: Callable[[str], None]) -> list[Any]:
+    """`run_case` on each case, one log line each (the case's shape, `describe`, PyTorch's time, the rounds)."""
     results = []
-    for spec in bench.selected_cases(args):
-        result = run_case(spec)
-        log(f"  {spec.name}: {describe(result)}" + (f", torch {result.torch_ms:.2f} ms" if result.torch_ms is not None else "")
+    for case in cases:
+        result = run_case(case)
+        log(f"  {result.name} {result.shape}: {describe(result)}" + (f", torch {result.torch_ms:.2f} ms" if result.torch_ms is not None else "")
             + f" ({result.rounds} rounds)")
         results.append(result)
     return results
@@ -486,7 +541,15 @@ def _run_cases(args: Any, run_case: Callable[[Any], Any], describe: Callable[[An
 
 def _run_step_limits(args: Any, info: dict[str, Any], target: str, budget: float, use_torch: bool,
                      log: Callable[[str], None]) -> dict[str, Any]:
-    """--suite train-limits: run_step_limit_case on each of --suite train's steps."""
-    results = _run_cases(args, lambda spec: run_step_limit_case(spec, budget, use_torch, args.platform),
+    """--suite train-limits: run_step_limit_case on each of --suite train's steps;
+    train-models-limits: on each of --suite train-models's networks at each batch."""
+    if args.suite == "train-models-limits":
+        from convc.tools import bench_train_models
+
+        bench_train_models.check_requirements(args, use_torch)
+        steps = (train_model_step(spec, module) for spec, module in bench_train_models.with_modules(bench.selected_cases(args)))
+    else:
+        steps = (train_step(spec, use_torch) for spec in bench.selected_cases(args))
+    results = _run_cases(steps, lambda step: run_step_limit_case(step, budget, args.platform),
                          lambda r: f"convs best {r.sums['best']:.2f} ms, chosen {r.sums['chosen']:.2f} ms, step {r.step_ms:.2f} ms", log)
     return _report(args, info, target, budget, results, step_geomeans, format_step_table)

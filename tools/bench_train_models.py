@@ -26,7 +26,7 @@ import math
 import os
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -161,24 +161,65 @@ class Prepared:
     lowerings: dict[str, int]  # --profile: the convs each cpu lowering took (empty without)
 
 
+@dataclass
+class Step:
+    """A network's step before convc compiles it: the ONNX export it is imported from, the
+    weights it differentiates, the arrays it runs on and PyTorch's thunk."""
+
+    model: bytes  # the exported ONNX file
+    wrt: list[str]
+    arrays: list[np.ndarray]  # x, the weights in `wrt`'s order, the cotangent
+    torch_run: Callable[[], list[Any]]
+
+
+def gradient_step(spec: TrainModelSpec, model: bytes, wrt: Sequence[str]) -> tuple[Any, float, float]:
+    """convc's step: the ONNX file imported with `wrt` kept as inputs and differentiated with
+    respect to them; the seconds the import and convc.grad took."""
+    import convc
+
+    start = time.perf_counter()
+    graph = convc.load_onnx(model, keep_as_inputs=list(wrt), file=f"{spec.name}.onnx")
+    imported = time.perf_counter()
+    step = convc.grad(graph, list(wrt))
+    return step, imported - start, time.perf_counter() - imported
+
+
+def export_step(spec: TrainModelSpec, module: Any, seed: int = 0) -> Step:
+    """Export `module` on a random input, and set PyTorch's step up on the same weights, input
+    and a random cotangent of the output's shape."""
+    import torch
+
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(spec.input_shape).astype(np.float32)
+    x_torch = torch.from_numpy(x)
+    model = export_onnx(module, x_torch)
+    wrt = trained_weights(module)
+    parameters = dict(module.named_parameters())
+    for name, parameter in parameters.items():
+        parameter.requires_grad_(name in wrt)
+    weights = [parameters[name].detach().numpy().copy() for name in wrt]
+    with torch.no_grad():
+        cotangent = rng.standard_normal(tuple(module(x_torch).shape)).astype(np.float32)
+    cotangent_torch = torch.from_numpy(cotangent)
+    leaves = [parameters[name] for name in wrt]
+
+    def torch_run() -> list[Any]:
+        y = module(x_torch)
+        return [y, *torch.autograd.grad(y, leaves, cotangent_torch)]
+
+    return Step(model, wrt, [x, *weights, cotangent], torch_run)
+
+
 def prepare(spec: TrainModelSpec, target: str, module: Any, profile: bool = False, seed: int = 0) -> Prepared:
     """Export, import with the weights as inputs, differentiate, compile (each timed), and
     set PyTorch's step up on the same weights, input and cotangent."""
-    import convc
-    import torch
     from convc.compile import Compiler
 
     from . import bench_profile
 
-    rng = np.random.default_rng(seed)
-    x = rng.standard_normal(spec.input_shape).astype(np.float32)
-    model = export_onnx(module, torch.from_numpy(x))
-    wrt = trained_weights(module)
+    exported = export_step(spec, module, seed)
+    step, import_s, grad_s = gradient_step(spec, exported.model, exported.wrt)
     start = time.perf_counter()
-    graph = convc.load_onnx(model, keep_as_inputs=wrt, file=f"{spec.name}.onnx")
-    imported = time.perf_counter()
-    step = convc.grad(graph, wrt)
-    differentiated = time.perf_counter()
     compiler = Compiler(target=target)
     lowerings: dict[str, int] = {}
     if profile:
@@ -186,22 +227,11 @@ def prepare(spec: TrainModelSpec, target: str, module: Any, profile: bool = Fals
     else:
         compiler.run_passes(step)
     executable = compiler.executable(step, "cpu")
-    compiled = time.perf_counter()
-    parameters = dict(module.named_parameters())
-    for name, parameter in parameters.items():
-        parameter.requires_grad_(name in wrt)
-    weights = [parameters[name].detach().numpy().copy() for name in wrt]
-    y_shape = tuple(step.inputs[-1].type.shape)
-    cotangent = rng.standard_normal(y_shape).astype(np.float32)
-    x_torch, cotangent_torch = torch.from_numpy(x), torch.from_numpy(cotangent)
-    leaves = [parameters[name] for name in wrt]
-
-    def torch_run() -> list[Any]:
-        y = module(x_torch)
-        return [y, *torch.autograd.grad(y, leaves, cotangent_torch)]
-
-    return Prepared(executable, [x, *weights, cotangent], wrt, [v.name for v in step.outputs], torch_run,
-                    imported - start, differentiated - imported, compiled - differentiated, lowerings)
+    compile_s = time.perf_counter() - start
+    if tuple(step.inputs[-1].type.shape) != exported.arrays[-1].shape:
+        raise bench.BenchError(f"{spec.name}: convc's output is {step.inputs[-1].type.shape}, PyTorch's {exported.arrays[-1].shape}")
+    return Prepared(executable, exported.arrays, exported.wrt, [v.name for v in step.outputs], exported.torch_run,
+                    import_s, grad_s, compile_s, lowerings)
 
 
 def step_error(ours: Sequence[np.ndarray], theirs: Sequence[Any], names: Sequence[str]) -> tuple[float, str]:
@@ -265,15 +295,7 @@ def format_table(results: Sequence[TrainModelResult]) -> str:
 def run_train_models_suite(args: Any, info: dict[str, Any], target: str, budget: float, use_torch: bool,
                            log: Callable[[str], None]) -> dict[str, Any]:
     """The suite's report (the same top-level keys as the other suites where they apply)."""
-    if args.no_torch or not use_torch:
-        raise bench.BenchError("--suite train-models exports its networks from PyTorch and checks against its autograd; "
-                               "--no-torch (or no torch) leaves nothing to compare with")
-    if args.platform != "cpu":
-        raise bench.BenchError(f"--suite train-models runs on the cpu platform only (got '{args.platform}')")
-    try:
-        import onnx  # noqa: F401
-    except ImportError as err:
-        raise bench.BenchError(f"--suite train-models needs onnx and torch (pip install 'convc[onnx,bench]'): {err}") from None
+    check_requirements(args, use_torch)
     from . import bench_profile
 
     specs = bench.selected_cases(args)
@@ -282,9 +304,7 @@ def run_train_models_suite(args: Any, info: dict[str, Any], target: str, budget:
         f"target {target}; load {info['load_average'][0]:.2f}; networks: "
         + ", ".join(sorted({f'{s.name} ({s.source})' for s in specs})))
     results = []
-    modules: dict[tuple[str, int | None], Any] = {}
-    for spec in specs:
-        module = modules.setdefault((spec.name, spec.width), build_module(spec))
+    for spec, module in with_modules(specs):
         result = run_train_model(spec, target, budget, module, profile=args.profile)
         log(f"  {spec.name} batch {spec.batch}: convc {result.ms['convc']:.2f} ms, torch {result.ms['torch']:.2f} ms; "
             f"import {result.import_s:.2f} s, grad {result.grad_s:.2f} s, compile {result.compile_s:.2f} s ({result.rounds} rounds)")
@@ -298,6 +318,27 @@ def run_train_models_suite(args: Any, info: dict[str, Any], target: str, budget:
         "geomean_convc_over_torch": bench.geomean([r.ratio_vs_torch for r in results]),
         "table": format_table(results) if results else "",
     }
+
+
+def check_requirements(args: Any, use_torch: bool) -> None:
+    """BenchError unless PyTorch (the networks' source and the baseline) and onnx are at hand
+    and the platform is the cpu."""
+    if args.no_torch or not use_torch:
+        raise bench.BenchError(f"--suite {args.suite} exports its networks from PyTorch and checks against its autograd; "
+                               "--no-torch (or no torch) leaves nothing to compare with")
+    if args.platform != "cpu":
+        raise bench.BenchError(f"--suite {args.suite} runs on the cpu platform only (got '{args.platform}')")
+    try:
+        import onnx  # noqa: F401
+    except ImportError as err:
+        raise bench.BenchError(f"--suite {args.suite} needs onnx and torch (pip install 'convc[onnx,bench]'): {err}") from None
+
+
+def with_modules(specs: Sequence[TrainModelSpec]) -> Iterator[tuple[TrainModelSpec, Any]]:
+    """Each spec with its PyTorch module, built once per network (and DCGAN width) for every batch."""
+    modules: dict[tuple[str, int | None], Any] = {}
+    for spec in specs:
+        yield spec, modules.setdefault((spec.name, spec.width), build_module(spec))
 
 
 def default_size(args: Any) -> int:

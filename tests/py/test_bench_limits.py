@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
+from convc.compile import GRADIENT_XLA_OPTIONS
 from convc.tools import bench, bench_limits
 
 
@@ -75,9 +76,11 @@ def test_quick_train_limits_sums_each_distinct_conv_of_the_step_by_its_count(tmp
     case = report["cases"][0]
     assert report["suite"] == "train-limits" and case["name"] == "train_resnet_basic"
     assert [conv["count"] for conv in case["convs"]] == [2, 2, 2]
+    # a gradient step compiles with XLA's defaults: its convs' "@target", beside single dots only ("@dots")
+    assert case["step_options"] == GRADIENT_XLA_OPTIONS["cpu"] == {}
     for conv in case["convs"]:
         assert conv["forms"][0] == "xla" and conv["chosen"] in conv["forms"]
-        assert set(conv["ms"]) == {f"{form}@{options}" for form in conv["forms"] for options in ("target", "default")} - set(conv["rejected"])
+        assert set(conv["ms"]) == {f"{form}@{options}" for form in conv["forms"] for options in ("target", "dots")} - set(conv["rejected"])
     best = sum(conv["count"] * min(conv["ms"].values()) for conv in case["convs"])
     chosen = sum(conv["count"] * conv["ms"][f"{conv['chosen']}@target"] for conv in case["convs"])
     assert case["sums"]["best"] == pytest.approx(best) and case["sums"]["chosen"] == pytest.approx(chosen)
@@ -88,3 +91,41 @@ def test_quick_train_limits_sums_each_distinct_conv_of_the_step_by_its_count(tmp
     assert case["ratios"]["step-default/step"] == pytest.approx(case["step_default_ms"] / case["step_ms"])
     assert case["ratios"]["step-ynn-convs/step"] == pytest.approx(case["step_ynn_convs_ms"] / case["step_ms"])
     assert "w2.grad x2" in report["table"]
+
+
+def test_quick_train_models_limits_times_the_dcgan_steps_convs_beside_its_step_and_torch(tmp_path: Path) -> None:
+    """--suite train-models-limits on the DCGAN generator at --quick, batch 1: the step is
+    train-models's (the ONNX export imported with its five ConvTranspose weights kept as
+    inputs, convc.grad of them), so its 14 convs (5 forward, 5 kernel gradients, 4 input
+    gradients: the latent needs none) are 14 distinct ones, each timed in its legal forms with
+    the step's options (XLA's defaults) and single dots only; the step agreed with PyTorch
+    autograd's, and the sums are of the forms (the chosen ones with the step's options)."""
+    pytest.importorskip("onnx")
+    pytest.importorskip("torch")
+    out = tmp_path / "train-models-limits.json"
+    code = bench.main(["--suite", "train-models-limits", "--quick", "--platform", "cpu", "--cases", "dcgan", "--batch", "1",
+                       "--budget", "0.05", "--torch-threads", "1", "--json", str(out)])
+    assert code == 0
+    report = json.loads(out.read_text())
+    [case] = report["cases"]
+    assert (report["suite"], case["name"], case["shape"]) == ("train-models-limits", "dcgan_generator", "1x100x1x1 ngf8")
+    assert sum(conv["count"] for conv in case["convs"]) == 14 and len(case["convs"]) == 14
+    assert sum(conv["name"].endswith(".d_rhs") for conv in case["convs"]) == 5
+    assert sum(conv["name"].endswith(".d_lhs") for conv in case["convs"]) == 4
+    for conv in case["convs"]:
+        assert conv["forms"][0] == "xla" and conv["chosen"] in conv["forms"]
+        assert set(conv["ms"]) == {f"{form}@{options}" for form in conv["forms"] for options in ("target", "dots")} - set(conv["rejected"])
+    assert case["sums"]["best"] == pytest.approx(sum(min(conv["ms"].values()) for conv in case["convs"]))
+    assert case["sums"]["chosen"] == pytest.approx(sum(conv["ms"][f"{conv['chosen']}@target"] for conv in case["convs"]))
+    assert case["step_error_vs_torch"] <= bench.TOLERANCE
+    assert case["ratios"]["convs best/torch"] == pytest.approx(case["sums"]["best"] / case["torch_ms"])
+    assert case["ratios"]["step/torch"] == pytest.approx(case["step_ms"] / case["torch_ms"])
+    assert report["geomeans"]["convs best/torch"] == pytest.approx(case["ratios"]["convs best/torch"])
+    assert "dcgan_generator 1x100x1x1 ngf8:" in report["table"]
+
+
+def test_train_models_limits_without_torch_is_one_line_exit_1(capsys: pytest.CaptureFixture[str]) -> None:
+    """The networks come from PyTorch: --no-torch is refused in one line, exit 1."""
+    assert bench.main(["--suite", "train-models-limits", "--no-torch", "--quick", "--platform", "cpu"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("bench: error: --suite train-models-limits exports its networks from PyTorch")
