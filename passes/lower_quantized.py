@@ -40,7 +40,9 @@ graph inputs and outputs too, which is what `--inputs` feeds and `--outputs` wri
   operands' producers bound every partial sum below 2^24 (`integer_range`: 8-bit values
   converted, less a constant or run-time 8-bit zero point; a constant kernel's own values);
   past that bound, with a constant kernel, f32 convs over ranges of its input features that
-  each stay below it, converted to i32 and added. The same integers either way;
+  each stay below it, converted to i32 and added; a plain i32 `dot_general` (ONNX's
+  MatMulInteger) likewise becomes the f32 one where its sums stay below 2^24. The same
+  integers either way;
 - a hybrid conv (float lhs, quantized rhs) is the float conv of the dequantized rhs, as
   the spec's `hybrid_dequantize_then_op`;
 - `transpose`, `reshape` and `reverse` of a quantized value (the layout changes of the JAX
@@ -416,15 +418,16 @@ def _largest_window_sum(magnitudes: np.ndarray, out_dim: int) -> int:
 
 
 def _float_conv(graph: Graph, op: Op, dtype: str, kernel: np.ndarray | None = None) -> None:
-    """Replace the integer conv `op` by the `dtype` conv of its operands converted (the kernel
-    `kernel` as a `dtype` constant where it is known), converted back to its result type."""
+    """Replace the integer conv or dot_general `op` by the same op of its operands converted to
+    `dtype` (the rhs `kernel` as a `dtype` constant where it is known), converted back to its
+    result type."""
     b = Rewriter(graph, op)
     lhs, rhs = op.operands
     lhs = b.create("convert", lhs, suffix=f"lhs_{dtype}", new_dtype=dtype)
     rhs = (b.create("convert", rhs, suffix=f"rhs_{dtype}", new_dtype=dtype) if kernel is None
            else b.create("constant", suffix=f"rhs_{dtype}", value=kernel.astype(numpy_dtype(dtype))))
     attrs = {name: value for name, value in op.attrs.items() if name != "preferred_element_type"}
-    sums = b.create("conv", lhs, rhs, suffix=f"sums_{dtype}", **attrs)
+    sums = b.create(op.kind, lhs, rhs, suffix=f"sums_{dtype}", **attrs)
     b.replace_anchor(b.create("convert", sums, suffix="sums", new_dtype=op.result.type.dtype))
 
 
@@ -485,10 +488,34 @@ def _constant_integers(value: Value) -> np.ndarray | None:
     return None if inner is None else _moved(op, inner)
 
 
-def _is_i32_conv(op: Op) -> bool:
-    """A plain conv of i32 operands into i32, none of them empty: the form ConvInteger imports as,
-    which XLA:CPU runs in its generic loop (tens of times the f32 conv's time)."""
-    return op.kind == "conv" and all(v.type.dtype == "i32" and v.type.num_elements() > 0 for v in (*op.operands, op.result))
+def _is_i32(op: Op, kind: str) -> bool:
+    """A plain `kind` op (conv, dot_general) of i32 operands into i32, none of them empty: the
+    form ConvInteger and MatMulInteger import as, which XLA:CPU runs in its generic loop (tens
+    of times the f32 op's time)."""
+    return op.kind == kind and all(v.type.dtype == "i32" and v.type.num_elements() > 0 for v in (*op.operands, op.result))
+
+
+def _largest(bounds: tuple[int, int] | None) -> int:
+    """The largest magnitude in a range `integer_range` proved (an i32 value's always is one)."""
+    assert bounds is not None
+    return max(-bounds[0], bounds[1])
+
+
+def _dot_sums_fit_f32(op: Op, rhs_values: np.ndarray | None) -> bool:
+    """Whether every partial sum of a plain integer dot_general's products is below 2^24 in
+    magnitude: the largest |lhs| its producers prove times the largest sum of |rhs| over the
+    contracting dims for one output element (`rhs_values`: its values where it is a constant;
+    else its proven largest |rhs| times the contracting size)."""
+    lhs, rhs = op.operands
+    contracting = tuple(view(op).attr("rhs_contracting_dimensions"))
+    size = int(np.prod([rhs.type.shape[d] for d in contracting], dtype=np.int64))
+    if rhs_values is not None:
+        others = [d for d in range(rhs_values.ndim) if d not in contracting]
+        magnitudes = np.abs(np.transpose(rhs_values.astype(np.int64), [*others, *contracting]))
+        per_output = int(magnitudes.reshape(-1, size).sum(axis=1).max())
+    else:
+        per_output = _largest(integer_range(rhs)) * size
+    return _largest(integer_range(lhs)) * per_output < F32_EXACT
 
 
 def _integer_sums_fit_f32(op: Op, kernel: np.ndarray | None) -> bool:
@@ -497,14 +524,12 @@ def _integer_sums_fit_f32(op: Op, kernel: np.ndarray | None) -> bool:
     sum of |kernel| (`kernel`: its values where it is a constant; else its proven largest |rhs|
     times the window size)."""
     lhs, rhs = op.operands
-    lhs_range, rhs_range = integer_range(lhs), integer_range(rhs)
-    assert lhs_range is not None and rhs_range is not None  # i32 values
     out_dim = resolve_dimension_numbers(view(op).dimension_numbers, lhs.type.rank).rhs_spec[0]
     if kernel is not None:
         per_window = _largest_window_sum(np.abs(kernel.astype(np.int64)), out_dim)
     else:
-        per_window = max(-rhs_range[0], rhs_range[1]) * (rhs.type.num_elements() // max(rhs.type.shape[out_dim], 1))
-    return max(-lhs_range[0], lhs_range[1]) * per_window < F32_EXACT
+        per_window = _largest(integer_range(rhs)) * (rhs.type.num_elements() // max(rhs.type.shape[out_dim], 1))
+    return _largest(integer_range(lhs)) * per_window < F32_EXACT
 
 
 def _feature_chunks(op: Op, kernel: np.ndarray) -> list[tuple[int, int]] | None:
@@ -515,9 +540,7 @@ def _feature_chunks(op: Op, kernel: np.ndarray) -> list[tuple[int, int]] | None:
     if _is_grouped(op):
         return None
     lhs = op.operands[0]
-    lhs_range = integer_range(lhs)
-    assert lhs_range is not None  # an i32 value
-    largest_lhs = max(-lhs_range[0], lhs_range[1])
+    largest_lhs = _largest(integer_range(lhs))
     dn = resolve_dimension_numbers(view(op).dimension_numbers, lhs.type.rank)
     per_feature = np.moveaxis(np.abs(kernel.astype(np.int64)), [dn.rhs_spec[0], dn.rhs_spec[1]], [0, 1])
     per_feature = per_feature.reshape(*per_feature.shape[:2], -1).sum(axis=2)  # [output feature, input feature]
@@ -556,13 +579,20 @@ def _chunked_f32_conv(graph: Graph, op: Op, kernel: np.ndarray, chunks: list[tup
 
 
 def _exact_f32_integer_convs(graph: Graph) -> bool:
-    """Each plain i32 conv whose sums f32 holds exactly (`_integer_sums_fit_f32`: ONNX's
-    ConvInteger of 8-bit values less their zero points, with a constant kernel) becomes the f32
-    conv of its operands converted back to i32; one whose sums may not, with a constant kernel,
-    the sum of such f32 convs over ranges of its input features (`_feature_chunks`). Either way
-    the same integers, bit for bit; else it stays the i32 conv."""
+    """Each plain i32 dot_general whose sums f32 holds exactly (`_dot_sums_fit_f32`: ONNX's
+    MatMulInteger) becomes the f32 dot_general of its operands converted back to i32. Each
+    plain i32 conv whose sums f32 holds exactly (`_integer_sums_fit_f32`: ONNX's ConvInteger of
+    8-bit values less their zero points, with a constant kernel) becomes the f32 conv of its
+    operands converted back to i32; one whose sums may not, with a constant kernel, the sum of
+    such f32 convs over ranges of its input features (`_feature_chunks`). Either way the same
+    integers, bit for bit; else it stays the i32 op."""
     changed = False
-    for op in [op for op in graph.ops if _is_i32_conv(op)]:
+    for op in [op for op in graph.ops if _is_i32(op, "dot_general")]:
+        rhs_values = _constant_integers(op.operands[1])
+        if _dot_sums_fit_f32(op, rhs_values):
+            _float_conv(graph, op, "f32", rhs_values)
+            changed = True
+    for op in [op for op in graph.ops if _is_i32(op, "conv")]:
         kernel = _constant_integers(op.operands[1])
         if _integer_sums_fit_f32(op, kernel):
             _float_conv(graph, op, "f32", kernel)

@@ -404,3 +404,52 @@ module @conv_integer_past_f32 {
     func.return %c : tensor<1x2x1x1xi32>
   }
 }
+
+// -----
+
+// A plain i32 dot_general as ONNX's MatMulInteger imports one after DynamicQuantizeLinear
+// (a classifier head): u8 values less a run-time zero point (within [-255, 255]) times a
+// constant whose largest sum of |b| over the contracted dim, per output element, is
+// 127 * 518 = 65786, so every partial sum is at most 16775430 < 2^24. With exact_f32 it is
+// the f32 dot_general of the converted operands converted back to i32; without, it stays i32.
+// CHECK-LABEL: module @dot_integer_in_f32
+// CHECK: "convc.dot_general"(%shifted, %b)
+// CHECK-SAME: -> tensor<2x3xi32>
+// F32-LABEL: module @dot_integer_in_f32
+// F32: %[[AF:[^ ]+]] = "convc.convert"(%shifted) {new_dtype = f32}
+// F32: %[[BF:[^ ]+]] = "convc.constant"() {value = dense<-127.0> : tensor<518x3xf32>}
+// F32: %[[SUMS:[^ ]+]] = "convc.dot_general"(%[[AF]], %[[BF]])
+// F32-SAME: -> tensor<2x3xf32>
+// F32: %d = "convc.convert"(%[[SUMS]]) {new_dtype = i32}
+// F32-SAME: -> tensor<2x3xi32>
+module @dot_integer_in_f32 {
+  func.func @main(%a: tensor<2x518xui8>, %zp: tensor<ui8>) -> tensor<2x3xi32> {
+    %a32 = "convc.convert"(%a) {new_dtype = i32} : (tensor<2x518xui8>) -> tensor<2x518xi32>
+    %zp32 = "convc.convert"(%zp) {new_dtype = i32} : (tensor<ui8>) -> tensor<i32>
+    %zpb = "convc.broadcast_in_dim"(%zp32) {broadcast_dimensions = array<i64>, shape = array<i64: 2, 518>} : (tensor<i32>) -> tensor<2x518xi32>
+    %shifted = "convc.subtract"(%a32, %zpb) : (tensor<2x518xi32>, tensor<2x518xi32>) -> tensor<2x518xi32>
+    %b = "convc.constant"() {value = dense<-127> : tensor<518x3xi32>} : () -> tensor<518x3xi32>
+    %d = "convc.dot_general"(%shifted, %b) {lhs_contracting_dimensions = array<i64: 1>, rhs_contracting_dimensions = array<i64: 0>} : (tensor<2x518xi32>, tensor<518x3xi32>) -> tensor<2x3xi32>
+    func.return %d : tensor<2x3xi32>
+  }
+}
+
+// -----
+
+// One contracted value more: 255 * 127 * 519 >= 2^24, so the dot_general stays i32.
+// F32-LABEL: module @dot_integer_past_f32
+// F32-NOT: f32
+// F32: "convc.dot_general"(%shifted, %b)
+// F32-SAME: -> tensor<2x3xi32>
+// F32-NOT: f32
+module @dot_integer_past_f32 {
+  func.func @main(%a: tensor<2x519xui8>, %zp: tensor<ui8>) -> tensor<2x3xi32> {
+    %a32 = "convc.convert"(%a) {new_dtype = i32} : (tensor<2x519xui8>) -> tensor<2x519xi32>
+    %zp32 = "convc.convert"(%zp) {new_dtype = i32} : (tensor<ui8>) -> tensor<i32>
+    %zpb = "convc.broadcast_in_dim"(%zp32) {broadcast_dimensions = array<i64>, shape = array<i64: 2, 519>} : (tensor<i32>) -> tensor<2x519xi32>
+    %shifted = "convc.subtract"(%a32, %zpb) : (tensor<2x519xi32>, tensor<2x519xi32>) -> tensor<2x519xi32>
+    %b = "convc.constant"() {value = dense<-127> : tensor<519x3xi32>} : () -> tensor<519x3xi32>
+    %d = "convc.dot_general"(%shifted, %b) {lhs_contracting_dimensions = array<i64: 1>, rhs_contracting_dimensions = array<i64: 0>} : (tensor<2x519xi32>, tensor<519x3xi32>) -> tensor<2x3xi32>
+    func.return %d : tensor<2x3xi32>
+  }
+}

@@ -314,8 +314,9 @@ def test_conv_integer_at_the_2_24_bound_takes_the_exact_form_and_equals_onnxrunt
 
 def test_quantize_dynamic_model_convs_are_f32_on_cpu_and_bit_identical_to_the_i32_form() -> None:
     """small_resnet quantized by quantize_dynamic: on the cpu target every ConvInteger (weights per tensor, |w| <= 127,
-    so every sum is far below 2^24) is an f32 conv; every integer tensor the file computes and its float output are
-    bit for bit those of the same pipeline keeping the i32 convs (lower-quantized{exact_f32=false})."""
+    so every sum is far below 2^24) is an f32 conv and the head's MatMulInteger an f32 dot; every integer tensor the
+    file computes and its float output are bit for bit those of the same pipeline keeping the i32 convs and dot
+    (lower-quantized{exact_f32=false})."""
     from test_onnx_quantized_models import _input
 
     model, names = _with_integer_outputs(_dynamic_file("small_resnet"))
@@ -323,9 +324,34 @@ def test_quantize_dynamic_model_convs_are_f32_on_cpu_and_bit_identical_to_the_i3
     convs = [node for node in onnx.load_from_string(model).graph.node if node.op_type == "ConvInteger"]
     kept = _conv_dtypes(graph, CPU_I32_CONVS)
     assert len(convs) >= 5 and kept.count("i32") == len(convs) + 1  # the head: MatMulInteger's i32 dot
-    assert _conv_dtypes(graph, default_pipeline("cpu")).count("i32") == 1
+    assert "i32" not in _conv_dtypes(graph, default_pipeline("cpu"))
     fast = convc.run(graph, _input("small_resnet"), platform="cpu", target="cpu").outputs
     slow = convc.run(graph, _input("small_resnet"), platform="cpu", pipeline=CPU_I32_CONVS).outputs
     for name, got, want in zip(["y", *names], fast, slow, strict=True):
         assert got.dtype == want.dtype, name
         np.testing.assert_array_equal(got, want, err_msg=name)
+
+
+MATMUL_BOUND_CASES = {"below": (65793, "f32"), "past": (65795, "i32")}  # 255 * 65793 = 2^24 - 1; 255 * 65795 > 2^24
+
+
+@pytest.mark.parametrize("case", MATMUL_BOUND_CASES)
+def test_matmul_integer_at_the_2_24_bound_takes_the_exact_form_and_equals_onnxruntime(case: str) -> None:
+    """MatMulInteger of an int8 A less a run-time int8 zero point (|a - za| <= 255) with a constant int8 B whose column
+    0 sums to 65793 in |b| (255 * 65793 = 2^24 - 1: the cpu target makes it an f32 dot_general) or 65795 (past 2^24:
+    the i32 dot_general stays). The output equals ONNX Runtime's and its largest element (a = -128, za = 127 against
+    the whole column) is 255 * that sum exactly."""
+    column_sum, form = MATMUL_BOUND_CASES[case]
+    b = np.random.default_rng(10).integers(-128, 128, (520, 3))
+    b[:, 0] = 0
+    b[:514, 0], b[514, 0] = -128, -(column_sum - 514 * 128)
+    node = helper.make_node("MatMulInteger", ["a", "b", "az"], ["y"])
+    model = _model([node], {"a": (2, 520), "az": ()}, ["y"], {"b": b.astype(np.int8)}, dtype=TensorProto.INT8)
+    a = np.random.default_rng(11).integers(-128, 128, (2, 520)).astype(np.int8)
+    a[0] = -128
+    feeds = {"a": a, "az": np.array(127, np.int8)}
+    graph = convc.load_onnx(model)
+    assert _conv_dtypes(graph, default_pipeline("cpu")) == [form]
+    ours = convc.run(graph, feeds, platform="cpu", target="cpu").outputs[0]
+    np.testing.assert_array_equal(ours, _onnxruntime(model, feeds)[0])
+    assert ours.dtype == np.int32 and ours[0, 0] == ours.max() == 255 * column_sum
