@@ -379,6 +379,18 @@ def test_train_models_suite_without_torch_is_one_line_exit_1(capsys: pytest.Capt
     assert capsys.readouterr().err.startswith("bench: error: --suite train-models exports its networks from PyTorch")
 
 
+def save_segmentation_onnx(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, size: int) -> Path:
+    """`--save-onnx` of segmentation_style's float export (size x size, batch 1) into tmp_path/onnx, torchvision's
+    networks set aside; the directory."""
+    from convc.tools import bench_models
+
+    monkeypatch.setattr(bench_models, "has_torchvision", lambda: False)
+    saved = tmp_path / "onnx"
+    assert bench.main(["--suite", "models", "--platform", "cpu", "--batch", "1", "--size", str(size), "--cases", "segmentation_style",
+                       "--save-onnx", str(saved)]) == 0
+    return saved
+
+
 def test_models_suite_runs_saved_onnx_files_without_torch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                           capsys: pytest.CaptureFixture[str]) -> None:
     """--save-onnx writes segmentation_style's export (32x32, batch 1) and a manifest, timing nothing; --onnx-dir
@@ -388,10 +400,7 @@ def test_models_suite_runs_saved_onnx_files_without_torch(tmp_path: Path, monkey
     pytest.importorskip("torch")
     from convc.tools import bench_models
 
-    monkeypatch.setattr(bench_models, "has_torchvision", lambda: False)
-    saved = tmp_path / "onnx"
-    assert bench.main(["--suite", "models", "--platform", "cpu", "--batch", "1", "--size", "32", "--cases", "segmentation_style",
-                       "--save-onnx", str(saved)]) == 0
+    saved = save_segmentation_onnx(tmp_path, monkeypatch, 32)
     manifest = json.loads((saved / bench_models.MANIFEST).read_text())
     [entry] = manifest["networks"]
     assert (entry["name"], entry["batch"], entry["input_shape"]) == ("segmentation_style", 1, [1, 3, 32, 32])

@@ -47,10 +47,9 @@ def test_int8_quantizes_the_files_save_onnx_wrote_without_torch(tmp_path: Path, 
     tolerance, convc int8 on the grid and within the bar; the report names the directory and the files' input size."""
     pytest.importorskip("onnxruntime.quantization")
     pytest.importorskip("torch")
-    monkeypatch.setattr(bench_models, "has_torchvision", lambda: False)
-    saved = tmp_path / "onnx"
-    assert bench.main(["--suite", "models", "--platform", "cpu", "--batch", "1", "--size", "16", "--cases", "segmentation_style",
-                       "--save-onnx", str(saved)]) == 0
+    from test_bench import save_segmentation_onnx
+
+    saved = save_segmentation_onnx(tmp_path, monkeypatch, 16)
     monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` raises ImportError from here on
     monkeypatch.setitem(sys.modules, "torchvision", None)
     out = tmp_path / "int8.json"
