@@ -673,6 +673,17 @@ def _uniform_quantize(op: Op, args: Sequence[Any]) -> Any:
     return quantize(dequantize(x, source) if is_quantized(source) else x, op.result.type.dtype)
 
 
+@lax_rule("bitcast_convert")
+def _bitcast_convert(op: Op, args: Sequence[Any]) -> Any:
+    """The same bits as the result's element type (a quantized one's storage)."""
+    from jax import lax
+
+    from .dtypes import numpy_dtype
+
+    want = numpy_dtype(op.result.type.dtype)
+    return args[0] if args[0].dtype == want else lax.bitcast_convert_type(args[0], want)
+
+
 @lax_rule("uniform_dequantize")
 def _uniform_dequantize(op: Op, args: Sequence[Any]) -> Any:
     return dequantize(args[0], op.operands[0].type.dtype)

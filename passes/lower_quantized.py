@@ -45,6 +45,10 @@ graph inputs and outputs too, which is what `--inputs` feeds and `--outputs` wri
   integers either way;
 - a hybrid conv (float lhs, quantized rhs) is the float conv of the dequantized rhs, as
   the spec's `hybrid_dequantize_then_op`;
+- a conv whose result type is its accumulator's (i32, zero point 0, the product of the
+  operands' scales per output feature: the ONNX frontend's QLinearConv) is the exact sums,
+  as i32; `bitcast_convert` between a quantized type and a plain one is no op on the stored
+  integers (the frontend's requantization, ONNX Runtime's arithmetic, then runs on them);
 - `transpose`, `reshape` and `reverse` of a quantized value (the layout changes of the JAX
   export path, and the kernel moves `lower-conv-transpose` builds) are the same op on the
   stored integers.
@@ -65,7 +69,7 @@ from convc.rewrite import Rewriter
 
 # Ops that only move a quantized value's elements: the same op on its stored integers.
 MOVES = ("transpose", "reshape", "reverse")
-QUANTIZED_KINDS = ("uniform_quantize", "uniform_dequantize", "conv", *MOVES)
+QUANTIZED_KINDS = ("uniform_quantize", "uniform_dequantize", "conv", "bitcast_convert", *MOVES)
 
 
 def _quant(t: TensorType) -> QuantType:
@@ -118,6 +122,39 @@ def quantize(b: OpFactory, x: Value, quant: QuantType, axis: int | None, suffix:
 
 
 EIGHT_BITS = ("i8", "u8")
+
+
+def bitcast_stored(b: OpFactory, source: Value, dtype: str) -> Value:
+    """`bitcast_convert` on stored integers: `source` (a plain tensor, or a quantized value's
+    stored integers) read as `dtype`'s storage; no op where the element types already agree."""
+    found = quant_type(dtype)
+    target = dtype if found is None else found.storage_dtype()
+    return source if source.type.dtype == target else b.create("bitcast_convert", source, suffix="stored", new_dtype=target)
+
+
+def is_accumulator(q_lhs: QuantType, q_rhs: QuantType, q_out: QuantType) -> bool:
+    """Whether a conv's result type is its accumulator's: i32 storage, zero point 0, and the
+    scale (per output feature where the rhs is per axis) the product of the operands' scales
+    as the expressed type computes it. The exact sum quantized to that type is the sum itself
+    (the spec's f32 dequantize-conv-quantize is within a step of it, and equal below 2^22)."""
+    if q_out.storage != "i32" or any(q_out.zero_points) or (q_out.axis is None) != (q_rhs.axis is None):
+        return False
+    dtype = numpy_dtype(q_out.expressed)
+    products = np.asarray(q_lhs.scales[0], np.float64).astype(dtype) * np.asarray(q_rhs.scales, np.float64).astype(dtype)
+    return bool(np.array_equal(products, np.asarray(q_out.scales, np.float64).astype(dtype)))
+
+
+def exact_sums_i32(b: OpFactory, acc: Value) -> Value:
+    """The exact sums `acc` (i32; f32 below 2^24; f64 or i64) as i32, saturated as the spec's
+    quantize to an i32 type saturates."""
+    if acc.type.dtype == "i32":
+        return acc
+    if acc.type.dtype == "i64":
+        acc = b.create("convert", acc, suffix="acc_f64", new_dtype="f64")  # exact: 8- and 16-bit sums stay below 2^53
+    low, high = np.iinfo(np.int32).min, np.iinfo(np.int32).max
+    if acc.type.dtype == "f64":
+        acc = b.create("clamp", acc, suffix="acc_saturated", min=float(low), max=float(high))
+    return b.create("convert", acc, suffix="acc_i32", new_dtype="i32")
 
 
 def _wrap_i32(values: np.ndarray) -> np.ndarray:
@@ -228,6 +265,8 @@ class _Lowering:
             return dequantize(b, self.storage(x), _quant(x.type), "real")
         if op.kind in MOVES:
             return b.create(op.kind, self.storage(x), suffix="stored", **op.attrs)
+        if op.kind == "bitcast_convert":
+            return bitcast_stored(b, self.storage(x) if is_quantized(x.type.dtype) else x, op.result.type.dtype)
         if op.kind == "uniform_quantize":
             real = dequantize(b, self.storage(x), _quant(x.type), "real") if is_quantized(x.type.dtype) else x
             result = _quant(op.result.type)
@@ -251,6 +290,8 @@ class _Lowering:
             shifted_lhs = _shifted(b, self.storage(lhs), q_lhs, None, wide, "lhs")
             shifted_rhs = _shifted(b, self.storage(rhs), q_rhs, None if q_rhs.axis is None else dn.rhs_spec[0], wide, "rhs")
             acc = b.create("conv", shifted_lhs, shifted_rhs, suffix="acc", **attrs)
+        if is_accumulator(q_lhs, q_rhs, q_out):
+            return exact_sums_i32(b, acc)
         expressed = numpy_dtype(q_out.expressed)
         multipliers = (np.float64(np.asarray(q_lhs.scales[0]).astype(expressed))
                        * np.asarray(q_rhs.scales, np.float64).astype(expressed).astype(np.float64))
@@ -634,6 +675,7 @@ class LowerQuantized(Pass):
                 stored.sharding = value.sharding
                 graph.inputs[index] = stored
                 lowering.stored[id(value)] = stored
+        existing = {id(v) for v in graph.inputs} | {id(op.result) for op in graph.ops}
         replaced = []
         for op in ops:
             replacement = lowering.lower(op)
@@ -646,6 +688,9 @@ class LowerQuantized(Pass):
         for op in reversed(ops):  # users first: every user of a quantized result is a quantized op
             op.drop_operands()
             graph.ops.remove(op)
-        for op, replacement in replaced:  # what stands for an op takes its name (outputs keep theirs)
-            replacement.name = op.name
+        named = set(existing)  # what stands for an op takes its name (outputs keep theirs); a value passed on keeps its own
+        for op, replacement in replaced:
+            if id(replacement) not in named:
+                replacement.name = op.name
+                named.add(id(replacement))
         return True

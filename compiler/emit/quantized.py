@@ -13,7 +13,7 @@ def _round(op: Op, ctx: EmitContext, result: str) -> None:
     ctx.emit(result, f"stablehlo.round_nearest_even {ctx.use(op.operands[0])} : {op.result.type}")
 
 
-@rule("uniform_quantize", "uniform_dequantize")
+@rule("uniform_quantize", "uniform_dequantize", "bitcast_convert")
 def _uniform(op: Op, ctx: EmitContext, result: str) -> None:
     x = op.operands[0]
     ctx.emit(result, f"stablehlo.{op.kind} {ctx.use(x)} : ({x.type}) -> {op.result.type}")

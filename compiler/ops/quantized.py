@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from ..diagnostics import VerifyError
-from ..dtypes import QuantType, is_float, quant_type
+from ..dtypes import QuantType, is_float, itemsize, quant_type
 from ..ir import TensorType, Value
 from .attr_kinds import ELEMENT_TYPE
 from .base import Attr, ConvDimensionNumbers, NoGradientRule, OpDef, OpFactory, OpView
@@ -48,6 +48,15 @@ def _uniform_dequantize(v: OpView) -> TensorType:
     if quant is None:
         raise VerifyError(f"uniform_dequantize takes a quantized tensor, got {x}", "uniform_dequantize.I1", operand=0)
     return TensorType(x.shape, quant.expressed)
+
+
+def _bitcast_convert(v: OpView) -> TensorType:
+    x = v.operand(0)
+    if itemsize(x.dtype) != itemsize(v.new_dtype):
+        raise VerifyError(f"bitcast_convert keeps the element width: {x.dtype} has {8 * itemsize(x.dtype)} bits, "
+                          f"{v.new_dtype} {8 * itemsize(v.new_dtype)} (a quantized type counts its storage's)",
+                          "bitcast_convert.C1", attr="new_dtype")
+    return TensorType(x.shape, v.new_dtype)
 
 
 def _no_gradient(b: OpFactory, v: OpView, operands: Sequence[Value], g: Value) -> Sequence[Value | None]:
@@ -85,7 +94,16 @@ ROUND_NEAREST_EVEN = OpDef(
     "round_nearest_even", ("x",), _round_nearest_even,
     doc="stablehlo.round_nearest_even: to the nearest integer, ties to even (floating)", vjp=_round_vjp)
 
-QUANTIZED_OPS: tuple[OpDef, ...] = (UNIFORM_QUANTIZE, UNIFORM_DEQUANTIZE, ROUND_NEAREST_EVEN)
+# The stored integers of a quantized value as a plain tensor, or a plain tensor's elements as
+# a quantized type's stored integers: what an importer spells its own integer arithmetic
+# with (ONNX Runtime's requantization of QLinearConv's accumulator). No gradient: the bits.
+BITCAST_CONVERT = OpDef(
+    "bitcast_convert", ("x",), _bitcast_convert,
+    {"new_dtype": Attr(ELEMENT_TYPE, required=True, doc="the result element type, of the operand's bit width")},
+    doc="stablehlo.bitcast_convert of elements of one width: the same bits read as new_dtype (a quantized type's "
+        "stored integers)", quantized=True)
+
+QUANTIZED_OPS: tuple[OpDef, ...] = (UNIFORM_QUANTIZE, UNIFORM_DEQUANTIZE, ROUND_NEAREST_EVEN, BITCAST_CONVERT)
 
 
 # --- conv on quantized operands (spec "convolution", C28-C34) ------------------------------
@@ -162,4 +180,4 @@ def reshaped_axis(before: Sequence[int], after: Sequence[int]) -> Callable[[int]
     return find
 
 
-__all__ = ["QUANTIZED_OPS", "ROUND_NEAREST_EVEN", "UNIFORM_DEQUANTIZE", "UNIFORM_QUANTIZE", "moved_axis_dtype", "quantized_conv_dtype", "reshaped_axis"]
+__all__ = ["BITCAST_CONVERT", "QUANTIZED_OPS", "ROUND_NEAREST_EVEN", "UNIFORM_DEQUANTIZE", "UNIFORM_QUANTIZE", "moved_axis_dtype", "quantized_conv_dtype", "reshaped_axis"]

@@ -31,3 +31,17 @@ module @hybrid {
     func.return %c : tensor<1x3x2x2xf32>
   }
 }
+
+// -----
+
+// bitcast_convert between a quantized type and its storage: StableHLO's own op, both ways.
+// CHECK-LABEL: module @bitcast_stored_integers
+// CHECK: %[[S:[^ ]+]] = stablehlo.bitcast_convert %x : (tensor<4x!quant.uniform<i32:f32, 5.000000e-01>>) -> tensor<4xi32> loc("s")
+// CHECK-NEXT: %[[Q:[^ ]+]] = stablehlo.bitcast_convert %[[S]] : (tensor<4xi32>) -> tensor<4x!quant.uniform<i32:f32, 2.500000e-01>> loc("q")
+module @bitcast_stored_integers {
+  func.func @main(%x: tensor<4x!quant.uniform<i32:f32, 0.5>>) -> tensor<4x!quant.uniform<i32:f32, 0.25>> {
+    %s = "convc.bitcast_convert"(%x) {new_dtype = i32} : (tensor<4x!quant.uniform<i32:f32, 0.5>>) -> tensor<4xi32>
+    %q = "convc.bitcast_convert"(%s) {new_dtype = "!quant.uniform<i32:f32, 0.25>"} : (tensor<4xi32>) -> tensor<4x!quant.uniform<i32:f32, 0.25>>
+    func.return %q : tensor<4x!quant.uniform<i32:f32, 0.25>>
+  }
+}

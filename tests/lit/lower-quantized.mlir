@@ -104,6 +104,36 @@ module @requantize {
 
 // -----
 
+// A conv into its accumulator type (i32, zero point 0, per feature the product of the
+// operands' scales: QLinearConv's import) is the exact sums themselves, read as plain i32 by
+// `bitcast_convert` (which adds no op, and keeps the conv's name): no f64 rescale, no
+// quantize. A plain i8 tensor bitcast to a quantized type is that type's stored integers:
+// its dequantize reads them.
+// CHECK-LABEL: module @accumulator_result
+// CHECK: func.func @main(%x: tensor<1x2x4x4xi8>, %w: tensor<2x2x3x3xi8>, %p: tensor<2xi8>) -> (tensor<1x2x2x2xi32>, tensor<2xf32>)
+// CHECK: %[[ACC:[^ ]+]] = "convc.conv"(%x, %w)
+// CHECK-SAME: -> tensor<1x2x2x2xi32>
+// CHECK-NOT: f64
+// CHECK: %c = "convc.subtract"(%[[ACC]], %{{[^)]+}})
+// CHECK: %[[P:[^ ]+]] = "convc.convert"(%p) {new_dtype = i32}
+// CHECK: func.return %c, %{{[^ ]+}} : tensor<1x2x2x2xi32>, tensor<2xf32>
+module @accumulator_result {
+  func.func @main(%x: tensor<1x2x4x4x!quant.uniform<i8:f32, 0.5:3>>, %w: tensor<2x2x3x3x!quant.uniform<i8:f32:0, {0.25, 0.125}>>, %p: tensor<2xi8>) -> (tensor<1x2x2x2xi32>, tensor<2xf32>) {
+    %c = "convc.conv"(%x, %w) {padding = dense<0> : tensor<2x2xi64>, preferred_element_type = "!quant.uniform<i32:f32:1, {0.125, 0.0625}>"} : (tensor<1x2x4x4x!quant.uniform<i8:f32, 0.5:3>>, tensor<2x2x3x3x!quant.uniform<i8:f32:0, {0.25, 0.125}>>) -> tensor<1x2x2x2x!quant.uniform<i32:f32:1, {0.125, 0.0625}>>
+    %s = "convc.bitcast_convert"(%c) {new_dtype = i32} : (tensor<1x2x2x2x!quant.uniform<i32:f32:1, {0.125, 0.0625}>>) -> tensor<1x2x2x2xi32>
+    %q = "convc.bitcast_convert"(%p) {new_dtype = "!quant.uniform<i8:f32, 0.5:1>"} : (tensor<2xi8>) -> tensor<2x!quant.uniform<i8:f32, 0.5:1>>
+    %d = "convc.uniform_dequantize"(%q) : (tensor<2x!quant.uniform<i8:f32, 0.5:1>>) -> tensor<2xf32>
+    func.return %s, %d : tensor<1x2x2x2xi32>, tensor<2xf32>
+  }
+}
+
+// CPU-LABEL: module @accumulator_result
+// CPU: stablehlo.convolution
+// CPU-NOT: f64
+// CPU: return
+
+// -----
+
 // Quantized transposes (jax2tf's NCHW -> NHWC around a quantized conv) move stored integers;
 // the per-axis kernel's quantization dimension followed its output features (0 -> 3).
 // CHECK-LABEL: module @quantized_transposes

@@ -1,11 +1,11 @@
 // RUN: convc-opt %s --split-input-file --verify-diagnostics
 // RUN: %exit-status convc-opt %s --split-input-file | filecheck %s --check-prefix=STATUS
 
-// One case per rule of uniform_quantize, uniform_dequantize and of conv on quantized
+// One case per rule of uniform_quantize, uniform_dequantize, bitcast_convert and of conv on quantized
 // types (the spec's convolution C28-C34, and its input I1: lhs is per-tensor at most).
 // STATUS-NOT: Traceback
-// STATUS-COUNT-15: {{^}}{{.*}}verify-quantized-ops.mlir:{{[0-9]+}}:5: error: '{{[a-z]+}}' ({{[a-z_]+}}): {{.*}}
-// STATUS-NEXT: {{^}}exit status: 1, output lines: 15{{$}}
+// STATUS-COUNT-16: {{^}}{{.*}}verify-quantized-ops.mlir:{{[0-9]+}}:5: error: '{{[a-z]+}}' ({{[a-z_]+}}): {{.*}}
+// STATUS-NEXT: {{^}}exit status: 1, output lines: 16{{$}}
 
 module @quantize_operand_float_or_quantized {
   func.func @main(%x: tensor<4xi32>) -> tensor<4x!quant.uniform<i8:f32, 0.5>> {
@@ -152,5 +152,15 @@ module @reverse_per_axis {
     // expected-error@+1 {{'r' (reverse): reverse takes a tensor or a per-tensor quantized tensor, got tensor<2x3x!quant.uniform<i8:f32:0, {5.000000e-01,2.500000e-01}>> [reverse.I1]}}
     %r = "convc.reverse"(%x) {dimensions = array<i64: 1>} : (tensor<2x3x!quant.uniform<i8:f32:0, {0.5, 0.25}>>) -> tensor<2x3x!quant.uniform<i8:f32:0, {0.5, 0.25}>>
     func.return %r : tensor<2x3x!quant.uniform<i8:f32:0, {0.5, 0.25}>>
+  }
+}
+
+// -----
+
+module @bitcast_keeps_the_width {
+  func.func @main(%x: tensor<4x!quant.uniform<i8:f32, 0.5>>) -> tensor<4xi32> {
+    // expected-error@+1 {{'b' (bitcast_convert): bitcast_convert keeps the element width: !quant.uniform<i8:f32, 5.000000e-01> has 8 bits, i32 32 (a quantized type counts its storage's) [bitcast_convert.C1]}}
+    %b = "convc.bitcast_convert"(%x) {new_dtype = i32} : (tensor<4x!quant.uniform<i8:f32, 0.5>>) -> tensor<4xi32>
+    func.return %b : tensor<4xi32>
   }
 }

@@ -113,6 +113,28 @@ def test_qlinear_conv_agrees_with_onnxruntime(case: str, x_storage: Any) -> None
     assert [op.kind for op in graph.ops].count("conv") == 1
 
 
+@pytest.mark.parametrize("target", ["cpu", "gpu"])
+def test_qlinear_conv_rounds_as_onnxruntime_where_the_specs_f32_steps_round_the_other_way(target: str) -> None:
+    """A QLinearConv (1x1, one channel, uint8 x = -128..127 with x_scale 1, w 1 with w_scale ws, B 2306, uint8 y
+    with y_scale ys) where the spec's dequantize-add-quantize in f32 (x * ws, plus B * ws, over ys, each step rounded
+    to f32) puts one output a step from ONNX Runtime's one f32 product (x + B) * (ws / ys), which the test checks
+    first so that it tells the two apart: convc's output, lowered for `target`, equals ONNX Runtime's everywhere."""
+    w_scale, y_scale, bias = np.float32(0.009514754), np.float32(0.0941316), 2306
+    x = np.arange(-128, 128)
+    onnxruntime_steps = np.rint((x + bias).astype(np.float32) * (w_scale / y_scale))
+    spec_steps = np.rint((x.astype(np.float32) * w_scale + np.float32(bias * np.float64(w_scale))) / y_scale)
+    assert (onnxruntime_steps != spec_steps).sum() == 1
+    inits = {"xs": np.array(1.0, np.float32), "xz": np.array(128, np.uint8), "w": np.ones((1, 1, 1, 1), np.int8),
+             "ws": np.array(w_scale), "wz": np.array(0, np.int8), "ys": np.array(y_scale), "yz": np.array(0, np.uint8),
+             "b": np.array([bias], np.int32)}
+    nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["q"]),
+             helper.make_node("QLinearConv", ["q", "xs", "xz", "w", "ws", "wz", "ys", "yz", "b"], ["y"])]
+    model = _model(nodes, {"x": (1, 1, 16, 16)}, ["y"], inits)
+    feeds = {"x": np.arange(-128, 128, dtype=np.float32).reshape(1, 1, 16, 16)}
+    ours = convc.run(convc.load_onnx(model), feeds, platform="cpu" if target == "cpu" else None, target=target).outputs[0]
+    np.testing.assert_array_equal(ours, _onnxruntime(model, feeds)[0])
+
+
 @pytest.mark.parametrize("x_storage", [np.uint8, np.int8])
 @pytest.mark.parametrize("case", QLINEAR_CASES, ids=str)
 def test_qdq_conv_is_one_integer_conv_that_agrees_with_onnxruntime(case: str, x_storage: Any) -> None:
