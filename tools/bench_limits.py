@@ -573,9 +573,9 @@ def run_limits_suite(args: Any, info: dict[str, Any], target: str, budget: float
                      log: Callable[[str], None]) -> dict[str, Any]:
     """The limits suite's report (the same top-level keys as the other suites where they apply)."""
     if args.platform != "cpu" or target != "cpu":
-        raise bench.BenchError(f"--suite limits times the cpu target's forms on XLA:CPU; here platform '{args.platform}', target '{target}'")
+        raise bench.BenchError(f"--suite {args.suite} times the cpu target's forms on XLA:CPU; here platform '{args.platform}', target '{target}'")
     if args.autotune:
-        raise bench.BenchError("--suite limits times every candidate itself; --autotune would choose among them")
+        raise bench.BenchError(f"--suite {args.suite} times every candidate itself; --autotune would choose among them")
     log(f"machine: {info['cpu']}, {info['cores']} cores, jax {info['jax']}, torch {info['torch']}; load {info['load_average'][0]:.2f}")
     if args.suite in ("train-limits", "train-models-limits"):
         return _run_step_limits(args, info, target, budget, use_torch, log)
