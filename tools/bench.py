@@ -629,7 +629,7 @@ def resolve_platform(args: argparse.Namespace) -> None:
 
 def selected_cases(args: argparse.Namespace) -> list[Any]:
     """The suite's cases (ConvSpec; bench_train.TrainSpec for --suite train, bench_models.ModelSpec
-    for models, bench_train_models.TrainModelSpec for train-models and train-models-limits) that --cases names, shrunk
+    for models and models-limits, bench_train_models.TrainModelSpec for train-models and train-models-limits) that --cases names, shrunk
     by --quick, their batches scaled by --batch-scale."""
     if getattr(args, "suite", "conv") == "dw-limit":
         from convc.tools import bench_dw_limit

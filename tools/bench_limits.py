@@ -6,6 +6,7 @@ whether a better form exists (a cost-model miss) or not (the limit of XLA:CPU's 
     python -m convc.tools.bench --suite limits --cases dense --budget 3
     python -m convc.tools.bench --suite train-limits --torch-threads 1
     python -m convc.tools.bench --suite train-models-limits --size 112 --batch 1,8 --budget 3
+    python -m convc.tools.bench --suite models-limits --batch 1,8
 
 The forms are autotune's candidates (convc.autotune_pjrt): after the cpu pipeline's passes
 that run before `autotune-conv-lowering`, the case's conv as a one-conv module with each
@@ -26,6 +27,8 @@ defaults for a gradient step, compile.GRADIENT_XLA_OPTIONS) and with single dots
 `--suite train-models-limits` does that for `--suite train-models`'s networks: each step
 built as that suite builds it (the ONNX export imported with its weights kept as inputs,
 `convc.grad` with respect to them), PyTorch's autograd step on the same module beside it.
+`--suite models-limits` (tools/bench_models_limits.py) does it for `--suite models`'s networks'
+inference, against ONNX Runtime's network and its convs alone as well as PyTorch eager.
 """
 
 from __future__ import annotations
