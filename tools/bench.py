@@ -18,6 +18,7 @@ same computation as JAX writes it (`jax.jit` of jax.lax / jax.vjp) and PyTorch e
     python -m convc.tools.bench --suite limits                # every form of each conv vs PyTorch (tools/bench_limits.py)
     python -m convc.tools.bench --suite train-limits          # the same for the convs of --suite train's steps
     python -m convc.tools.bench --suite train-models-limits   # ... and of --suite train-models's networks' steps
+    python -m convc.tools.bench --suite models-limits         # ... and of --suite models's networks vs ONNX Runtime (tools/bench_models_limits.py)
 
 Everything runs on one PJRT platform (`--platform`, default the one PJRT picks): on `gpu`,
 PyTorch runs on CUDA with cudnn.benchmark, every timed call ends with the device
@@ -52,7 +53,7 @@ import numpy as np
 SPATIAL_LETTERS = {1: "W", 2: "HW", 3: "DHW"}
 IMPLEMENTATIONS = ("convc", "jax", "torch")
 PLATFORMS = ("cpu", "gpu")
-SUITES = ("conv", "train", "models", "train-models", "dw-limit", "limits", "train-limits", "train-models-limits")
+SUITES = ("conv", "train", "models", "train-models", "dw-limit", "limits", "train-limits", "train-models-limits", "models-limits")
 TOLERANCE = 1e-4  # max |convc - jax| / (1 + max |jax|), f32
 # On the GPU, f32 convs run in TF32 (operands rounded to 2^-11 relative) and XLA autotunes
 # the cuDNN algorithm per compile, so two compiles of one conv may round differently.
@@ -553,7 +554,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                              "limits: the conv suite's cases, every StableHLO form convc can emit for each conv (with convc's and "
                              "XLA's default options) against PyTorch's op (cpu only); train-limits: the same for each distinct conv of "
                              "--suite train's steps, summed, against the step and PyTorch's autograd step (cpu only); "
-                             "train-models-limits: the same for --suite train-models's networks (cpu only)")
+                             "train-models-limits: the same for --suite train-models's networks (cpu only); "
+                             "models-limits: the same for --suite models's networks (inference), against ONNX Runtime's network "
+                             "and its convs alone, and PyTorch eager (cpu only)")
     parser.add_argument("--cases", help="comma-separated substrings of case names to run (default: all)")
     parser.add_argument("--platform", choices=PLATFORMS,
                         help="the PJRT platform convc and JAX run on, and PyTorch's device (gpu: CUDA); default: the one PJRT picks")
@@ -563,9 +566,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--autotune", action="store_true",
                         help="target cpu: convc chooses each conv's lowering by measurement (convc --autotune, default cache)")
     parser.add_argument("--batch", type=_batch_list, default=(1, 8), metavar="N,...",
-                        help="--suite models, train-models(-limits), dw-limit: the batch sizes each network (conv) runs at (default 1,8)")
+                        help="--suite models(-limits), train-models(-limits), dw-limit: the batch sizes each network (conv) runs at (default 1,8)")
     parser.add_argument("--size", type=_positive_int, metavar="PIXELS",
-                        help="--suite models, train-models(-limits): the input's height and width (default 224, --quick 64)")
+                        help="--suite models(-limits), train-models(-limits): the input's height and width (default 224, --quick 64)")
     parser.add_argument("--without-pass", metavar="PASS",
                         help="--suite models: also time convc compiled with the target's default pipeline minus PASS, "
                              "interleaved with the rest (a pass's before and after, in one process)")
@@ -579,7 +582,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="--suite models: export the selected networks to DIR (an ONNX file each and manifest.json) "
                              "and time nothing, for --onnx-dir where PyTorch does not install")
     parser.add_argument("--onnx-dir", metavar="DIR",
-                        help="--suite models: read the networks --save-onnx wrote to DIR instead of exporting them "
+                        help="--suite models, models-limits: read the networks --save-onnx wrote to DIR instead of exporting them "
                              "(no PyTorch needed; convc against ONNX Runtime, PyTorch not timed; with --int8 the "
                              "saved float networks are quantized); --cases and --batch select among them")
     parser.add_argument("--forms", metavar="FORM,...",
@@ -626,7 +629,7 @@ def resolve_platform(args: argparse.Namespace) -> None:
 
 def selected_cases(args: argparse.Namespace) -> list[Any]:
     """The suite's cases (ConvSpec; bench_train.TrainSpec for --suite train, bench_models.ModelSpec
-    for models, bench_train_models.TrainModelSpec for train-models and train-models-limits) that --cases names, shrunk
+    for models and models-limits, bench_train_models.TrainModelSpec for train-models and train-models-limits) that --cases names, shrunk
     by --quick, their batches scaled by --batch-scale."""
     if getattr(args, "suite", "conv") == "dw-limit":
         from convc.tools import bench_dw_limit
@@ -636,7 +639,7 @@ def selected_cases(args: argparse.Namespace) -> list[Any]:
         from convc.tools import bench_train_models
 
         return _wanted(bench_train_models.train_specs(bench_train_models.default_size(args), args.batch, args.quick), args)
-    if getattr(args, "suite", "conv") == "models":
+    if getattr(args, "suite", "conv") in ("models", "models-limits"):
         from convc.tools import bench_models
 
         if getattr(args, "onnx_dir", None):
@@ -691,7 +694,7 @@ def run_suite(args: argparse.Namespace, log: Callable[[str], None] = print) -> d
         from convc.tools import bench_train_models
 
         return bench_train_models.run_train_models_suite(args, info, target, budget, use_torch, log)
-    if args.suite in ("limits", "train-limits", "train-models-limits"):
+    if args.suite in ("limits", "train-limits", "train-models-limits", "models-limits"):
         from convc.tools import bench_limits
 
         return bench_limits.run_limits_suite(args, info, target, budget, use_torch, log)
@@ -725,15 +728,16 @@ def run_suite(args: argparse.Namespace, log: Callable[[str], None] = print) -> d
 
 
 def _check_onnx_files_flags(args: argparse.Namespace) -> None:
-    """--save-onnx and --onnx-dir: --suite models only, one of them, --save-onnx not with --int8
-    (it saves float networks; --int8 --onnx-dir quantizes them); with --onnx-dir the files fix
-    the input size."""
+    """--save-onnx and --onnx-dir: --suite models only (--onnx-dir models-limits too), one of
+    them, --save-onnx not with --int8 (it saves float networks; --int8 --onnx-dir quantizes
+    them); with --onnx-dir the files fix the input size."""
     save, read = getattr(args, "save_onnx", None), getattr(args, "onnx_dir", None)
     if not (save or read):
         return
     flag = "--save-onnx" if save else "--onnx-dir"
-    if args.suite != "models" or (save and args.int8):
-        raise BenchError(f"{flag} writes or reads the networks of --suite models (--save-onnx without --int8)")
+    if args.suite not in ("models", "models-limits") or (save and (args.int8 or args.suite != "models")):
+        raise BenchError(f"{flag} writes or reads the networks of --suite models (--save-onnx without --int8); "
+                         "--onnx-dir those of models-limits too")
     if save and read:
         raise BenchError("--save-onnx writes the files --onnx-dir reads: give one of them")
     if read and args.size:

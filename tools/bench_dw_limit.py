@@ -130,15 +130,25 @@ def weights(case: DwCase, seed: int = 0) -> np.ndarray:
 
 def onnx_conv(case: DwCase, w: np.ndarray) -> bytes:
     """The one-node ONNX model: Conv of x (NCHW) with the initializer W, SAME pads."""
+    pad = (case.kernel - 1) // 2
+    return onnx_conv_model(case.name, (case.batch, case.cin, case.size, case.size), w,
+                           (case.batch, case.cout, case.out_size, case.out_size), (case.stride,) * 2, ((pad, pad),) * 2,
+                           (1, 1), case.groups)
+
+
+def onnx_conv_model(name: str, x_shape: Sequence[int], w: np.ndarray, y_shape: Sequence[int], strides: Sequence[int],
+                    pads: Sequence[tuple[int, int]], dilations: Sequence[int], group: int) -> bytes:
+    """A one-node ONNX model (opset 17): y = Conv(x, W) with `w` (OIHW, any number of spatial
+    dimensions) an initializer, x and y channels-first of the given shapes, `pads` (low,
+    high) per spatial dimension."""
     from onnx import TensorProto, helper, numpy_helper
 
-    pad = (case.kernel - 1) // 2
-    node = helper.make_node("Conv", ["x", "W"], ["y"], kernel_shape=[case.kernel] * 2, strides=[case.stride] * 2,
-                            pads=[pad] * 4, group=case.groups)
+    onnx_pads = [low for low, _ in pads] + [high for _, high in pads]  # ONNX: every begin, then every end
+    node = helper.make_node("Conv", ["x", "W"], ["y"], kernel_shape=list(w.shape[2:]), strides=list(strides), pads=onnx_pads,
+                            dilations=list(dilations), group=group)
     graph = helper.make_graph(
-        [node], case.name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [case.batch, case.cin, case.size, case.size])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [case.batch, case.cout, case.out_size, case.out_size])],
-        [numpy_helper.from_array(w, "W")])
+        [node], name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x_shape))],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(y_shape))], [numpy_helper.from_array(w, "W")])
     opsets = [helper.make_opsetid("", 17)]  # the oldest IR version opset 17 allows: ONNX Runtimes older than onnx refuse newer ones
     model = helper.make_model(graph, opset_imports=opsets, ir_version=helper.find_min_ir_version_for(opsets))
     return bytes(model.SerializeToString())

@@ -6,6 +6,7 @@ whether a better form exists (a cost-model miss) or not (the limit of XLA:CPU's 
     python -m convc.tools.bench --suite limits --cases dense --budget 3
     python -m convc.tools.bench --suite train-limits --torch-threads 1
     python -m convc.tools.bench --suite train-models-limits --size 112 --batch 1,8 --budget 3
+    python -m convc.tools.bench --suite models-limits --batch 1,8
 
 The forms are autotune's candidates (convc.autotune_pjrt): after the cpu pipeline's passes
 that run before `autotune-conv-lowering`, the case's conv as a one-conv module with each
@@ -26,6 +27,8 @@ defaults for a gradient step, compile.GRADIENT_XLA_OPTIONS) and with single dots
 `--suite train-models-limits` does that for `--suite train-models`'s networks: each step
 built as that suite builds it (the ONNX export imported with its weights kept as inputs,
 `convc.grad` with respect to them), PyTorch's autograd step on the same module beside it.
+`--suite models-limits` (tools/bench_models_limits.py) does it for `--suite models`'s networks'
+inference, against ONNX Runtime's network and its convs alone as well as PyTorch eager.
 """
 
 from __future__ import annotations
@@ -140,7 +143,7 @@ def run_limit_case(spec: bench.ConvSpec, budget_s: float, use_torch: bool, platf
     it); then time them and PyTorch's op interleaved."""
     op = tunable_conv(spec)
     forms, chosen = forms_and_choice(op)
-    thunks, warm_ms, rejected = _form_thunks(op, forms + ([UNPINNED] if chosen == UNPINNED else []), platform, seed)
+    thunks, warm_ms, rejected, _ = _form_thunks(op, forms + ([UNPINNED] if chosen == UNPINNED else []), platform, seed)
     case_thunk, case_out, warm_ms["case"] = _case_thunk(spec, platform, seed)
     thunks["case"] = case_thunk
     torch_error = None
@@ -196,11 +199,11 @@ def _case_thunk(spec: bench.ConvSpec, platform: str, seed: int) -> tuple[Callabl
 
 
 def _form_thunks(op: Any, forms: list[str], platform: str, seed: int, prefix: str = "",
-                 target: dict[str, str] | None = None) -> tuple[dict[str, Callable[[], None]], dict[str, float], dict[str, str]]:
+                 target: dict[str, str] | None = None) -> tuple[dict[str, Callable[[], None]], dict[str, float], dict[str, str], np.ndarray]:
     """Each form compiled with each option set (autotune_pjrt.warm_up; `target`: convc's
     options, see option_sets) and called once: the thunks of those that agree with
-    "xla@target", their first call's ms, and why the others were left out; keyed
-    "FORM@options", after `prefix`."""
+    "xla@target", their first call's ms, and why the others were left out, keyed
+    "FORM@options" after `prefix`; and "xla@target"'s result."""
     from convc.autotune_pjrt import one_conv_graph, warm_up
     from convc.diagnostics import one_line
     from convc.lowering_pins import XLA
@@ -227,7 +230,8 @@ def _form_thunks(op: Any, forms: list[str], platform: str, seed: int, prefix: st
             thunks[key] = _blocking(run)
     if f"{prefix}{XLA}@{TARGET}" not in thunks:
         raise bench.BenchError(f"case '{op.name}': XLA's own conv did not compile and run: {rejected}")
-    return thunks, warm_ms, rejected
+    assert reference is not None
+    return thunks, warm_ms, rejected, reference
 
 
 def _blocking(run: Callable[[], Any]) -> Callable[[], None]:
@@ -274,6 +278,10 @@ class StepConv:
     min_ms: dict[str, float]
     untimed: list[str]
     rejected: dict[str, str]
+    ort_ms: float | None = None  # models-limits: ONNX Runtime running the conv alone (a one-node model)
+    ort_min_ms: float | None = None
+    ort_error: float | None = None  # its output against "xla@target"'s
+    ort_skipped: str | None = None  # why it was not timed (no ONNX Conv says it, or it disagreed)
 
 
 @dataclass
@@ -295,28 +303,39 @@ class StepLimitResult:
     ratios: dict[str, float]
     min_sums: dict[str, float] = field(default_factory=dict)  # the same of the fastest calls
     min_ratios: dict[str, float] = field(default_factory=dict)
+    ort_ms: float | None = None  # models-limits: ONNX Runtime's run of the network
+    step_error_vs_ort: float | None = None
 
 
 def conv_sums(convs: Sequence[StepConv], of: str = "ms") -> dict[str, float]:
     """Each conv's best form (either options), best with convc's options, and the cost model's
-    form (convc's options), times its count, summed over the step."""
+    form (convc's options), times its count, summed over the step; "ort convs" too where
+    ONNX Runtime ran every conv alone (StepConv.ort_ms)."""
     sums = {"best": 0.0, "best@target": 0.0, "chosen": 0.0}
     for conv in convs:
         ms = getattr(conv, of)
         sums["best"] += conv.count * min(ms.values())
         sums["best@target"] += conv.count * min(v for key, v in ms.items() if key.endswith(f"@{TARGET}"))
         sums["chosen"] += conv.count * ms.get(f"{conv.chosen}@{TARGET}", math.nan)
+    ort = [getattr(conv, f"ort_{of}") for conv in convs]
+    if convs and all(ms is not None for ms in ort):
+        sums["ort convs"] = sum(conv.count * ms for conv, ms in zip(convs, ort, strict=True))
     return sums
 
 
 def step_ratios(sums: dict[str, float], ms: dict[str, float]) -> dict[str, float]:
-    """chosen/best and chosen/best@target of the sums, step-default/step; with PyTorch timed,
-    the sums and the step over PyTorch's step."""
-    torch_ms = ms.get("torch")
-    over_torch = {} if torch_ms is None else {"convs best/torch": sums["best"] / torch_ms, "convs chosen/torch": sums["chosen"] / torch_ms,
-                                               "step/torch": ms["step"] / torch_ms, "step-default/torch": ms["step-default"] / torch_ms}
+    """chosen/best and chosen/best@target of the sums, step-default/step; with PyTorch (ONNX
+    Runtime) timed, the sums and the step over its step (network); with ONNX Runtime's convs
+    alone timed, the best forms' sum over theirs."""
+    over = {}
+    for name in ("torch", "ort"):
+        if name in ms:
+            over.update({f"convs best/{name}": sums["best"] / ms[name], f"convs chosen/{name}": sums["chosen"] / ms[name],
+                         f"step/{name}": ms["step"] / ms[name], f"step-default/{name}": ms["step-default"] / ms[name]})
+    if "ort convs" in sums:
+        over["convs best/ort convs"] = sums["best"] / sums["ort convs"]
     return {"chosen/best": sums["chosen"] / sums["best"], "chosen/best@target": sums["chosen"] / sums["best@target"],
-            "step-default/step": ms["step-default"] / ms["step"], "step-ynn-convs/step": ms["step-ynn-convs"] / ms["step"], **over_torch}
+            "step-default/step": ms["step-default"] / ms["step"], "step-ynn-convs/step": ms["step-ynn-convs"] / ms["step"], **over}
 
 
 def step_convs(step: Any) -> list[tuple[Any, int]]:
@@ -333,11 +352,19 @@ def step_convs(step: Any) -> list[tuple[Any, int]]:
     return list(distinct.values())
 
 
+ConvBaseline = Callable[[Any, list[np.ndarray], np.ndarray], tuple[Callable[[], Any], float, float] | str]
+
+
 @dataclass
 class LimitStep:
-    """A training step to find the limit of: `graph` builds convc's step graph afresh (the
-    passes rewrite a graph in place), `arrays` are its inputs, and `torch_run` (None without
-    PyTorch) is PyTorch's step, whose results `torch_error` compares with convc's outputs."""
+    """A module to find the limit of (a training step, or an imported network's inference):
+    `graph` builds convc's graph afresh (the passes rewrite a graph in place), `arrays` are its
+    inputs, and `torch_run` (None without PyTorch) is PyTorch's step, whose results
+    `torch_error` compares with convc's outputs; `ort_run` and `ort_error` the same of ONNX
+    Runtime's run of the network. With `tolerance`, a baseline farther than that from convc's
+    outputs ends the run (BenchError) before anything is timed. `conv_baseline`, given a
+    distinct conv, its forms' inputs and "xla@target"'s result, makes the thunk of another
+    runtime's conv alone, its error and its first call's ms, or says why it cannot."""
 
     name: str
     shape: str
@@ -345,6 +372,10 @@ class LimitStep:
     arrays: list[np.ndarray]
     torch_run: Callable[[], Any] | None = None
     torch_error: Callable[[Any, list[np.ndarray]], float] | None = None
+    ort_run: Callable[[], Any] | None = None
+    ort_error: Callable[[Any, list[np.ndarray]], float] | None = None
+    tolerance: float | None = None
+    conv_baseline: ConvBaseline | None = None
 
 
 def train_step(spec: Any, use_torch: bool, seed: int = 0) -> LimitStep:
@@ -372,32 +403,59 @@ def train_model_step(spec: Any, module: Any, seed: int = 0) -> LimitStep:
 
 def run_step_limit_case(step: LimitStep, budget_s: float, platform: str = "cpu", seed: int = 0) -> StepLimitResult:
     """Every form of each distinct conv of the step (as run_limit_case's, "@target" being the
-    options convc compiles the step with), the step as convc compiles it and PyTorch's step,
-    all timed interleaved."""
+    options convc compiles the step with), the step as convc compiles it, PyTorch's step and
+    ONNX Runtime's network (where the step has them) and each conv's `conv_baseline`, all
+    timed interleaved."""
     thunks: dict[str, Callable[[], None]] = {}
     warm_ms: dict[str, float] = {}
     step_out, step_options = _step_thunk(step, platform, thunks, warm_ms)
-    torch_error = _torch_step_thunk(step, step_out, thunks, warm_ms)
+    torch_error = _baseline_thunk(step, "torch", step.torch_run, step.torch_error, step_out, thunks, warm_ms)
+    ort_error = _baseline_thunk(step, "ort", step.ort_run, step.ort_error, step_out, thunks, warm_ms)
     convs = []
     for index, (op, count) in enumerate(step_convs(step.graph())):
         forms, chosen = forms_and_choice(op)
         prefix = f"{index}:"
-        conv_thunks, conv_warm, rejected = _form_thunks(op, forms + ([UNPINNED] if chosen == UNPINNED else []), platform, seed, prefix,
-                                                         step_options)
+        conv_thunks, conv_warm, rejected, reference = _form_thunks(op, forms + ([UNPINNED] if chosen == UNPINNED else []), platform, seed,
+                                                                   prefix, step_options)
+        what = f"{op.operands[0].type} * {op.operands[1].type}"
+        conv = StepConv(op.name, what, count, forms, chosen, {}, {}, slow_forms(conv_warm, list(conv_thunks)), rejected)
+        if step.conv_baseline is not None:
+            _conv_baseline_thunk(step.conv_baseline, op, conv, reference, prefix, seed, conv_thunks, conv_warm)
         thunks.update(conv_thunks)
         warm_ms.update(conv_warm)
-        what = f"{op.operands[0].type} * {op.operands[1].type}"
-        convs.append((StepConv(op.name, what, count, forms, chosen, {}, {}, slow_forms(conv_warm, list(conv_thunks)), rejected), prefix))
+        convs.append((conv, prefix))
     medians, minima, rounds = _timed(thunks, warm_ms, [key for conv, _ in convs for key in conv.untimed], budget_s)
     for conv, prefix in convs:
-        conv.ms, conv.min_ms = ({key.removeprefix(prefix): v for key, v in times.items() if key.startswith(prefix)} for times in (medians, minima))
+        conv.ms, conv.min_ms = ({key.removeprefix(prefix): v for key, v in times.items() if key.startswith(prefix) and "@" in key}
+                                for times in (medians, minima))
+        conv.ort_ms, conv.ort_min_ms = medians.get(f"{prefix}ort"), minima.get(f"{prefix}ort")
         conv.untimed = [key.removeprefix(prefix) for key in conv.untimed]
         conv.rejected = {key.removeprefix(prefix): why for key, why in conv.rejected.items()}
     timed = [conv for conv, _ in convs]
     sums, min_sums = conv_sums(timed), conv_sums(timed, "min_ms")
     return StepLimitResult(step.name, step.shape, timed, rounds, medians["step"], medians["step-default"], medians["step-ynn-convs"],
                            step_options, medians.get("torch"),
-                           torch_error, sums, step_ratios(sums, medians), min_sums, step_ratios(min_sums, minima))
+                           torch_error, sums, step_ratios(sums, medians), min_sums, step_ratios(min_sums, minima),
+                           medians.get("ort"), ort_error)
+
+
+def _conv_baseline_thunk(make: ConvBaseline, op: Any, conv: StepConv, reference: np.ndarray, prefix: str, seed: int,
+                         thunks: dict[str, Callable[[], None]], warm_ms: dict[str, float]) -> None:
+    """Add another runtime's run of the conv alone (`make`, on the forms' inputs) to `thunks`
+    as PREFIX + "ort", or say in `conv` why it is not there (it cannot, or it disagreed)."""
+    from convc.autotune_pjrt import one_conv_graph
+    from convc.lowering_pins import XLA
+    from convc.runtime_inputs import random_inputs
+
+    made = make(op, random_inputs(one_conv_graph(op, XLA), seed), reference)
+    if isinstance(made, str):
+        conv.ort_skipped = made
+        return
+    thunk, conv.ort_error, ms = made
+    if not conv.ort_error <= bench.TOLERANCE:
+        conv.ort_skipped = f"disagrees with xla@target (max relative error {conv.ort_error:.1e})"
+        return
+    thunks[f"{prefix}ort"], warm_ms[f"{prefix}ort"] = thunk, ms
 
 
 def _step_thunk(step: LimitStep, platform: str, thunks: dict[str, Callable[[], None]],
@@ -428,14 +486,18 @@ def _step_thunk(step: LimitStep, platform: str, thunks: dict[str, Callable[[], N
     return outputs[0], option_sets["step"]
 
 
-def _torch_step_thunk(step: LimitStep, step_out: list[np.ndarray], thunks: dict[str, Callable[[], None]],
-                      warm_ms: dict[str, float]) -> float | None:
-    """Add PyTorch's autograd step to `thunks` (where the step has one); its error against convc's step."""
-    if step.torch_run is None or step.torch_error is None:
+def _baseline_thunk(step: LimitStep, key: str, run: Callable[[], Any] | None, error_of: Callable[[Any, list[np.ndarray]], float] | None,
+                    step_out: list[np.ndarray], thunks: dict[str, Callable[[], None]], warm_ms: dict[str, float]) -> float | None:
+    """Add a baseline (PyTorch's step, ONNX Runtime's network) to `thunks` as `key`, where the
+    step has it; its error against convc's outputs (BenchError beyond the step's tolerance)."""
+    if run is None or error_of is None:
         return None
     start = time.perf_counter()
-    error = step.torch_error(step.torch_run(), step_out)
-    warm_ms["torch"], thunks["torch"] = (time.perf_counter() - start) * 1e3, step.torch_run
+    error = error_of(run(), step_out)
+    warm_ms[key], thunks[key] = (time.perf_counter() - start) * 1e3, run
+    if step.tolerance is not None and not error <= step.tolerance:
+        raise bench.BenchError(f"{step.name} ({step.shape}): {key}'s output differs from convc's "
+                               f"(max relative error {error:.2e} > {step.tolerance:.0e})")
     return error
 
 
@@ -458,14 +520,21 @@ def format_step_table(results: Sequence[StepLimitResult]) -> str:
     for label, of in (("geometric mean", "ratios"), ("from each one's fastest call", "min_ratios")):
         means = step_geomeans(results, of)
         lines.append(f"{label}: " + "   ".join(f"{name} {value:.3f}" for name, value in means.items() if value is not None))
-    lines.append("each distinct conv (x count; median ms of every form; chosen: the cost model's; * one call, not timed further):")
+    return "\n".join(lines + conv_lines(results))
+
+
+def conv_lines(results: Sequence[StepLimitResult]) -> list[str]:
+    """Each step's distinct convs, a line each: its count, every form's median and why any
+    form was left out; ONNX Runtime's conv alone where it was timed (or why not)."""
+    lines = ["each distinct conv (x count; median ms of every form; chosen: the cost model's; * one call, not timed further):"]
     for r in results:
         lines.append(f"  {r.name} {r.shape}:")
         for conv in r.convs:
             forms = "   ".join(f"{short(key)} {value:.2f}{'*' if key in conv.untimed else ''}" for key, value in conv.ms.items())
-            lines.append(f"    {conv.name} x{conv.count} ({conv.what}), chosen {short(conv.chosen)}: {forms}"
+            ort = f"   ORT conv {conv.ort_ms:.2f}" if conv.ort_ms is not None else f"   [ORT conv: {conv.ort_skipped}]" if conv.ort_skipped else ""
+            lines.append(f"    {conv.name} x{conv.count} ({conv.what}), chosen {short(conv.chosen)}: {forms}{ort}"
                          + "".join(f"   [{short(key)}: {why}]" for key, why in conv.rejected.items()))
-    return "\n".join(lines)
+    return lines
 
 
 def step_geomeans(results: Sequence[StepLimitResult], of: str = "ratios") -> dict[str, float | None]:
@@ -507,18 +576,22 @@ def run_limits_suite(args: Any, info: dict[str, Any], target: str, budget: float
                      log: Callable[[str], None]) -> dict[str, Any]:
     """The limits suite's report (the same top-level keys as the other suites where they apply)."""
     if args.platform != "cpu" or target != "cpu":
-        raise bench.BenchError(f"--suite limits times the cpu target's forms on XLA:CPU; here platform '{args.platform}', target '{target}'")
+        raise bench.BenchError(f"--suite {args.suite} times the cpu target's forms on XLA:CPU; here platform '{args.platform}', target '{target}'")
     if args.autotune:
-        raise bench.BenchError("--suite limits times every candidate itself; --autotune would choose among them")
+        raise bench.BenchError(f"--suite {args.suite} times every candidate itself; --autotune would choose among them")
     log(f"machine: {info['cpu']}, {info['cores']} cores, jax {info['jax']}, torch {info['torch']}; load {info['load_average'][0]:.2f}")
     if args.suite in ("train-limits", "train-models-limits"):
         return _run_step_limits(args, info, target, budget, use_torch, log)
-    results = _run_cases(bench.selected_cases(args), lambda spec: run_limit_case(spec, budget, use_torch, args.platform),
+    if args.suite == "models-limits":
+        from convc.tools import bench_models_limits
+
+        return bench_models_limits.run_models_limits_suite(args, info, budget, use_torch, log)
+    results = run_cases(bench.selected_cases(args), lambda spec: run_limit_case(spec, budget, use_torch, args.platform),
                          lambda r: f"best {short(r.best)} {r.best_ms:.2f} ms, chosen {short(r.chosen)} {r.chosen_ms:.2f} ms", log)
-    return _report(args, info, target, budget, results, geomeans, format_table)
+    return suite_report(args, info, target, budget, results, geomeans, format_table)
 
 
-def _report(args: Any, info: dict[str, Any], target: str, budget: float, results: list[Any],
+def suite_report(args: Any, info: dict[str, Any], target: str, budget: float, results: list[Any],
             means: Callable[..., dict[str, float | None]], table: Callable[[list[Any]], str]) -> dict[str, Any]:
     """The suite's JSON report: the machine (its load after the run too), the cases, `means` of
     the medians' and of the fastest calls' ratios, and the `table`."""
@@ -528,7 +601,7 @@ def _report(args: Any, info: dict[str, Any], target: str, budget: float, results
             "table": table(results) if results else ""}
 
 
-def _run_cases(cases: Iterable[Any], run_case: Callable[[Any], Any], describe: Callable[[Any], str], log: Callable[[str], None]) -> list[Any]:
+def run_cases(cases: Iterable[Any], run_case: Callable[[Any], Any], describe: Callable[[Any], str], log: Callable[[str], None]) -> list[Any]:
     """`run_case` on each case, one log line each (the case's shape, `describe`, PyTorch's time, the rounds)."""
     results = []
     for case in cases:
@@ -550,6 +623,6 @@ def _run_step_limits(args: Any, info: dict[str, Any], target: str, budget: float
         steps = (train_model_step(spec, module) for spec, module in bench_train_models.with_modules(bench.selected_cases(args)))
     else:
         steps = (train_step(spec, use_torch) for spec in bench.selected_cases(args))
-    results = _run_cases(steps, lambda step: run_step_limit_case(step, budget, args.platform),
+    results = run_cases(steps, lambda step: run_step_limit_case(step, budget, args.platform),
                          lambda r: f"convs best {r.sums['best']:.2f} ms, chosen {r.sums['chosen']:.2f} ms, step {r.step_ms:.2f} ms", log)
-    return _report(args, info, target, budget, results, step_geomeans, format_step_table)
+    return suite_report(args, info, target, budget, results, step_geomeans, format_step_table)

@@ -525,7 +525,7 @@ def run_model(spec: ModelSpec, target: str, budget_s: float, use_torch: bool, th
         assert session is not None
         return session.run(None, {"x": x})
 
-    torch_run = _torch_thunk(module, x, platform) if use_torch else None
+    torch_run = torch_thunk(module, x, platform) if use_torch else None
     tolerance = bench.tolerance(platform)
     error = relative_error(np.asarray(convc_run()[0]), reference)
     torch_error = relative_error(torch_run().cpu().numpy(), reference) if torch_run is not None else None
@@ -553,7 +553,7 @@ def run_model(spec: ModelSpec, target: str, budget_s: float, use_torch: bool, th
         medians["convc"] / medians["convc_without"] if "convc_without" in medians else None, report)
 
 
-def _torch_thunk(module: Any, x: np.ndarray, platform: str) -> Callable[[], Any]:
+def torch_thunk(module: Any, x: np.ndarray, platform: str) -> Callable[[], Any]:
     """PyTorch eager running `module` on `x` (on CUDA for platform gpu, synchronised)."""
     import torch
 
