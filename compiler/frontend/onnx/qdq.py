@@ -4,8 +4,9 @@ ONNX Runtime's quantizer writes a quantized conv as a float Conv between a Dequa
 of each quantized operand (the activation, the int8 weights, an int32 bias) and a
 QuantizeLinear of its output. Converted op by op that is a float conv between casts; the
 pattern means one integer conv, which is what ONNX Runtime's own QDQ selectors run. So a
-matched pattern is converted as the QLinearConv it stands for (quantized.py's converter: a
-`conv` of quantized operands with a quantized result; the int32 bias as QLinearConv's B). A
+matched pattern is converted from QLinearConv's inputs (quantized.py's `qdq_conv`: a `conv` of
+quantized operands with a quantized result, the int32 bias as QLinearConv's B), by the
+spec's dequantize -> conv -> quantize arithmetic that the pattern spells out. A
 ConvTranspose's pattern is matched the same way (W per tensor, or per output channel: W's
 axis 1) and converted by `qlinear_conv_transpose`, as QLinearConv's inputs with
 ConvTranspose's attributes.
@@ -25,14 +26,14 @@ from collections.abc import Sequence
 import numpy as np
 
 from ...dtypes import quant_type
-from .quantized import node_axis, qlinear_conv, qlinear_conv_transpose
+from .quantized import node_axis, qdq_conv, qlinear_conv_transpose
 from .registry import Context, ConvertFn, Node
 
 CONV_ATTRS = ("auto_pad", "dilations", "group", "kernel_shape", "pads", "strides")
 # each fused op type: its attributes, W's output-channel axis (a per-channel W's; ONNX Runtime's quantizer quantizes
 # ConvTranspose's W along axis 1), and the converter of its QLinearConv-style fused node (quantized.py)
 FUSED: dict[str, tuple[tuple[str, ...], int, ConvertFn]] = {
-    "Conv": (CONV_ATTRS, 0, qlinear_conv),
+    "Conv": (CONV_ATTRS, 0, qdq_conv),
     "ConvTranspose": (CONV_ATTRS + ("output_padding", "output_shape"), 1, qlinear_conv_transpose),
 }
 

@@ -149,6 +149,19 @@ def qlinear_conv(node: Node, ctx: Context) -> Sequence[Operand]:
     the quantized `add` of B that TensorFlow's converter spells) rounds twice in f32, and differs from ONNX Runtime
     by a step where the exact value lies within f32 rounding of a half step; through a deep network such steps
     grow (resnet18: 5 steps, 7% of elements), so the import spells ONNX Runtime's arithmetic."""
+    return _conv_window(node, ctx, onnxruntime_arithmetic=True)
+
+
+def qdq_conv(node: Node, ctx: Context) -> Sequence[Operand]:
+    """A QDQ pattern around a Conv (qdq.py), its inputs QLinearConv's: what it says, the spec's dequantize -> conv ->
+    quantize: `conv` of the quantized x and W into y's type; with B its i32 accumulator, `uniform_dequantize`,
+    `bias_add` of B * x_scale * w_scale and `uniform_quantize` to y's type, the spec's quantized add as StableHLO from
+    TensorFlow's converter spells a biased conv. (ONNX Runtime runs some such patterns as QLinearConv and others as a
+    float Conv between casts, by rules of its own; either way within a step of this.)"""
+    return _conv_window(node, ctx, onnxruntime_arithmetic=False)
+
+
+def _conv_window(node: Node, ctx: Context, onnxruntime_arithmetic: bool) -> Sequence[Operand]:
     def window(x: Value, w: Value, result: str) -> Value:
         rank = x.type.rank - 2
         kernel = w.type.shape[2:]
@@ -158,11 +171,11 @@ def qlinear_conv(node: Node, ctx: Context) -> Sequence[Operand]:
         return ctx.op("conv", x, w, preferred_element_type=result, window_strides=unless_ones(strides), padding=pads,
                       rhs_dilation=unless_ones(dilations), feature_group_count=None if group == 1 else group)
 
-    return _quantized_window(node, ctx, window, lambda w: w.type.shape[0])
+    return _quantized_window(node, ctx, window, lambda w: w.type.shape[0], onnxruntime_arithmetic=onnxruntime_arithmetic)
 
 
 def qlinear_conv_transpose(node: Node, ctx: Context) -> Sequence[Operand]:
-    """A QDQ pattern around a ConvTranspose (qdq.py), its inputs QLinearConv's: as `qlinear_conv` (y's type, or with
+    """A QDQ pattern around a ConvTranspose (qdq.py), its inputs QLinearConv's: as `qdq_conv` (y's type, or with
     B the i32 accumulator, `bias_add` and `uniform_quantize`), the window op `conv_backprop_input` of the quantized x
     with W made a quantized constant per tensor. W per channel (W's axis 1, the output channels) is a kernel
     StableHLO's quantized transposed conv cannot take (it reverses the kernel: B8), so that window op is the forward
@@ -172,12 +185,13 @@ def qlinear_conv_transpose(node: Node, ctx: Context) -> Sequence[Operand]:
         def transposed(x: Value, w: Value, result: str) -> Value:
             return ctx.op("conv_backprop_input", x, w, preferred_element_type=result, **transpose_attrs(node, ctx, x.type, w.type))
 
-        return _quantized_window(node, ctx, transposed, lambda w: w.type.shape[1] * node.attrs["group"])
+        return _quantized_window(node, ctx, transposed, lambda w: w.type.shape[1] * node.attrs["group"], onnxruntime_arithmetic=False)
 
     def forward(x: Value, w: Value, result: str) -> Value:
         return ctx.op("conv", x, w, preferred_element_type=result, **_forward_conv_attrs(node, ctx, x, w_array.shape))
 
-    return _quantized_window(node, ctx, forward, lambda w: w.type.shape[0], _forward_kernel(node.attrs["group"]))
+    return _quantized_window(node, ctx, forward, lambda w: w.type.shape[0], _forward_kernel(node.attrs["group"]),
+                             onnxruntime_arithmetic=False)
 
 
 def _forward_kernel(group: int) -> Kernel:
@@ -208,10 +222,12 @@ def _forward_conv_attrs(node: Node, ctx: Context, x: Value, w_shape: Sequence[in
 
 
 def _quantized_window(node: Node, ctx: Context, window: Callable[[Value, Value, str], Value],
-                      out_channels: Callable[[Value], int], kernel: Kernel | None = None) -> Sequence[Operand]:
-    """QLinearConv's inputs as a quantized window op (`window(x, w, result element type)`, W a quantized constant)
-    whose result is its i32 accumulator (scale x_scale * w_scale, zero point 0: the exact sums), B added to those
-    sums and requantized to y's type as ONNX Runtime's kernels do (`requantized`)."""
+                      out_channels: Callable[[Value], int], kernel: Kernel | None = None, *,
+                      onnxruntime_arithmetic: bool) -> Sequence[Operand]:
+    """QLinearConv's inputs as a quantized window op (`window(x, w, result element type)`, W a quantized constant).
+    With `onnxruntime_arithmetic`, its result is its i32 accumulator (scale x_scale * w_scale, zero point 0: the exact
+    sums), B added to those sums and requantized to y's type as ONNX Runtime's kernels do (`requantized`); else y's
+    type, or with B the accumulator, dequantized, B added, quantized (the spec's arithmetic)."""
     x = ctx.operand(node, 0)
     x_type = checked_type(ctx, quant_params(ctx, node, 1, x.type.rank), x.type.rank)
     if x.type.dtype != x_type:
@@ -222,17 +238,26 @@ def _quantized_window(node: Node, ctx: Context, window: Callable[[Value, Value, 
     y_type = checked_type(ctx, quant_params(ctx, node, 6, x.type.rank), x.type.rank)
     y_quant = quant_type(y_type)
     assert y_quant is not None
-    if y_quant.axis is not None:
-        raise ctx.error(f"y_scale and y_zero_point must be one value each (per tensor), got {len(y_quant.scales)}")
+    if not node.input(8) and not onnxruntime_arithmetic:
+        return [window(x, w, y_type)]
     channels = out_channels(w)
     w_scales = np.asarray(ctx.required_array(node, 4, "w_scale"), np.float32).reshape(-1)
     if w_scales.size > 1 and kernel is not None:
         w_scales = np.tile(w_scales, channels // w_scales.size)  # a forward kernel's channels in groups, each as W's
-    sums = ctx.op("bitcast_convert", window(x, w, _accumulator_type(np.float32(x_quant.scales[0]) * w_scales)), new_dtype="i32")
-    if node.input(8):
-        bias = ctx.required_array(node, 8, "B")
-        if bias.shape != (channels,) or w_scales.size not in (1, bias.size):
-            raise ctx.error(f"B {list(bias.shape)} must have one value per output channel ({channels}), and w_scale one or as many")
+    scales = np.float32(x_quant.scales[0]) * w_scales
+    bias = ctx.required_array(node, 8, "B") if node.input(8) else None
+    if bias is not None and (bias.shape != (channels,) or w_scales.size not in (1, bias.size)):
+        raise ctx.error(f"B {list(bias.shape)} must have one value per output channel ({channels}), and w_scale one or as many")
+    accumulator = window(x, w, _accumulator_type(scales))
+    if not onnxruntime_arithmetic:
+        assert bias is not None
+        real_bias = (bias.astype(np.float64) * scales.astype(np.float64)).astype(np.float32)  # i32 B: exact in f64
+        y = ctx.op("bias_add", ctx.op("uniform_dequantize", accumulator), ctx.constant(real_bias, "bias"), axis=1)
+        return [ctx.op("uniform_quantize", y, new_dtype=y_type)]
+    if y_quant.axis is not None:
+        raise ctx.error(f"y_scale and y_zero_point must be one value each (per tensor), got {len(y_quant.scales)}")
+    sums = ctx.op("bitcast_convert", accumulator, new_dtype="i32")
+    if bias is not None:
         sums = ctx.op("add", sums, _along_channels(ctx, np.asarray(bias, np.int32), sums, "bias"))
     multipliers = np.float32(x_quant.scales[0]) * w_scales / np.float32(y_quant.scales[0])  # f32 steps, as ONNX Runtime's
     return [requantized(ctx, sums, multipliers, y_quant)]

@@ -68,6 +68,22 @@ def dynamic_conv() -> tuple[list, dict, dict]:
     return nodes, {"x": [1, 1, 4, 4]}, {"w": w, "w_scale": np.array(0.01, np.float32), "w_zero": np.array(0, np.int8)}
 
 
+def qlinear_conv() -> tuple[list, dict, dict]:
+    """QuantizeLinear -> QLinearConv (per-channel int8 W, int32 B, padded) -> DequantizeLinear, as quantize_static's
+    QOperator form writes a conv."""
+    nodes = [
+        helper.make_node("QuantizeLinear", ["x", "x_scale", "x_zero"], ["xq"], name="xq"),
+        helper.make_node("QLinearConv", ["xq", "x_scale", "x_zero", "w", "w_scale", "w_zero", "y_scale", "y_zero", "b"], ["yq"],
+                         pads=[1, 1, 1, 1], name="conv"),
+        helper.make_node("DequantizeLinear", ["yq", "y_scale", "y_zero"], ["y"], name="y"),
+    ]
+    weights = {"x_scale": np.array(0.5, np.float32), "x_zero": np.array(128, np.uint8),
+               "w": np.arange(-9, 9, dtype=np.int8).reshape(2, 1, 3, 3), "w_scale": np.array([0.25, 0.125], np.float32),
+               "w_zero": np.zeros(2, np.int8), "y_scale": np.array(0.75, np.float32), "y_zero": np.array(100, np.uint8),
+               "b": np.array([4, -8], np.int32)}
+    return nodes, {"x": [1, 1, 4, 4]}, weights
+
+
 def _qdq_conv_transpose(per_channel: bool) -> tuple[list, dict, dict]:
     """quantize_static's ConvTranspose (stride 2, output_padding 1): Q -> DQ(x), DQ(int8 W, per tensor or per output
     channel: axis 1), DQ(int32 B, scale x_scale * w_scale) -> ConvTranspose -> Q -> DQ."""
@@ -90,7 +106,7 @@ def _qdq_conv_transpose(per_channel: bool) -> tuple[list, dict, dict]:
 
 
 MODELS = {"classifier": classifier, "flatten_view": flatten_view, "pool_reduce_matvec": pool_reduce_matvec,
-          "dynamic_conv": dynamic_conv, "qdq_conv_transpose": lambda: _qdq_conv_transpose(False),
+          "dynamic_conv": dynamic_conv, "qlinear_conv": qlinear_conv, "qdq_conv_transpose": lambda: _qdq_conv_transpose(False),
           "qdq_conv_transpose_per_channel": lambda: _qdq_conv_transpose(True)}
 OPSETS: dict[str, int] = {}  # a model's opset where it is not 17
 OUTPUT_SHAPES: dict[str, list[int]] = {}  # a model's output shape where onnx's shape inference cannot infer it
