@@ -4,8 +4,10 @@
 A candidate is `"xla"` (no rewrite) or a registered cpu rewrite that is legal on the conv.
 How candidates are timed is not decided here: the pass is given a `Measure` by whoever
 builds the pipeline (convc's `Compiler`: convc.autotune_pjrt, on a PJRT device). Choices
-are cached per conv signature (operand and result types, attributes) and device (the
-measure's key for it), so later compiles measure nothing.
+are cached per conv signature (operand and result types, attributes, and whether the kernel
+is known at compile time, as an imported network's weights are: XLA folds weight-only work
+into such a kernel, so it is timed as a constant) and device (the measure's key for it), so
+later compiles measure nothing.
 """
 
 from __future__ import annotations
@@ -58,6 +60,28 @@ def signature(facts: ConvFacts) -> str:
     if f.precision is not None:
         text += f" precision {f.precision}"
     return text + (f" preferred_element_type {f.preferred_element_type}" if f.preferred_element_type else "")
+
+
+KNOWN_KERNEL_DEPTH = 8  # producers followed back from a kernel to the constants it is computed from
+
+
+def kernel_is_constant(op: Op) -> bool:
+    """Whether `op`'s kernel (operand 1) is computed from constants alone (a constant, or a
+    relayout of one that XLA folds when it compiles), within KNOWN_KERNEL_DEPTH producers."""
+    return _computed_from_constants(op.operands[1], KNOWN_KERNEL_DEPTH)
+
+
+def _computed_from_constants(value: Any, depth: int) -> bool:
+    producer = value.producer
+    if producer is None or depth == 0:
+        return False
+    return producer.kind == "constant" or all(_computed_from_constants(v, depth - 1) for v in producer.operands)
+
+
+def tuning_key(op: Op, facts: ConvFacts) -> str:
+    """What a measurement of `op` is cached under: its signature, and whether its kernel is a
+    constant (timed as one)."""
+    return signature(facts) + ("; kernel a constant" if kernel_is_constant(op) else "")
 
 
 # --- measuring ----------------------------------------------------------------------
@@ -200,7 +224,7 @@ class Autotuner:
                 if facts is None or len(legal) == 1:
                     report.outcomes["one candidate"] += 1
                 else:
-                    tunable.append((op, signature(facts), legal))
+                    tunable.append((op, tuning_key(op, facts), legal))
         if tunable:  # no device, no cache file for a graph with nothing to choose
             self._tune(tunable, report)
         if report.outcomes:

@@ -1,8 +1,8 @@
 """Timing a conv's candidate lowerings on a PJRT device: the measure convc's `Compiler`
 gives `autotune-conv-lowering` (convc.autotune chooses and caches; this module times).
 
-Each candidate is measured as a one-conv module (inputs -> conv -> output) with that choice
-pinned, lowered by the rest of the cpu pipeline, compiled and run by PJRT on seeded random
+Each candidate is measured as a one-conv module (inputs -> conv -> output; a kernel known at
+compile time a constant, as in its network) with that choice pinned, lowered by the rest of the cpu pipeline, compiled and run by PJRT on seeded random
 inputs: one warm-up call, whose result must agree with the `"xla"` candidate's (else the
 candidate is never chosen), then timed rounds, each calling every candidate once in a
 rotating order, until the time budget is spent. The median wins. Measurements hold for a
@@ -22,12 +22,13 @@ import numpy as np
 from convc.passes import PASSES, default_pipeline
 from convc.passes.autotune_conv_lowering import AutotuneConvLowering
 
-from .autotune import Log, Measurement, log_to_stderr
+from .autotune import Log, Measurement, kernel_is_constant, log_to_stderr
 from .conv_lowering import LOWERING
 from .diagnostics import one_line
 from .ir import Graph, Op, Value
 from .lowering_pins import XLA
 from .pass_manager import Pass, PassManager, PipelineError, parse_pipeline
+from .runtime_inputs import random_array
 
 MAX_ROUNDS = 25  # timed calls per candidate at most; a budget of a few ms ends sooner
 
@@ -81,14 +82,37 @@ def device_key(platform: str | None) -> str:
     return f"{device.platform} {device.device_kind}; jax {jax.__version__}, jaxlib {jaxlib.__version__}; {cpus} cpus"
 
 
+KERNEL_SEED = 0  # the seeded values a kernel known at compile time is timed with
+
+
 def one_conv_graph(op: Op, lowering: str | None) -> Graph:
     """inputs -> `op` pinned to `lowering` -> output (at `op`'s location, for any error);
     `lowering` None leaves the conv unpinned, to the cost model (what convc without
-    --autotune would choose: bench_limits compares it with the pinned forms)."""
-    lhs, rhs = Value("lhs", op.operands[0].type), Value("rhs", op.operands[1].type)
+    --autotune would choose: bench_limits compares it with the pinned forms). A kernel
+    computed from constants in `op`'s graph (an imported network's weights) is a constant
+    here too, of seeded values, so that XLA folds what depends on it alone (a form's kernel
+    relayout) as it does in the network; any other kernel is an input."""
+    lhs = Value("lhs", op.operands[0].type)
     attrs = {name: value for name, value in op.attrs.items() if name != LOWERING}
+    if kernel_is_constant(op):
+        values = random_array(op.operands[1].type, np.random.default_rng(KERNEL_SEED))
+        kernel = Op("constant", [], {"value": values}, "rhs", op.operands[1].type, op.loc)
+        inputs, rhs, ops = [lhs], kernel.result, [kernel]
+    else:
+        rhs = Value("rhs", op.operands[1].type)
+        inputs, ops = [lhs, rhs], []
     conv = Op("conv", [lhs, rhs], attrs if lowering is None else {**attrs, LOWERING: lowering}, "conv", op.result.type, op.loc)
-    return Graph("autotune", [lhs, rhs], [conv], [conv.result])
+    return Graph("autotune", inputs, [*ops, conv], [conv.result])
+
+
+def one_conv_operands(op: Op, seed: int) -> list[np.ndarray]:
+    """The lhs and kernel the one-conv module of `op` convolves, given `seed` for its inputs
+    (the kernel: its constant's values where it is one)."""
+    from .runtime_inputs import random_inputs
+
+    graph = one_conv_graph(op, XLA)
+    arrays = random_inputs(graph, seed)
+    return arrays if len(arrays) == 2 else [*arrays, np.asarray(graph.ops[0].attrs["value"])]
 
 
 def lowered_stablehlo(op: Op, lowering: str | None) -> str:

@@ -12,7 +12,7 @@ from .arrayfile import ArrayFileError, as_dtype, open_array_file
 from .diagnostics import ConvcError, Location, one_line
 from .dtypes import is_float, numpy_dtype, quant_type
 from .fileio import write_atomic
-from .ir import Graph, Op
+from .ir import Graph, Op, TensorType
 
 # Max |error| / (1 + max |reference|) accepted by --check, per precision a module computes in:
 # its element types, and "tf32" (f32 with a 10-bit significand, as f16's: the same bound).
@@ -63,14 +63,15 @@ def random_inputs(graph: Graph, seed: int, max_bytes: int = DEFAULT_MAX_INPUT_BY
     if total > max_bytes:
         raise ConvcError(f"random inputs would need {total} bytes, over the limit of {max_bytes}", Location(), "R5")
     rng = np.random.default_rng(seed)
-    arrays = []
-    for value in graph.inputs:
-        dtype = numpy_dtype(value.type.dtype)
-        if is_float(value.type.dtype):
-            arrays.append(rng.standard_normal(value.type.shape).astype(dtype))
-        else:
-            arrays.append(rng.integers(-4, 5, value.type.shape).astype(dtype))
-    return arrays
+    return [random_array(value.type, rng) for value in graph.inputs]
+
+
+def random_array(t: TensorType, rng: np.random.Generator) -> np.ndarray:
+    """Seeded values of type `t`: standard normal for a float type, small integers (-4..4) otherwise."""
+    dtype = numpy_dtype(t.dtype)
+    if is_float(t.dtype):
+        return rng.standard_normal(t.shape).astype(dtype)
+    return rng.integers(-4, 5, t.shape).astype(dtype)
 
 
 def unused_arrays_warning(graph: Graph, names: Iterable[str], loc: Location) -> str | None:

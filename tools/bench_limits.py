@@ -340,13 +340,13 @@ def step_ratios(sums: dict[str, float], ms: dict[str, float]) -> dict[str, float
 
 def step_convs(step: Any) -> list[tuple[Any, int]]:
     """The convs of the step graph `step` (which the passes rewrite) as autotune sees them, one
-    per signature, with how many share it."""
-    from convc.autotune import signature
+    per tuning key (signature, and whether the kernel is a constant), with how many share it."""
+    from convc.autotune import tuning_key
     from convc.conv_facts import conv_facts
 
     distinct: dict[str, tuple[Any, int]] = {}
     for op in tunable_convs(step):
-        key = signature(conv_facts(op))
+        key = tuning_key(op, conv_facts(op))
         first, count = distinct.get(key, (op, 0))
         distinct[key] = (first, count + 1)
     return list(distinct.values())
@@ -443,11 +443,9 @@ def _conv_baseline_thunk(make: ConvBaseline, op: Any, conv: StepConv, reference:
                          thunks: dict[str, Callable[[], None]], warm_ms: dict[str, float]) -> None:
     """Add another runtime's run of the conv alone (`make`, on the forms' inputs) to `thunks`
     as PREFIX + "ort", or say in `conv` why it is not there (it cannot, or it disagreed)."""
-    from convc.autotune_pjrt import one_conv_graph
-    from convc.lowering_pins import XLA
-    from convc.runtime_inputs import random_inputs
+    from convc.autotune_pjrt import one_conv_operands
 
-    made = make(op, random_inputs(one_conv_graph(op, XLA), seed), reference)
+    made = make(op, one_conv_operands(op, seed), reference)
     if isinstance(made, str):
         conv.ort_skipped = made
         return

@@ -64,7 +64,7 @@ def network(spec: bench_models.ModelSpec, module: Any, threads: int, use_torch: 
 
 def ort_conv(op: Any, arrays: list[np.ndarray], reference: np.ndarray, threads: int) -> tuple[Callable[[], Any], float, float] | str:
     """ONNX Runtime running the conv `op` alone: a one-node Conv model (bench_dw_limit's
-    builder) with `arrays` (the forms' inputs, in `op`'s layouts) moved to ONNX's
+    builder) with `arrays` (the lhs and kernel the forms convolve, in `op`'s layouts) moved to ONNX's
     channels-first layouts, the kernel an initializer. Its thunk, its output's error against
     `reference` (XLA's conv of the same inputs) and its first call's ms; or why ONNX's Conv
     cannot say this conv (a dilated input, batch groups, negative padding, not f32)."""

@@ -428,3 +428,36 @@ def test_candidates_are_timed_with_the_xla_options_the_module_is_compiled_with(t
     report = Autotuner(tmp_path / "cache.json", measure, log=lines.append).tune(graph)
     assert report.outcomes["measured"] == 1 and not [line for line in lines if "warning" in line]
     assert measure.device() in json.loads((tmp_path / "cache.json").read_text())["devices"]
+
+
+def conv1x1_with_constant_kernel() -> convc.Graph:
+    """conv1x1's conv with its kernel a transpose of a constant (OIHW to HWIO), as an imported network's weights
+    reach autotune after the layout pass: known at compile time."""
+    b = convc.Builder("conv1x1_constant")
+    x = b.input("x", (2, 6, 6, 8))
+    w = b.op("transpose", b.constant("w", np.arange(32, dtype=np.float32).reshape(4, 8, 1, 1) / 32), permutation=(2, 3, 1, 0))
+    b.output(b.conv(x, w, dimension_numbers=NHWC, name="c"))
+    return b.build()
+
+
+def test_a_kernel_known_at_compile_time_is_timed_as_a_constant_and_cached_apart(tmp_path: Path,
+                                                                             run_stablehlo: Callable[..., list[np.ndarray]]) -> None:
+    """A conv whose kernel is computed from constants (a transposed constant) is measured as a one-conv module whose
+    kernel is a constant (one input, no kernel input: XLA folds what depends on the kernel alone, as in the network),
+    and its measurement is cached under its own key (the signature plus "kernel a constant"); the same conv with a
+    kernel input keeps the input and the plain signature. Either way the measured choice runs and matches lax."""
+    from convc.autotune import kernel_is_constant, tuning_key
+
+    known, given = the_conv(canonical(conv1x1_with_constant_kernel())), the_conv(canonical(conv1x1()))
+    assert kernel_is_constant(known) and not kernel_is_constant(given)
+    assert conv_facts(known) == conv_facts(given)
+    assert tuning_key(known, conv_facts(known)) == signature(conv_facts(given)) + "; kernel a constant"
+    assert tuning_key(given, conv_facts(given)) == signature(conv_facts(given))
+    module = autotune_pjrt.one_conv_graph(known, DOT)
+    assert [v.name for v in module.inputs] == ["lhs"] and module.ops[0].kind == "constant"
+    assert [v.name for v in autotune_pjrt.one_conv_graph(given, DOT).inputs] == ["lhs", "rhs"]
+    measured = autotune_pjrt.measure(known, candidates(conv_facts(known)), "cpu", BUDGET_MS / 1e3)
+    assert measured is not None and set(measured.ms) == {"xla", DOT, EIGEN} and not measured.rejected
+    text = convc.compile_graph(conv1x1_with_constant_kernel(), pipeline=autotune_pipeline(tmp_path / "cache.json"))
+    assert list(json.loads((tmp_path / "cache.json").read_text())["devices"].values())[0].keys() == {tuning_key(known, conv_facts(known))}
+    assert_matches_lax(conv1x1_with_constant_kernel(), text, run_stablehlo)
