@@ -54,6 +54,7 @@ SPATIAL_LETTERS = {1: "W", 2: "HW", 3: "DHW"}
 IMPLEMENTATIONS = ("convc", "jax", "torch")
 PLATFORMS = ("cpu", "gpu")
 SUITES = ("conv", "train", "models", "train-models", "dw-limit", "limits", "train-limits", "train-models-limits", "models-limits")
+COST_MODEL_SUITES = ("train-models", "dw-limit")  # their convc modules take no --autotune (the limits suites time every form)
 TOLERANCE = 1e-4  # max |convc - jax| / (1 + max |jax|), f32
 # On the GPU, f32 convs run in TF32 (operands rounded to 2^-11 relative) and XLA autotunes
 # the cuDNN algorithm per compile, so two compiles of one conv may round differently.
@@ -667,6 +668,9 @@ def run_suite(args: argparse.Namespace, log: Callable[[str], None] = print) -> d
     target = args.target or args.platform
     if args.autotune and target != "cpu":
         raise BenchError(f"--autotune chooses among the cpu target's lowerings; the target is '{target}'")
+    if args.autotune and (args.suite in COST_MODEL_SUITES or args.int8):
+        raise BenchError(f"--autotune applies to --suite conv, train and models (not --int8); "
+                         f"--suite {args.suite}{' --int8' if args.int8 else ''} compiles with the cost model")
     if args.without_pass and args.suite != "models":
         raise BenchError("--without-pass compares convc with and without a pass on --suite models only")
     if getattr(args, "profile", False) and args.suite not in ("models", "train-models"):

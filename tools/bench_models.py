@@ -475,13 +475,14 @@ def pipeline_without(target: str, name: str) -> str:
 
 def run_model(spec: ModelSpec, target: str, budget_s: float, use_torch: bool, threads: int, seed: int = 0,
               modules: dict[str, Any] | None = None, platform: str = "cpu", without: str | None = None,
-              profile: bool = False) -> ModelResult:
+              profile: bool = False, autotune: bool = False) -> ModelResult:
     """Export, import and compile (timed), check convc and PyTorch against ONNX Runtime's CPU
     provider (BenchError on a disagreement), then time them interleaved. On `platform` gpu,
     convc and PyTorch run on the GPU (both in TF32, their default for f32 convs), and ONNX
     Runtime is timed only where it has its CUDA provider. `without`: a pipeline (the default
     minus one pass) compiled too, checked and timed as "convc_without". `profile`: after the
-    timing, convc's lowerings, HLO census and op times (bench_profile)."""
+    timing, convc's lowerings, HLO census and op times (bench_profile). `autotune`: convc
+    chooses each conv's lowering by measurement on `platform` (convc --autotune, its cache)."""
     import jax
     from convc import load_onnx
     from convc.compile import Compiler
@@ -500,7 +501,7 @@ def run_model(spec: ModelSpec, target: str, budget_s: float, use_torch: bool, th
     start = time.perf_counter()
     graph = load_onnx(model, file=f"{spec.name}.onnx")
     imported = time.perf_counter()
-    compiler = Compiler(target=target)
+    compiler = Compiler(target=target, autotune=autotune, autotune_platform=platform)
     lowerings = None
     if profile:
         lowerings = bench_profile.run_passes_counting(compiler, graph)
@@ -518,7 +519,7 @@ def run_model(spec: ModelSpec, target: str, budget_s: float, use_torch: bool, th
 
     baseline = None
     if without is not None:
-        plain = Compiler(target=target, pipeline=without)
+        plain = Compiler(target=target, pipeline=without, autotune=autotune, autotune_platform=platform)
         baseline = plain.executable(plain.run_passes(load_onnx(model, file=f"{spec.name}.onnx")), platform)
 
     def ort_run() -> Any:
@@ -639,6 +640,7 @@ def run_models_suite(args: Any, info: dict[str, Any], target: str, budget: float
     origin = (f" from the ONNX files in {saved_dir}" if saved_dir else "" if source == "torchvision"
               else f" (torchvision not importable): {', '.join(FALLBACK_NETWORKS)}")
     log(f"networks: {source}{origin}"
+        + ("; convc with --autotune" if args.autotune else "")
         + f"; XLA and ONNX Runtime on {threads} intra-op threads"
         + (f", PyTorch on {info.get('torch_threads')}" if use_torch else "") + ("; PyTorch not timed" if saved_dir else ""))
     modules: dict[str, Any] = {}
@@ -647,7 +649,7 @@ def run_models_suite(args: Any, info: dict[str, Any], target: str, budget: float
         if spec.onnx_file is None:
             modules.setdefault(spec.name, build_module(spec.name))
         result = run_model(spec, target, budget, use_torch, threads, modules=modules, platform=platform, without=without,
-                           profile=getattr(args, "profile", False))
+                           profile=getattr(args, "profile", False), autotune=args.autotune)
         log(f"  {spec.name} batch {spec.batch}: convc {result.ms['convc']:.2f} ms"
             + (f", ORT {result.ms['ort']:.2f} ms" if "ort" in result.ms else "")
             + (f", torch {result.ms['torch']:.2f} ms" if "torch" in result.ms else "")
@@ -664,7 +666,7 @@ def run_models_suite(args: Any, info: dict[str, Any], target: str, budget: float
         "cases": [vars(r) for r in results],
         "geomean_convc_over_ort": bench.geomean([r.ratio_vs_ort for r in results if r.ratio_vs_ort is not None]),
         "geomean_convc_over_torch": bench.geomean([r.ratio_vs_torch for r in results if r.ratio_vs_torch is not None]),
-        "without_pass": getattr(args, "without_pass", None),
+        "autotune": args.autotune, "without_pass": getattr(args, "without_pass", None),
         "geomean_convc_over_without": bench.geomean([r.ratio_vs_without for r in results if r.ratio_vs_without is not None]),
         "table": table,
     }

@@ -432,3 +432,32 @@ def test_onnx_files_flags_misused_are_one_line_exit_1(tmp_path: Path, capsys: py
     argv = ["--suite", "models", "--platform", "cpu", *(f.replace("{tmp}", str(tmp_path)) for f in flags)]
     assert bench.main(argv) == 1
     assert capsys.readouterr().err.startswith("bench: error: " + message.replace("{tmp}", str(tmp_path)))
+
+
+def test_models_suite_with_autotune_chooses_each_conv_by_measurement(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--suite models --autotune (a saved segmentation_style export, 32x32): convc compiles the network with
+    autotune-conv-lowering, whose choices land in the autotune cache ($XDG_CACHE_HOME here), each under a key that
+    says its kernel is a constant (the network's weights); the result is still checked against ONNX Runtime."""
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("torch")
+    from convc.tools import bench_models
+
+    saved = save_segmentation_onnx(tmp_path, monkeypatch, 32)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    out = tmp_path / "models.json"
+    assert bench.main(["--suite", "models", "--platform", "cpu", "--target", "cpu", "--batch", "1", "--budget", "0.05",
+                       "--onnx-dir", str(saved), "--autotune", "--json", str(out)]) == 0
+    report = json.loads(out.read_text())
+    [case] = report["cases"]
+    assert report["autotune"] is True and case["max_error_vs_ort"] <= bench_models.TOLERANCE
+    [entries] = json.loads((tmp_path / "cache" / "convc" / "autotune.json").read_text())["devices"].values()
+    assert entries and all(key.endswith("; kernel a constant") for key in entries)
+
+
+@pytest.mark.parametrize("flags", [["--suite", "train-models"], ["--suite", "dw-limit"], ["--suite", "models", "--int8"]])
+def test_autotune_on_a_suite_that_compiles_with_the_cost_model_is_one_line_exit_1(flags: list[str],
+                                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """--autotune where the suite's convc modules take no autotune pass: refused in one line, exit 1, before any work."""
+    assert bench.main([*flags, "--platform", "cpu", "--autotune"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "--autotune applies to --suite conv, train and models (not --int8)" in err
