@@ -605,6 +605,23 @@ def format_table(results: Sequence[ModelResult]) -> str:
     return "\n".join(lines)
 
 
+def import_onnxruntime(suite: str, saved_dir: str | None, quantization: bool = False) -> Any:
+    """onnxruntime, once what `suite` needs imports: onnx and onnxruntime (and its quantization
+    tools), and torch unless the networks are read from `saved_dir` (--onnx-dir); else a
+    one-line BenchError naming them."""
+    try:
+        import onnx  # noqa: F401
+        import onnxruntime
+        if quantization:
+            import onnxruntime.quantization  # noqa: F401
+        if not saved_dir:
+            import torch  # noqa: F401
+    except ImportError as err:
+        needs = "onnx and onnxruntime" if saved_dir else "onnx, onnxruntime and torch (or --onnx-dir)"
+        raise bench.BenchError(f"{suite} needs {needs} (pip install 'convc[onnx,bench]'): {err}") from None
+    return onnxruntime
+
+
 def run_models_suite(args: Any, info: dict[str, Any], target: str, budget: float, use_torch: bool,
                      log: Callable[[str], None]) -> dict[str, Any]:
     """The models suite's report (the same top-level keys as the other suites where they apply).
@@ -614,14 +631,7 @@ def run_models_suite(args: Any, info: dict[str, Any], target: str, budget: float
     saved_dir, save_dir = getattr(args, "onnx_dir", None), getattr(args, "save_onnx", None)
     if args.no_torch and not saved_dir:  # before the imports: the flag contradicts the suite wherever it runs
         raise bench.BenchError("--suite models exports its networks from PyTorch; --no-torch leaves nothing to export")
-    try:
-        import onnx  # noqa: F401
-        import onnxruntime
-        if not saved_dir:
-            import torch  # noqa: F401
-    except ImportError as err:
-        needs = "onnx and onnxruntime" if saved_dir else "onnx, onnxruntime and torch"
-        raise bench.BenchError(f"--suite models needs {needs} (pip install 'convc[onnx,bench]'): {err}") from None
+    onnxruntime = import_onnxruntime("--suite models", saved_dir)
     if save_dir:
         return save_suite(args, info, Path(save_dir), log)
     use_torch = use_torch and not saved_dir

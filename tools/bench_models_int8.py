@@ -239,15 +239,7 @@ def run_int8_suite(args: Any, info: dict[str, Any], target: str, budget: float, 
         raise bench.BenchError("--suite models exports its networks from PyTorch; --no-torch leaves nothing to export")
     if args.platform != "cpu":
         raise bench.BenchError(f"--int8 runs on XLA:CPU against ONNX Runtime's CPU int8 kernels; the platform is '{args.platform}'")
-    try:
-        import onnx  # noqa: F401
-        import onnxruntime
-        import onnxruntime.quantization  # noqa: F401
-        if not saved_dir:
-            import torch  # noqa: F401
-    except ImportError as err:
-        needs = "onnx and onnxruntime" if saved_dir else "onnx, onnxruntime and torch"
-        raise bench.BenchError(f"--suite models --int8 needs {needs} (pip install 'convc[onnx,bench]'): {err}") from None
+    onnxruntime = bench_models.import_onnxruntime("--suite models --int8", saved_dir, quantization=True)
     threads = os.cpu_count() or 1
     specs = bench.selected_cases(args)
     size = (bench_models.input_size(specs) if saved_dir

@@ -139,14 +139,7 @@ def run_models_limits_suite(args: Any, info: dict[str, Any], budget: float, use_
     """--suite models-limits: run_step_limit_case on each models-suite network at each batch
     (PyTorch timed where it is there and not --no-torch; with --onnx-dir it is not)."""
     saved_dir = getattr(args, "onnx_dir", None)
-    try:
-        import onnx  # noqa: F401
-        import onnxruntime
-        if not saved_dir:
-            import torch  # noqa: F401
-    except ImportError as err:
-        needs = "onnx and onnxruntime" if saved_dir else "onnx, onnxruntime and torch (or --onnx-dir)"
-        raise bench.BenchError(f"--suite models-limits needs {needs} (pip install 'convc[onnx,bench]'): {err}") from None
+    onnxruntime = bench_models.import_onnxruntime("--suite models-limits", saved_dir)
     threads = os.cpu_count() or 1
     use_torch = use_torch and not saved_dir
     info["onnxruntime"], info["threads"] = onnxruntime.__version__, threads
