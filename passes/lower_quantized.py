@@ -136,7 +136,8 @@ def is_accumulator(q_lhs: QuantType, q_rhs: QuantType, q_out: QuantType) -> bool
     """Whether a conv's result type is its accumulator's: i32 storage, zero point 0, and the
     scale (per output feature where the rhs is per axis) the product of the operands' scales
     as the expressed type computes it. The exact sum quantized to that type is the sum itself
-    (the spec's f32 dequantize-conv-quantize is within a step of it, and equal below 2^22)."""
+    (what an i32 accumulator holds; the spec's dequantize-conv-quantize in f32 rounds its way
+    to an approximation of it)."""
     if q_out.storage != "i32" or any(q_out.zero_points) or (q_out.axis is None) != (q_rhs.axis is None):
         return False
     dtype = numpy_dtype(q_out.expressed)

@@ -148,7 +148,7 @@ def qlinear_conv(node: Node, ctx: Context) -> Sequence[Operand]:
     ONNX leaves QLinearConv's rounding to the runtime. The spec's quantized `conv` with y's type as its result (or
     the quantized `add` of B that TensorFlow's converter spells) rounds twice in f32, and differs from ONNX Runtime
     by a step where the exact value lies within f32 rounding of a half step; through a deep network such steps
-    grow (resnet18: 5 steps, 7% of elements), so the import spells ONNX Runtime's arithmetic."""
+    grow (docs/onnx.md), so the import spells ONNX Runtime's arithmetic."""
     return _conv_window(node, ctx, onnxruntime_arithmetic=True)
 
 
@@ -156,8 +156,8 @@ def qdq_conv(node: Node, ctx: Context) -> Sequence[Operand]:
     """A QDQ pattern around a Conv (qdq.py), its inputs QLinearConv's: what it says, the spec's dequantize -> conv ->
     quantize: `conv` of the quantized x and W into y's type; with B its i32 accumulator, `uniform_dequantize`,
     `bias_add` of B * x_scale * w_scale and `uniform_quantize` to y's type, the spec's quantized add as StableHLO from
-    TensorFlow's converter spells a biased conv. (ONNX Runtime runs some such patterns as QLinearConv and others as a
-    float Conv between casts, by rules of its own; either way within a step of this.)"""
+    TensorFlow's converter spells a biased conv. (ONNX Runtime runs some such patterns as its QLinearConv and others
+    as a float Conv between casts, by rules of its own.)"""
     return _conv_window(node, ctx, onnxruntime_arithmetic=False)
 
 
