@@ -28,7 +28,7 @@ from .elementwise import plus
 from .gemm import matmul_values
 from .quantized import checked_type, quant_params
 from .registry import Context, Node, Operand, converter
-from .shared import AUTO_PAD, spatial_attr, unless_ones, window_pads
+from .shared import AUTO_PAD, spatial_attr, spread_along, unless_ones, window_pads
 
 _EIGHT_BIT = (np.dtype(np.int8), np.dtype(np.uint8))
 
@@ -78,12 +78,12 @@ def shifted(ctx: Context, node: Node, index: int, zero_points: ZeroPoints, axis:
     stored = ctx.op("convert", x, new_dtype="i32") if quant is None else _stored(ctx, x)
     own = 0 if quant is None else quant.zero_points[0]  # what `stored` has had subtracted already
     if isinstance(zero_points, Value):
-        return ctx.op("subtract", stored, _spread(ctx, _run_time_offset(ctx, zero_points, own), x.type.shape, axis))
+        return ctx.op("subtract", stored, spread_along(ctx, _run_time_offset(ctx, zero_points, own), x.type.shape, axis))
     offset = zero_points - own
     if not offset.any():
         return stored
     constant = ctx.constant(offset.astype(np.int32) if offset.size > 1 else offset.astype(np.int32).reshape(()), "zp")
-    return ctx.op("subtract", stored, _spread(ctx, constant, x.type.shape, axis))
+    return ctx.op("subtract", stored, spread_along(ctx, constant, x.type.shape, axis))
 
 
 def _run_time_offset(ctx: Context, zero_points: Value, own: int) -> Value:
@@ -96,18 +96,12 @@ def _run_time_offset(ctx: Context, zero_points: Value, own: int) -> Value:
     return plus(ctx, ctx.op("convert", zero_points, new_dtype="i32"), -own)
 
 
-def _spread(ctx: Context, offsets: Value, shape: tuple[int, ...], axis: int) -> Value:
-    """`offsets` (a scalar, or 1-D: one per index of dimension `axis`) broadcast to `shape`."""
-    return ctx.op("broadcast_in_dim", offsets, shape=shape, broadcast_dimensions=() if offsets.type.rank == 0 else (axis,))
-
-
 def _stored(ctx: Context, x: Value) -> Value:
     """A per-tensor quantized value's stored integers minus its zero point, in i32 (exact: see the module)."""
     quant = quant_type(x.type.dtype)
     assert quant is not None
     scale = ctx.constant(np.asarray(quant.scales[0], np.float32), "scale")
-    steps = ctx.op("divide", ctx.op("uniform_dequantize", x), ctx.op("broadcast_in_dim", scale, shape=x.type.shape,
-                                                                     broadcast_dimensions=()))
+    steps = ctx.op("divide", ctx.op("uniform_dequantize", x), spread_along(ctx, scale, x.type.shape, 0))
     return ctx.op("convert", ctx.op("round_nearest_even", steps), new_dtype="i32")
 
 
@@ -163,8 +157,7 @@ def qlinear_matmul(node: Node, ctx: Context) -> Sequence[Operand]:
     multiplier = a_scale.astype(np.float64) * b_scale.astype(np.float64)
     wide = ctx.op("convert", product, new_dtype="f64")
     factors = ctx.constant(multiplier.reshape(()) if multiplier.size == 1 else multiplier, "multiplier")
-    spread = ctx.op("broadcast_in_dim", factors, shape=product.type.shape,
-                    broadcast_dimensions=() if multiplier.size == 1 else (rank - 1,))
+    spread = spread_along(ctx, factors, product.type.shape, rank - 1)
     real = ctx.op("convert", ctx.op("multiply", wide, spread), new_dtype="f32")
     return [ctx.op("uniform_quantize", real, new_dtype=y_type)]
 

@@ -23,7 +23,7 @@ from ...ops.conv_grad import CONV_BACKPROP_INPUT, plan_backprop_input
 from ...verify import coerce_attrs
 from .conv import transpose_attrs
 from .registry import UNSUPPORTED_ATTR, Context, Node, Operand, converter
-from .shared import normalized_axis, spatial_attr, unless_ones, window_pads
+from .shared import normalized_axis, spatial_attr, spread_along, unless_ones, window_pads
 
 # ONNX zero-point dtype -> the quantized storage type of the same values
 _STORAGE = {np.dtype(np.int8): "i8", np.dtype(np.uint8): "u8", np.dtype(np.int16): "i16"}
@@ -162,6 +162,7 @@ def qdq_conv(node: Node, ctx: Context) -> Sequence[Operand]:
 
 
 def _conv_window(node: Node, ctx: Context, onnxruntime_arithmetic: bool) -> Sequence[Operand]:
+    """QLinearConv's (or its QDQ pattern's) inputs as a quantized `conv` with the node's window attributes."""
     def window(x: Value, w: Value, result: str) -> Value:
         rank = x.type.rank - 2
         kernel = w.type.shape[2:]
@@ -280,6 +281,4 @@ def requantized(ctx: Context, sums: Value, multipliers: np.ndarray, y: QuantType
 
 def _along_channels(ctx: Context, values: np.ndarray, like: Value, hint: str) -> Value:
     """`values` (one, or one per channel: dimension 1) as a constant broadcast to `like`'s shape."""
-    one = values.size == 1
-    constant = ctx.constant(values.reshape(()) if one else values, hint)
-    return ctx.op("broadcast_in_dim", constant, shape=like.type.shape, broadcast_dimensions=() if one else (1,))
+    return spread_along(ctx, ctx.constant(values.reshape(()) if values.size == 1 else values, hint), like.type.shape, 1)

@@ -32,6 +32,11 @@ def broadcast_to(ctx: Context, value: Value, shape: Sequence[int]) -> Value:
     return ctx.op("broadcast_in_dim", value, shape=shape, broadcast_dimensions=tuple(range(offset, len(shape))))
 
 
+def spread_along(ctx: Context, value: Value, shape: Sequence[int], axis: int) -> Value:
+    """`value` (a scalar, or 1-D: one per index of dimension `axis`) broadcast to `shape`."""
+    return ctx.op("broadcast_in_dim", value, shape=tuple(shape), broadcast_dimensions=() if value.type.rank == 0 else (axis,))
+
+
 def broadcast_pair(ctx: Context, lhs: Value, rhs: Value) -> tuple[Value, Value]:
     """Both operands spread to their common numpy broadcast shape."""
     try:
