@@ -31,6 +31,12 @@ def slice_along(rewriter: OpFactory, value: Value, ranges: Mapping[int, DimRange
                            strides=tuple(strides) if strided else None)
 
 
+def constant_array(value: Value) -> np.ndarray | None:
+    """The array of `value` when a constant op produces it, else None."""
+    op = value.producer
+    return np.asarray(op.attrs["value"]) if op is not None and op.kind == "constant" else None
+
+
 def leading(rewriter: OpFactory, value: Value, shape: Sequence[int], suffix: str) -> Value:
     """The first `shape[d]` elements of `value` along every dim d (none when that is all of it)."""
     if tuple(shape) == value.type.shape:

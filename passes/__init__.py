@@ -29,6 +29,7 @@ from .cpu_depthwise_tap_sum import CpuDepthwiseTapSum
 from .cpu_layout_nhwc import CpuLayoutNhwc
 from .cpu_transposed_conv_phases import CpuTransposedConvPhases
 from .dce import DeadCodeElimination
+from .drop_padding_taps import DropPaddingTaps
 from .fold_constants import FoldConstants
 from .fold_conv_affine import FoldConvAffine
 from .grad import Grad
@@ -51,6 +52,7 @@ ALL_PASSES: tuple[type[Pass], ...] = (
     LowerQuantized,
     FoldConstants,
     FoldConvAffine,
+    DropPaddingTaps,
     CpuLayoutNhwc,
     CpuConv1x1ToDot,
     CpuDepthwiseTapSum,
@@ -83,6 +85,11 @@ _FOLDS = ("fold-conv-affine",)
 # pipeline (explicit pads), before the cpu rewrites (which then see the integer convs).
 # XLA:GPU compiles no integer conv (cuDNN has none of this form): the gpu pipeline's are f64.
 _QUANTIZED = {"cpu": ("lower-quantized",), "gpu": ("lower-quantized{integer_conv=false}",)}
+
+# Work that adds nothing, dropped once every conv is a plain one (after lower-quantized) and
+# before the cpu rewrites choose a form for what is left: the kernel taps that meet only
+# padding. The cpu pipeline's own dce follows; the gpu pipeline's is this one.
+_SIMPLIFY = ("drop-padding-taps",)
 
 # After the canonical pipeline, so they see only plain convs with explicit dimension
 # numbers and pads, whichever lowering produced them; cpu-layout-nhwc first, so the conv
@@ -141,7 +148,7 @@ def default_pipeline(target: str = "generic", autotune: bool = False) -> str:
     if target == "generic":
         return ",".join(_CANONICAL)
     folded = _CANONICAL[:-1] + _FOLDS + _CANONICAL[-1:]
-    return ",".join(folded + _QUANTIZED[target] + (cpu if target == "cpu" else ()))
+    return ",".join(folded + _QUANTIZED[target] + _SIMPLIFY + (cpu if target == "cpu" else ("dce",)))
 
 
 __all__ = ["ALL_PASSES", "CONV_LOWERINGS", "LOWERED_BY", "LOWERED_FOR_XLA", "PASSES", "TARGETS", "default_pipeline"]

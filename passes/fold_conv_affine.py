@@ -26,17 +26,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from convc.builders import constant_array
 from convc.dtypes import is_float, numpy_dtype
 from convc.ir import Graph, Op, Value
 from convc.ops import ConvDimensionNumbers, view
 from convc.pass_manager import Pass
 from convc.rewrite import RewritePattern, Rewriter, apply_patterns
-
-
-def _constant(value: Value) -> np.ndarray | None:
-    """The array of `value` when a constant op produces it."""
-    op = value.producer
-    return np.asarray(op.attrs["value"]) if op is not None and op.kind == "constant" else None
 
 
 def per_channel(value: Value, axis: int, channels: int) -> np.ndarray | None:
@@ -45,14 +40,14 @@ def per_channel(value: Value, axis: int, channels: int) -> np.ndarray | None:
     dims are 1, or a constant equal along every other dim. None otherwise."""
     op = value.producer
     if op is not None and op.kind == "broadcast_in_dim":
-        source = _constant(op.operands[0])
+        source = constant_array(op.operands[0])
         if source is None:
             return None
         kept = [d for d, target in enumerate(view(op).broadcast_dimensions) if target == axis]
         if any(size != 1 for d, size in enumerate(source.shape) if d not in kept):
             return None
         return np.broadcast_to(source.reshape(-1), (channels,))
-    array = _constant(value)
+    array = constant_array(value)
     if array is None or array.ndim <= axis:
         return None
     rows = np.moveaxis(array, axis, 0).reshape(channels, -1)
@@ -99,7 +94,7 @@ def _kernel(value: Value, out_dim: int) -> _Kernel | None:
             flipped = not flipped
         chain.append(op)
         value = op.operands[0]
-    array = _constant(value)
+    array = constant_array(value)
     return None if array is None else _Kernel(array, tuple(reversed(chain)), out_dim, flipped)
 
 
@@ -121,7 +116,7 @@ def _scalable_conv(value: Value, graph: Graph) -> _Conv | None:
     bias_add, bias = None, None
     op = value.producer
     if op is not None and op.kind == "bias_add" and _single_use(value, graph):
-        bias = _constant(op.operands[1])
+        bias = constant_array(op.operands[1])
         bias_add, op = op, op.operands[0].producer
     if op is None or op.kind != "conv" or not _single_use(op.result, graph):
         return None
@@ -179,7 +174,7 @@ class MergeBiases(RewritePattern):
     kind = "bias_add"
 
     def match_and_rewrite(self, op: Op, rewriter: Rewriter) -> None:
-        shift = _constant(op.operands[1])
+        shift = constant_array(op.operands[1])
         if shift is not None:
             _merge(op, view(op).axis % op.result.type.rank, shift, rewriter)
 
@@ -208,7 +203,7 @@ def _merge(op: Op, axis: int, shift: np.ndarray, rewriter: Rewriter, inner: Valu
     first = inner.producer
     if first is None or first.kind != "bias_add" or not _single_use(inner, rewriter.graph) or not is_float(op.result.type.dtype):
         return
-    bias = _constant(first.operands[1])
+    bias = constant_array(first.operands[1])
     if bias is None or view(first).axis % inner.type.rank != axis:
         return
     merged = rewriter.create("constant", suffix="bias_merged", value=_rounded(bias.astype(np.float64) + shift.astype(np.float64), bias))

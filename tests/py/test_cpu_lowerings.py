@@ -1,5 +1,6 @@
-"""Each `cpu-*` rewrite against the canonical form it replaces, over seeded random small
-convs: both forms are compiled by PJRT (XLA CPU) and run on the same inputs.
+"""Each `cpu-*` rewrite (and drop-padding-taps, which the cpu and gpu pipelines run before
+them) against the canonical form it replaces, over seeded random small convs: both forms
+are compiled by PJRT (XLA CPU) and run on the same inputs.
 
 Every case also checks that the rewrite fired (the slow form is gone), so a matcher
 that silently stops matching fails here instead of passing vacuously. Pads are
@@ -18,6 +19,7 @@ import convc
 import numpy as np
 import pytest
 from convc.passes import PASSES, TARGETS, default_pipeline
+from convc.passes.drop_padding_taps import dead_ends
 from convc.reference import evaluate
 
 CASES_PER_PASS = 10
@@ -194,6 +196,38 @@ def channels_first_conv(rng: np.random.Generator) -> Conv:
                 conv.lhs_dilation, conv.rhs_dilation, conv.feature_group_count)
 
 
+def _drops_taps(conv: Conv) -> bool:
+    """Whether some spatial dim of `conv` has a kernel tap at either end that meets only padding
+    and that padding covers (drop-padding-taps's `dead_ends`)."""
+    lhs_layout, rhs_layout, _ = conv.layouts
+    letters = [c for c in rhs_layout if c not in "OI"]
+    for i, letter in enumerate(letters):
+        size, taps = conv.lhs_shape[lhs_layout.index(letter)], conv.rhs_shape[rhs_layout.index(letter)]
+        (lo, hi), stride, dilation = conv.padding[i], conv.strides[i], conv.rhs_dilation[i]
+        outputs = (size + lo + hi - (taps - 1) * dilation - 1) // stride + 1
+        if dead_ends(size, taps, stride, dilation, (lo, hi), outputs) != (0, 0):
+            return True
+    return False
+
+
+def padded_small_map_conv(rng: np.random.Generator) -> Conv:
+    """A conv over a map not much larger than its padded window (pads up to the window's span,
+    any strides, rhs dilations and feature groups, 1-3 spatial dims), drawn until a kernel tap
+    at some end meets only padding."""
+    for _ in range(1000):
+        n = int(rng.integers(1, 4))
+        groups = int(rng.choice([1, 1, 2]))
+        kernel, rhs_dilation = _ints(rng, n, 2, 4), _ints(rng, n, 1, 2)
+        pads = tuple((int(rng.integers(0, (k - 1) * d + 1)), int(rng.integers(0, (k - 1) * d + 1)))
+                     for k, d in zip(kernel, rhs_dilation, strict=True))
+        conv = random_conv(rng, batch=int(rng.integers(1, 3)), in_features=groups * int(rng.integers(1, 3)),
+                           out_features=groups * int(rng.integers(1, 3)), kernel=kernel, strides=_ints(rng, n, 1, 3),
+                           pads=pads, lhs_dilation=(1,) * n, rhs_dilation=rhs_dilation, groups=groups)
+        if _drops_taps(conv):
+            return conv
+    raise AssertionError("no conv with a dead tap drawn")
+
+
 def _convs(text: str) -> list[str]:
     return re.findall(r"stablehlo\.convolution.*", text)
 
@@ -225,6 +259,11 @@ def no_negative_pad_left(text: str) -> bool:
     return not any("-" in pads for pads in re.findall(r"pad = (\[\[.*?\]\])", text))
 
 
+def kernel_sliced(text: str) -> bool:
+    """The conv's kernel (a graph input here) reaches it through a slice."""
+    return bool(_convs(text)) and "stablehlo.slice" in text.split("stablehlo.convolution", 1)[0]
+
+
 def no_batch_groups_left(text: str) -> bool:
     return bool(_convs(text)) and all("batch_group_count = 1 :" in line for line in _convs(text))
 
@@ -252,6 +291,7 @@ REWRITES = (
     Rewrite("cpu-conv-eigen-path", dense_2d_conv, output_rows_sliced_off, "max_extra=1000000 min_features=1"),
     Rewrite("cpu-crop-negative-padding", negatively_padded_conv, no_negative_pad_left, xla_runs_canonical_right=False),
     Rewrite("cpu-layout-nhwc", channels_first_conv, channels_last_outputs),
+    Rewrite("drop-padding-taps", padded_small_map_conv, kernel_sliced),
 )
 
 
@@ -285,21 +325,22 @@ def test_rewrite_matches_canonical_form(rewrite: Rewrite, seed: int, run_stableh
 def test_every_cpu_pass_is_registered_and_tested() -> None:
     """The `cpu-*` passes registered are exactly the ones REWRITES tests, and the cpu target runs each."""
     cpu_passes = {name for name in PASSES if name.startswith("cpu-")}
-    tested = {r.name for r in REWRITES}
+    tested = {r.name for r in REWRITES if r.name.startswith("cpu-")}
     assert tested == cpu_passes, f"untested: {sorted(cpu_passes - tested)}; not registered: {sorted(tested - cpu_passes)}"
     assert all(name in default_pipeline("cpu").split(",") for name in tested)
 
 
 def test_cpu_pipeline_runs_the_rewrites_after_the_canonical_lowerings() -> None:
-    """gpu is generic's pipeline with fold-conv-affine before its final dce; cpu is gpu's, then the cpu rewrites."""
+    """gpu is generic's pipeline with fold-conv-affine before its final dce, then lower-quantized (f64 convs) and
+    drop-padding-taps; cpu is the same with lower-quantized's integer convs, then the cpu rewrites."""
     generic = default_pipeline("generic").split(",")
     gpu = default_pipeline("gpu").split(",")
     cpu = default_pipeline("cpu").split(",")
     folded = generic[:-1] + ["fold-conv-affine"] + generic[-1:]
     # gpu: the canonical forms with the folds, then lower-quantized with f64 convs (XLA:GPU has no integer conv)
-    assert gpu == folded + ["lower-quantized{integer_conv=false}"]
-    assert cpu[:len(folded) + 1] == folded + ["lower-quantized"]
-    assert {r.name for r in REWRITES} <= set(cpu[len(folded) + 1:])
+    assert gpu == folded + ["lower-quantized{integer_conv=false}", "drop-padding-taps", "dce"]
+    assert cpu[:len(folded) + 2] == folded + ["lower-quantized", "drop-padding-taps"]
+    assert {r.name for r in REWRITES} - {"drop-padding-taps"} <= set(cpu[len(folded) + 2:])
     assert set(TARGETS) == {"generic", "cpu", "gpu"}
 
 
