@@ -69,8 +69,10 @@ def permuted(per_dim: Sequence[Any], rank: int) -> tuple[Any, ...]:
 
 
 # Ops whose operands and result all have one shape and whose attributes name no dim: they
-# compute the same in any layout.
-SAME_SHAPE_KINDS = ("add", "multiply", "relu", "convert", "relu_grad", *(opdef.name for opdef in ELEMENTWISE_OPS))
+# compute the same in any layout (round_nearest_even and bitcast_convert: what
+# lower-quantized leaves of a quantize between two convs).
+SAME_SHAPE_KINDS = ("add", "multiply", "relu", "convert", "relu_grad", "round_nearest_even", "bitcast_convert",
+                    *(opdef.name for opdef in ELEMENTWISE_OPS))
 
 # Per-dim attributes of the window ops, moved with the dims.
 _POOL_ATTRS = ("window_dimensions", "window_strides", "base_dilation", "window_dilation")

@@ -179,3 +179,33 @@ module @transpose_absorbed {
     func.return %t : tensor<1x4x4x3xf32>
   }
 }
+
+// -----
+
+// What lower-quantized leaves of a quantize and a dequantize between two convs (the scale,
+// round_nearest_even, the i8 convert, a bitcast_convert to the stored type and back)
+// computes NHWC as well: no transpose between the convs.
+// CHECK-LABEL: module @quantize_between_convs
+// CHECK: %[[C1:.*]] = "convc.conv"
+// CHECK-NOT: "convc.transpose"
+// CHECK: %[[ROUND:.*]] = "convc.round_nearest_even"({{.*}}) : (tensor<1x5x5x4xf32>)
+// CHECK: %[[Q:.*]] = "convc.convert"(%[[ROUND]]) {new_dtype = i8} : (tensor<1x5x5x4xf32>) -> tensor<1x5x5x4xi8>
+// CHECK: %[[BITS:.*]] = "convc.bitcast_convert"(%[[Q]]) {new_dtype = ui8} : (tensor<1x5x5x4xi8>)
+// CHECK: %[[BACK:.*]] = "convc.bitcast_convert"(%[[BITS]]) {new_dtype = i8}
+// CHECK: %[[WIDE:.*]] = "convc.convert"(%[[BACK]]) {new_dtype = f32}
+// CHECK: "convc.conv"(%[[WIDE]]
+// CHECK-SAME: -> tensor<1x5x5x4xf32>
+// CHECK-NEXT: %c2 = "convc.transpose"
+// CHECK-NEXT: func.return %c2
+module @quantize_between_convs {
+  func.func @main(%x: tensor<1x4x5x5xf32>, %w: tensor<4x4x3x3xf32>) -> tensor<1x4x5x5xf32> {
+    %c1 = "convc.conv"(%x, %w) {dimension_numbers = #convc.dims<[b, f, 0, 1]x[o, i, 0, 1]->[b, f, 0, 1]>, padding = dense<[[1, 1], [1, 1]]> : tensor<2x2xi64>} : (tensor<1x4x5x5xf32>, tensor<4x4x3x3xf32>) -> tensor<1x4x5x5xf32>
+    %round = "convc.round_nearest_even"(%c1) : (tensor<1x4x5x5xf32>) -> tensor<1x4x5x5xf32>
+    %q = "convc.convert"(%round) {new_dtype = i8} : (tensor<1x4x5x5xf32>) -> tensor<1x4x5x5xi8>
+    %bits = "convc.bitcast_convert"(%q) {new_dtype = ui8} : (tensor<1x4x5x5xi8>) -> tensor<1x4x5x5xui8>
+    %back = "convc.bitcast_convert"(%bits) {new_dtype = i8} : (tensor<1x4x5x5xui8>) -> tensor<1x4x5x5xi8>
+    %wide = "convc.convert"(%back) {new_dtype = f32} : (tensor<1x4x5x5xi8>) -> tensor<1x4x5x5xf32>
+    %c2 = "convc.conv"(%wide, %w) {dimension_numbers = #convc.dims<[b, f, 0, 1]x[o, i, 0, 1]->[b, f, 0, 1]>, padding = dense<[[1, 1], [1, 1]]> : tensor<2x2xi64>} : (tensor<1x4x5x5xf32>, tensor<4x4x3x3xf32>) -> tensor<1x4x5x5xf32>
+    func.return %c2 : tensor<1x4x5x5xf32>
+  }
+}
