@@ -456,3 +456,57 @@ def test_qdq_conv_transpose_whose_pads_crop_everything_is_one_located_b7_error(p
         convc.load_onnx(model)
     assert err.value.constraint == "B7" and "(ConvTranspose (DequantizeLinear -> ConvTranspose -> QuantizeLinear))" in str(err.value)
     assert "would have size -3" in str(err.value) and "/graph/node/" in str(err.value)
+
+
+# name -> (pool node type, its attributes, x shape)
+QDQ_POOL_CASES: dict[str, tuple[str, dict[str, Any], tuple[int, ...]]] = {
+    "avg_2x2_stride_2": ("AveragePool", {"kernel_shape": [2, 2], "strides": [2, 2]}, (2, 8, 12, 12)),
+    "avg_3x3_pads_excluded": ("AveragePool", {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]}, (1, 6, 9, 7)),
+    "avg_3x3_pads_counted_ceil": ("AveragePool", {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 0, 1, 0],
+                                                  "count_include_pad": 1, "ceil_mode": 1}, (1, 6, 10, 9)),
+    "avg_1d": ("AveragePool", {"kernel_shape": [3], "strides": [2]}, (2, 5, 17)),
+    "global_2x2": ("GlobalAveragePool", {}, (2, 16, 2, 2)),
+    "global_7x7": ("GlobalAveragePool", {}, (2, 16, 7, 7)),
+}
+
+
+def _qdq_pool_model(case: str, storage: Any, y_scale: float, y_zero: int) -> bytes:
+    """x quantized (scale 0.05, an odd zero point) -> DequantizeLinear -> the pool -> QuantizeLinear to (y_scale,
+    y_zero), the quantized y the graph's output."""
+    op_type, attrs, x_shape = QDQ_POOL_CASES[case]
+    shift = 0 if storage is np.uint8 else -128
+    inits = {"s": np.array(0.05, np.float32), "z": np.array(131 + shift, storage), "ys": np.array(y_scale, np.float32),
+             "yz": np.array(y_zero + shift, storage)}
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"]), helper.make_node("DequantizeLinear", ["q", "s", "z"], ["d"]),
+             helper.make_node(op_type, ["d"], ["p"], **attrs), helper.make_node("QuantizeLinear", ["p", "ys", "yz"], ["y"])]
+    return _model(nodes, {"x": x_shape}, ["y"], inits)
+
+
+@pytest.mark.parametrize(("y_scale", "y_zero"), [(0.05, 131), (0.0213, 120)], ids=["same_scale", "other_scale"])
+@pytest.mark.parametrize("case", QDQ_POOL_CASES, ids=str)
+def test_uint8_qdq_average_pools_equal_onnxruntimes_qlinear_pools(case: str, y_scale: float, y_zero: int) -> None:
+    """A uint8 DequantizeLinear -> AveragePool / GlobalAveragePool -> QuantizeLinear pattern (which ONNX Runtime runs
+    as its QLinearAveragePool / QLinearGlobalAveragePool) imports as ONNX Runtime's arithmetic: every stored integer
+    equal to ONNX Runtime's, with y's scale equal to x's and an odd zero point too (ties, where rounding before or
+    after adding the zero point differs)."""
+    model = _qdq_pool_model(case, np.uint8, y_scale, y_zero)
+    x_shape = QDQ_POOL_CASES[case][2]
+    feeds = {"x": _random(x_shape, 3) * 3}
+    graph = convc.load_onnx(model)
+    assert [op.kind for op in graph.ops].count("uniform_quantize") == 1  # x's alone: y is the fused pool's
+    ours = convc.run(graph, feeds, platform="cpu", target="cpu").outputs[0]
+    theirs = _onnxruntime(model, feeds)[0]
+    assert ours.dtype == theirs.dtype == np.uint8 and ours.shape == theirs.shape
+    np.testing.assert_array_equal(ours, theirs)
+    assert len(np.unique(theirs)) > 5
+
+
+def test_int8_qdq_average_pool_stays_dequantize_pool_quantize() -> None:
+    """The int8 pattern is not fused (ONNX Runtime 1.32 does not fuse it at this opset, 17): its QuantizeLinear stays a
+    `uniform_quantize` after a float pool, within one step of ONNX Runtime."""
+    model = _qdq_pool_model("avg_2x2_stride_2", np.int8, 0.05, 131)
+    feeds = {"x": _random(QDQ_POOL_CASES["avg_2x2_stride_2"][2], 3) * 3}
+    graph = convc.load_onnx(model)
+    assert [op.kind for op in graph.ops].count("uniform_quantize") == 2 and "sum_pool" in [op.kind for op in graph.ops]
+    ours = convc.run(graph, feeds, platform="cpu", target="cpu").outputs[0]
+    assert np.abs(ours.astype(int) - _onnxruntime(model, feeds)[0].astype(int)).max() <= 1

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ...dtypes import quant_type
-from .quantized import node_axis, qdq_conv, qlinear_conv_transpose
+from .quantized import node_axis, qdq_conv, qlinear_average_pool, qlinear_conv_transpose, qlinear_global_average_pool
 from .registry import Context, ConvertFn, Node
 
 CONV_ATTRS = ("auto_pad", "dilations", "group", "kernel_shape", "pads", "strides")
@@ -36,6 +36,9 @@ FUSED: dict[str, tuple[tuple[str, ...], int, ConvertFn]] = {
     "Conv": (CONV_ATTRS, 0, qdq_conv),
     "ConvTranspose": (CONV_ATTRS + ("output_padding", "output_shape"), 1, qlinear_conv_transpose),
 }
+# each fused pool: the converter of ONNX Runtime's QLinear node for it (its inputs X, x_scale, x_zero_point, y_scale,
+# y_zero_point; the pool's attributes)
+FUSED_POOLS: dict[str, ConvertFn] = {"AveragePool": qlinear_average_pool, "GlobalAveragePool": qlinear_global_average_pool}
 
 
 class QDQConvs:
@@ -54,14 +57,17 @@ class QDQConvs:
     def fused(self, node: Node, ctx: Context) -> tuple[Node, ConvertFn] | None:
         """The QLinearConv-style node `node` (a Conv or ConvTranspose) and its neighbours stand for, with its converter,
         else None. The QuantizeLinear it absorbs is recorded in `absorbed`, for the importer to skip."""
-        if node.op_type not in FUSED or node.domain not in ("", "ai.onnx"):
+        if node.domain not in ("", "ai.onnx"):
+            return None
+        if node.op_type in FUSED_POOLS:
+            return self._pool(node, ctx)
+        if node.op_type not in FUSED:
             return None
         names, w_axis, convert = FUSED[node.op_type]
         y = node.outputs[0]
-        readers = self.consumers.get(y, [])
-        if y in self.graph_outputs or len(readers) != 1 or not _plain(readers[0], "QuantizeLinear", ctx):
+        q = self._quantize(y, ctx)
+        if q is None:
             return None
-        q = readers[0]
         dx, dw = self._dequantize(node.input(0), ctx), self._dequantize(node.input(1), ctx)
         if dx is None or dw is None or not self._activation(dx, ctx) or not _weights(dw, ctx, w_axis) or not _per_tensor(q, ctx):
             return None
@@ -77,6 +83,31 @@ class QDQConvs:
         written_as = f"{node.op_type} (DequantizeLinear -> {node.op_type} -> QuantizeLinear)"
         return Node(node.name or y, "QLinear" + node.op_type, tuple(inputs), (q.outputs[0],), attrs, node.index, "",
                     written_as=written_as), convert
+
+    def _pool(self, node: Node, ctx: Context) -> tuple[Node, ConvertFn] | None:
+        """An AveragePool or GlobalAveragePool between a DequantizeLinear and a QuantizeLinear of uint8, per tensor
+        (quantize_static's activations), as the QLinear node ONNX Runtime runs for it, whose arithmetic differs from
+        dequantize -> pool -> quantize (quantized.py; measured equal to ONNX Runtime's on every element). ONNX
+        Runtime 1.32 fuses int8 ones in some opsets only (13, not 17: measured), so they stay the ops they are
+        written as. The DequantizeLinear stays: a conv may read it."""
+        q, dx = self._quantize(node.outputs[0], ctx), self._dequantize(node.input(0), ctx)
+        if q is None or dx is None or not self._activation(dx, ctx) or not _per_tensor(q, ctx):
+            return None
+        x_zero, y_zero = ctx.array(dx.input(2)), ctx.array(q.input(2))
+        if x_zero is None or y_zero is None or x_zero.dtype != np.uint8 or y_zero.dtype != np.uint8:
+            return None
+        self.absorbed.add(q.index)
+        written_as = f"{node.op_type} (DequantizeLinear -> {node.op_type} -> QuantizeLinear)"
+        inputs = (dx.input(0), dx.input(1), dx.input(2), q.input(1), q.input(2))
+        return Node(node.name or node.outputs[0], "QLinear" + node.op_type, inputs, (q.outputs[0],), dict(node.attrs),
+                    node.index, "", written_as=written_as), FUSED_POOLS[node.op_type]
+
+    def _quantize(self, y: str, ctx: Context) -> Node | None:
+        """The one QuantizeLinear that reads `y`, when nothing else does and `y` is no graph output."""
+        readers = self.consumers.get(y, [])
+        if y in self.graph_outputs or len(readers) != 1 or not _plain(readers[0], "QuantizeLinear", ctx):
+            return None
+        return readers[0]
 
     def _dequantize(self, name: str, ctx: Context) -> Node | None:
         """The DequantizeLinear that produces `name` (of the default domain, no blocks, parameters
