@@ -30,18 +30,24 @@ def _run_both(model: bytes, x_shape: tuple[int, ...], seed: int = 0) -> tuple[co
     return graph, convc.run(graph, feeds, platform="cpu", target="cpu").outputs, _onnxruntime(model, feeds)
 
 
+@pytest.mark.parametrize("odd", [True, False], ids=["odd_zero_points", "even_zero_points"])
 @pytest.mark.parametrize("storage", [np.uint8, np.int8])
-def test_quantize_dequantize_linear_per_tensor_and_per_axis_match_onnxruntime(storage: Any) -> None:
-    """Q -> DQ per tensor, then per axis (axis 1): the same stored integers and reals as ONNX Runtime."""
-    zero = np.array(3 if storage is np.uint8 else -5, storage)
-    scales, zeros = np.array([0.02, 0.05, 0.1], np.float32), np.array([0, 7, 250] if storage is np.uint8 else [0, 7, -100], storage)
+def test_quantize_dequantize_linear_per_tensor_and_per_axis_match_onnxruntime(storage: Any, odd: bool) -> None:
+    """Q -> DQ per tensor, then per axis (axis 1): the same stored integers and reals as ONNX Runtime. With even zero
+    points each QuantizeLinear is a `uniform_quantize`; with an odd one ONNX's rounding spelled out (round, then add
+    the zero point), which `uniform_quantize` (add, then round) is not on ties."""
+    shift = 0 if odd else 1
+    zero = np.array((3 if storage is np.uint8 else -5) + shift, storage)
+    scales = np.array([0.02, 0.05, 0.1], np.float32)
+    zeros = np.array([0, 7 + shift, 250] if storage is np.uint8 else [0, 7 + shift, -100], storage)
     nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"]), helper.make_node("DequantizeLinear", ["q", "s", "z"], ["d"]),
              helper.make_node("QuantizeLinear", ["x", "sa", "za"], ["qa"], axis=1),
              helper.make_node("DequantizeLinear", ["qa", "sa", "za"], ["da"], axis=1)]
     model = _model(nodes, {"x": (2, 3, 4, 4)}, ["q", "d", "qa", "da"],
                    {"s": np.array(0.03, np.float32), "z": zero, "sa": scales, "za": zeros})
     graph, ours, theirs = _run_both(model, (2, 3, 4, 4))
-    assert [op.kind for op in graph.ops].count("uniform_quantize") == 2
+    kinds = [op.kind for op in graph.ops]
+    assert (kinds.count("round_nearest_even"), kinds.count("uniform_quantize")) == ((2, 0) if odd else (0, 2))
     for got, want in zip(ours, theirs, strict=True):
         assert got.dtype == want.dtype
         np.testing.assert_array_equal(got, want)
@@ -470,43 +476,83 @@ QDQ_POOL_CASES: dict[str, tuple[str, dict[str, Any], tuple[int, ...]]] = {
 }
 
 
-def _qdq_pool_model(case: str, storage: Any, y_scale: float, y_zero: int) -> bytes:
+def _qdq_pool_model(case: str, storage: Any, y_scale: float, y_zero: int, dequantized_output: bool = False) -> bytes:
     """x quantized (scale 0.05, an odd zero point) -> DequantizeLinear -> the pool -> QuantizeLinear to (y_scale,
-    y_zero), the quantized y the graph's output."""
+    y_zero): the quantized y the graph's output, or with `dequantized_output` its DequantizeLinear (as in a network)."""
     op_type, attrs, x_shape = QDQ_POOL_CASES[case]
     shift = 0 if storage is np.uint8 else -128
     inits = {"s": np.array(0.05, np.float32), "z": np.array(131 + shift, storage), "ys": np.array(y_scale, np.float32),
              "yz": np.array(y_zero + shift, storage)}
     nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"]), helper.make_node("DequantizeLinear", ["q", "s", "z"], ["d"]),
              helper.make_node(op_type, ["d"], ["p"], **attrs), helper.make_node("QuantizeLinear", ["p", "ys", "yz"], ["y"])]
-    return _model(nodes, {"x": x_shape}, ["y"], inits)
+    if dequantized_output:
+        nodes.append(helper.make_node("DequantizeLinear", ["y", "ys", "yz"], ["real"]))
+    return _model(nodes, {"x": x_shape}, ["real" if dequantized_output else "y"], inits)
 
 
-@pytest.mark.parametrize(("y_scale", "y_zero"), [(0.05, 131), (0.0213, 120)], ids=["same_scale", "other_scale"])
+def _pool_equals_onnxruntime(model: bytes, case: str) -> convc.Graph:
+    """convc's output (cpu target, PJRT) of a QDQ pool model equals ONNX Runtime's on every element."""
+    feeds = {"x": _random(QDQ_POOL_CASES[case][2], 3) * 3}
+    graph = convc.load_onnx(model)
+    ours = convc.run(graph, feeds, platform="cpu", target="cpu").outputs[0]
+    theirs = _onnxruntime(model, feeds)[0]
+    assert ours.dtype == theirs.dtype and ours.shape == theirs.shape
+    np.testing.assert_array_equal(ours, theirs)
+    assert len(np.unique(theirs)) > 5
+    return graph
+
+
+SCALES = pytest.mark.parametrize(("y_scale", "y_zero"), [(0.05, 131), (0.0213, 120)], ids=["same_scale", "other_scale"])
+AVERAGE_POOLS = [case for case, (op_type, _, _) in QDQ_POOL_CASES.items() if op_type == "AveragePool"]
+GLOBAL_POOLS = [case for case, (op_type, _, _) in QDQ_POOL_CASES.items() if op_type == "GlobalAveragePool"]
+
+
+@SCALES
 @pytest.mark.parametrize("case", QDQ_POOL_CASES, ids=str)
 def test_uint8_qdq_average_pools_equal_onnxruntimes_qlinear_pools(case: str, y_scale: float, y_zero: int) -> None:
     """A uint8 DequantizeLinear -> AveragePool / GlobalAveragePool -> QuantizeLinear pattern (which ONNX Runtime runs
     as its QLinearAveragePool / QLinearGlobalAveragePool) imports as ONNX Runtime's arithmetic: every stored integer
     equal to ONNX Runtime's, with y's scale equal to x's and an odd zero point too (ties, where rounding before or
     after adding the zero point differs)."""
-    model = _qdq_pool_model(case, np.uint8, y_scale, y_zero)
-    x_shape = QDQ_POOL_CASES[case][2]
-    feeds = {"x": _random(x_shape, 3) * 3}
-    graph = convc.load_onnx(model)
-    assert [op.kind for op in graph.ops].count("uniform_quantize") == 1  # x's alone: y is the fused pool's
-    ours = convc.run(graph, feeds, platform="cpu", target="cpu").outputs[0]
-    theirs = _onnxruntime(model, feeds)[0]
-    assert ours.dtype == theirs.dtype == np.uint8 and ours.shape == theirs.shape
-    np.testing.assert_array_equal(ours, theirs)
-    assert len(np.unique(theirs)) > 5
+    graph = _pool_equals_onnxruntime(_qdq_pool_model(case, np.uint8, y_scale, y_zero), case)
+    assert "sum_pool" not in [op.kind for op in graph.ops]  # the fused pool's window sums, not the AveragePool's
 
 
-def test_int8_qdq_average_pool_stays_dequantize_pool_quantize() -> None:
-    """The int8 pattern is not fused (ONNX Runtime 1.32 does not fuse it at this opset, 17): its QuantizeLinear stays a
-    `uniform_quantize` after a float pool, within one step of ONNX Runtime."""
-    model = _qdq_pool_model("avg_2x2_stride_2", np.int8, 0.05, 131)
-    feeds = {"x": _random(QDQ_POOL_CASES["avg_2x2_stride_2"][2], 3) * 3}
+@pytest.mark.parametrize("case", AVERAGE_POOLS, ids=str)
+def test_int8_qdq_average_pools_equal_onnxruntimes_three_ops_off_ties(case: str) -> None:
+    """An int8 DequantizeLinear -> AveragePool -> QuantizeLinear whose output is the graph's, which ONNX Runtime runs
+    as its three ops, imports as their arithmetic (window sums in order, QuantizeLinear's rounding): with y's scale
+    not x's (no ties), every stored integer equal."""
+    graph = _pool_equals_onnxruntime(_qdq_pool_model(case, np.int8, 0.0213, 120), case)
+    assert "sum_pool" not in [op.kind for op in graph.ops]
+
+
+@pytest.mark.parametrize("case", AVERAGE_POOLS, ids=str)
+def test_int8_qdq_average_pools_on_ties_of_an_odd_zero_point_are_within_one_step_of_onnxruntime(case: str) -> None:
+    """The same with y's scale x's and an odd zero point, where averages are ties: at most one step apart and at least
+    95% identical (measured 96-100%; ONNX Runtime's three ops round some ties otherwise, for a reason not found)."""
+    model = _qdq_pool_model(case, np.int8, 0.05, 131)
+    feeds = {"x": _random(QDQ_POOL_CASES[case][2], 3) * 3}
+    ours = convc.run(convc.load_onnx(model), feeds, platform="cpu", target="cpu").outputs[0].astype(int)
+    theirs = _onnxruntime(model, feeds)[0].astype(int)
+    assert np.abs(ours - theirs).max() <= 1 and (ours == theirs).mean() >= 0.95
+
+
+@SCALES
+@pytest.mark.parametrize("case", GLOBAL_POOLS, ids=str)
+def test_int8_qdq_global_average_pool_read_by_a_dequantize_equals_onnxruntimes_qlinear_pool(case: str, y_scale: float, y_zero: int) -> None:
+    """An int8 DequantizeLinear -> GlobalAveragePool -> QuantizeLinear whose output a DequantizeLinear reads (ONNX
+    Runtime fuses it then) imports as QLinearGlobalAveragePool's arithmetic: every output equal."""
+    graph = _pool_equals_onnxruntime(_qdq_pool_model(case, np.int8, y_scale, y_zero, dequantized_output=True), case)
+    assert [op.result.type.dtype for op in graph.ops if op.kind == "reduce_sum"] == ["i32"]  # the stored integers summed
+
+
+def test_int8_qdq_global_average_pool_as_the_graphs_output_stays_its_ops() -> None:
+    """The int8 GlobalAveragePool pattern whose quantized output is the graph's (ONNX Runtime does not fuse it) stays
+    a float pool and a quantize, within one step of ONNX Runtime."""
+    model = _qdq_pool_model("global_7x7", np.int8, 0.0213, 120)
+    feeds = {"x": _random(QDQ_POOL_CASES["global_7x7"][2], 3) * 3}
     graph = convc.load_onnx(model)
-    assert [op.kind for op in graph.ops].count("uniform_quantize") == 2 and "sum_pool" in [op.kind for op in graph.ops]
+    assert any(op.kind == "reduce_sum" and op.result.type.dtype == "f32" for op in graph.ops)
     ours = convc.run(graph, feeds, platform="cpu", target="cpu").outputs[0]
     assert np.abs(ours.astype(int) - _onnxruntime(model, feeds)[0].astype(int)).max() <= 1

@@ -84,7 +84,8 @@ QOPERATOR_NETWORKS = ["small_resnet", "inverted_residual", "resnet18", "efficien
 QDQ_CASES = [*((name, form) for name in ("small_resnet", "inverted_residual") for form in ("qdq_per_tensor", "qdq_per_channel")),
              ("mobilenet_v3_small", "qdq_per_tensor"), ("shufflenet_v2", "qdq_per_tensor"), ("segmentation", "qdq_per_tensor"),
              ("dcgan_generator", "qdq_per_tensor"), ("resnet18", "qdq_per_channel"), ("mobilenet_v2", "qdq_per_channel"),
-             ("efficientnet_b0", "qdq_per_channel"), ("densenet", "qdq_per_channel"), ("video_3d", "qdq_per_channel")]
+             ("efficientnet_b0", "qdq_per_channel"), ("densenet", "qdq_per_tensor"), ("densenet", "qdq_per_channel"),
+             ("video_3d", "qdq_per_channel")]
 FLOAT_OUTPUT = {"dcgan_generator"}  # its last op (Tanh) is not one quantize_static quantizes: no DequantizeLinear writes y
 
 

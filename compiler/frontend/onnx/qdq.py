@@ -26,7 +26,14 @@ from collections.abc import Sequence
 import numpy as np
 
 from ...dtypes import quant_type
-from .quantized import node_axis, qdq_conv, qlinear_average_pool, qlinear_conv_transpose, qlinear_global_average_pool
+from .quantized import (
+    dequantized_average_pool,
+    node_axis,
+    qdq_conv,
+    qlinear_average_pool,
+    qlinear_conv_transpose,
+    qlinear_global_average_pool,
+)
 from .registry import Context, ConvertFn, Node
 
 CONV_ATTRS = ("auto_pad", "dilations", "group", "kernel_shape", "pads", "strides")
@@ -37,8 +44,11 @@ FUSED: dict[str, tuple[tuple[str, ...], int, ConvertFn]] = {
     "ConvTranspose": (CONV_ATTRS + ("output_padding", "output_shape"), 1, qlinear_conv_transpose),
 }
 # each fused pool: the converter of ONNX Runtime's QLinear node for it (its inputs X, x_scale, x_zero_point, y_scale,
-# y_zero_point; the pool's attributes)
-FUSED_POOLS: dict[str, ConvertFn] = {"AveragePool": qlinear_average_pool, "GlobalAveragePool": qlinear_global_average_pool}
+# y_zero_point; the pool's attributes), by storage type: what ONNX Runtime 1.32 runs for the pattern, measured (qdq.py)
+FUSED_POOLS: dict[str, dict[str, ConvertFn]] = {
+    "AveragePool": {"u8": qlinear_average_pool, "i8": dequantized_average_pool},
+    "GlobalAveragePool": {"u8": qlinear_global_average_pool, "i8": qlinear_global_average_pool},
+}
 
 
 class QDQConvs:
@@ -85,22 +95,29 @@ class QDQConvs:
                     written_as=written_as), convert
 
     def _pool(self, node: Node, ctx: Context) -> tuple[Node, ConvertFn] | None:
-        """An AveragePool or GlobalAveragePool between a DequantizeLinear and a QuantizeLinear of uint8, per tensor
-        (quantize_static's activations), as the QLinear node ONNX Runtime runs for it, whose arithmetic differs from
-        dequantize -> pool -> quantize (quantized.py; measured equal to ONNX Runtime's on every element). ONNX
-        Runtime 1.32 fuses int8 ones in some opsets only (13, not 17: measured), so they stay the ops they are
-        written as. The DequantizeLinear stays: a conv may read it."""
+        """An AveragePool or GlobalAveragePool between a DequantizeLinear and a QuantizeLinear of one 8-bit type, per
+        tensor, as ONNX Runtime 1.32 runs it (quantized.py; each form measured equal to it on every element), which
+        is not dequantize -> pool -> quantize as convc's ops compute it. It fuses every uint8 one into its QLinear
+        pool, and an int8 GlobalAveragePool whose quantized output DequantizeLinear nodes read (as in a network; not
+        when the output is the graph's); an int8 AveragePool it runs as its three ops in DenseNet's QDQ file (a small
+        file whose output DequantizeLinear reads it is fused, by a rule not found), which here means their order of
+        summation and QuantizeLinear's rounding. The DequantizeLinear stays: a conv may read it."""
         q, dx = self._quantize(node.outputs[0], ctx), self._dequantize(node.input(0), ctx)
         if q is None or dx is None or not self._activation(dx, ctx) or not _per_tensor(q, ctx):
             return None
         x_zero, y_zero = ctx.array(dx.input(2)), ctx.array(q.input(2))
-        if x_zero is None or y_zero is None or x_zero.dtype != np.uint8 or y_zero.dtype != np.uint8:
+        if x_zero is None or y_zero is None or x_zero.dtype != y_zero.dtype or x_zero.dtype not in (np.uint8, np.int8):
+            return None
+        storage = "u8" if x_zero.dtype == np.uint8 else "i8"
+        readers = self.consumers.get(q.outputs[0], [])
+        dequantized = q.outputs[0] not in self.graph_outputs and bool(readers) and all(_plain(r, "DequantizeLinear", ctx) for r in readers)
+        if node.op_type == "GlobalAveragePool" and storage == "i8" and not dequantized:
             return None
         self.absorbed.add(q.index)
         written_as = f"{node.op_type} (DequantizeLinear -> {node.op_type} -> QuantizeLinear)"
         inputs = (dx.input(0), dx.input(1), dx.input(2), q.input(1), q.input(2))
         return Node(node.name or node.outputs[0], "QLinear" + node.op_type, inputs, (q.outputs[0],), dict(node.attrs),
-                    node.index, "", written_as=written_as), FUSED_POOLS[node.op_type]
+                    node.index, "", written_as=written_as), FUSED_POOLS[node.op_type][storage]
 
     def _quantize(self, y: str, ctx: Context) -> Node | None:
         """The one QuantizeLinear that reads `y`, when nothing else does and `y` is no graph output."""

@@ -5,14 +5,14 @@ a `!quant.uniform` type with the same parameters: QuantizeLinear is `uniform_qua
 DequantizeLinear `uniform_dequantize`, and QLinearConv a `conv` of the quantized input with
 the weights (an initializer, made a quantized constant) into its i32 accumulator, requantized
 to y's type by ONNX Runtime's arithmetic. ONNX rounds x / scale to nearest even and then adds
-the zero point; `uniform_quantize` as convc lowers it adds first and then rounds. The two
-differ by one step where x / scale is a tie and the zero point is odd (measured against ONNX
-Runtime: a QuantizeLinear of exact half steps with zero point 3 is identical nowhere); not yet
-matched (docs/onnx.md).
+the zero point; StableHLO's `uniform_quantize` adds first and then rounds. The two differ by
+one step where x / scale is a tie and the zero point is odd, so a QuantizeLinear with an odd
+zero point imports as ONNX's steps (`quantize_linear`).
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -24,7 +24,7 @@ from ...ir import TensorType, Value
 from ...ops.conv_grad import CONV_BACKPROP_INPUT, plan_backprop_input
 from ...verify import coerce_attrs
 from .conv import transpose_attrs
-from .pooling import pool_window
+from .pooling import PoolWindow, pool_window
 from .registry import UNSUPPORTED_ATTR, Context, Node, Operand, converter
 from .shared import normalized_axis, spatial_attr, spread_along, unless_ones, window_pads
 
@@ -82,11 +82,24 @@ def checked_type(ctx: Context, spelling: str, rank: int) -> str:
 
 @converter("QuantizeLinear", since=10)
 def quantize_linear(node: Node, ctx: Context) -> Sequence[Operand]:
-    """`uniform_quantize` to the type of y_scale and y_zero_point (per tensor, or per axis along `axis`; int8, uint8,
-    int16)."""
+    """x quantized to the type of y_scale and y_zero_point (per tensor, or per axis along `axis`; int8, uint8, int16)
+    by ONNX's arithmetic, saturate(round(x / y_scale) + y_zero_point): `uniform_quantize` where every zero point is
+    even (it adds the zero point before rounding, which is the same then), else those steps spelled out for an f32 x
+    (an odd zero point moves a tie to the other even integer), the stored integers given y's type."""
     x = ctx.operand(node, 0)
     spelling = checked_type(ctx, quant_params(ctx, node, 1, x.type.rank), x.type.rank)
-    return [ctx.op("uniform_quantize", x, new_dtype=spelling)]
+    y = quant_type(spelling)
+    assert y is not None
+    if x.type.dtype != "f32" or not any(zero % 2 for zero in y.zero_points):
+        return [ctx.op("uniform_quantize", x, new_dtype=spelling)]
+    axis = 0 if y.axis is None else y.axis
+
+    def along(values: Sequence[float] | Sequence[int], hint: str) -> Value:
+        array = np.asarray(values, np.float32)
+        return spread_along(ctx, ctx.constant(array.reshape(()) if y.axis is None else array, hint), x.type.shape, axis)
+
+    steps = ctx.op("round_nearest_even", ctx.op("divide", x, along(y.scales, "y_scale")))
+    return [_stored_as(ctx, ctx.op("add", steps, along(y.zero_points, "y_zero_point")), y)]
 
 
 @converter("DequantizeLinear", since=10)
@@ -306,24 +319,57 @@ def _pool_types(node: Node, ctx: Context) -> tuple[Value, QuantType, QuantType]:
 
 
 def qlinear_average_pool(node: Node, ctx: Context) -> Sequence[Operand]:
-    """A QDQ pattern around an AveragePool (qdq.py), as ONNX Runtime runs it (its QLinearAveragePool, measured equal
-    on every element): x dequantized in f32, each window's sum divided by its count (with count_include_pad the
-    kernel's size, even where ceil_mode's windows pass the pads), then y = x / y_scale + y's zero point, rounded half
-    to even once, saturated. QuantizeLinear rounds before it adds the zero point, which differs
-    on a tie with an odd zero point (a 2x2 average of equal scales is a tie one time in four)."""
+    """A QDQ pattern around an AveragePool (qdq.py) as ONNX Runtime's QLinearAveragePool computes it (measured equal
+    on every element): x dequantized in f32, each window's sum added in order and divided by its count (with
+    count_include_pad the kernel's size, even where ceil_mode's windows pass the pads), then y = x / y_scale + y's
+    zero point, rounded half to even once, saturated. QuantizeLinear rounds before it adds the zero point, which
+    differs on a tie with an odd zero point (a 2x2 average of equal scales is a tie one time in four)."""
+    return [_average_pool(node, ctx, zero_point_first=True)]
+
+
+def dequantized_average_pool(node: Node, ctx: Context) -> Sequence[Operand]:
+    """A QDQ pattern around an AveragePool that ONNX Runtime runs as its three ops (qdq.py), in their arithmetic as
+    far as measured: the window sums of the dequantized x added in order (its float AveragePool's order, where XLA's
+    reduce-window pairs them), divided by AveragePool's count, then QuantizeLinear's rounding (round, then add the
+    zero point). Equal to ONNX Runtime on every element off ties; on ties of an odd zero point 96% (not found why)."""
+    return [_average_pool(node, ctx, zero_point_first=False)]
+
+
+def _average_pool(node: Node, ctx: Context, zero_point_first: bool) -> Value:
     x, _, y = _pool_types(node, ctx)
     real = ctx.op("uniform_dequantize", x)
     window = pool_window(node, ctx, real)
-    summed = ctx.op("sum_pool", real, **window.attrs())
-    if node.attrs.get("count_include_pad", 0):  # the whole window, ceil_mode's positions past the pads included
+    summed = _window_sums_in_order(ctx, real, window)
+    include_pad = bool(node.attrs.get("count_include_pad", 0))
+    if include_pad and zero_point_first:  # QLinearAveragePool: the whole window, ceil_mode's positions too
         counts = np.full(summed.type.shape[2:], np.prod(window.kernel, dtype=np.int64))
     else:
-        counts = window.counts(x.type.shape[2:], summed.type.shape[2:], False)
+        counts = window.counts(x.type.shape[2:], summed.type.shape[2:], include_pad)
     count = ctx.op("broadcast_in_dim", ctx.constant(counts.astype(np.float32), "count"), shape=summed.type.shape,
                    broadcast_dimensions=tuple(range(2, summed.type.rank)))
     average = ctx.op("divide", summed, count)
     steps = ctx.op("divide", average, _along_channels(ctx, np.asarray([y.scales[0]], np.float32), average, "y_scale"))
-    return [_stored_as(ctx, ctx.op("round_nearest_even", _plus_zero_point(ctx, steps, y)), y)]
+    if zero_point_first:
+        return _stored_as(ctx, ctx.op("round_nearest_even", _plus_zero_point(ctx, steps, y)), y)
+    return _stored_as(ctx, _plus_zero_point(ctx, ctx.op("round_nearest_even", steps), y), y)
+
+
+def _window_sums_in_order(ctx: Context, x: Value, window: PoolWindow) -> Value:
+    """Each window's sum of `x`, added tap after tap in row-major order from the first, padding adding zeros: ONNX
+    Runtime's order (XLA's reduce-window may pair them otherwise, which moves a sum by an f32 rounding)."""
+    padded = ctx.op("pad", x, padding_config=((0, 0, 0), (0, 0, 0), *((lo, hi, 0) for lo, hi in window.ceil_pads)),
+                    padding_value=0.0) if any(lo or hi for lo, hi in window.ceil_pads) else x
+    out = [(size + lo + hi - (k - 1) * d - 1) // s + 1 for size, (lo, hi), k, d, s in
+           zip(x.type.shape[2:], window.ceil_pads, window.kernel, window.dilations, window.strides)]
+    total: Value | None = None
+    for tap in itertools.product(*(range(k) for k in window.kernel)):
+        start = [0, 0, *(t * d for t, d in zip(tap, window.dilations))]
+        limit = [*x.type.shape[:2], *(b + (o - 1) * s + 1 for b, o, s in zip(start[2:], out, window.strides))]
+        piece = ctx.op("slice", padded, start_indices=tuple(start), limit_indices=tuple(limit),
+                       strides=(1, 1, *window.strides))
+        total = piece if total is None else ctx.op("add", total, piece)
+    assert total is not None
+    return total
 
 
 def qlinear_global_average_pool(node: Node, ctx: Context) -> Sequence[Operand]:
