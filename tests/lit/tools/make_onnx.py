@@ -105,8 +105,22 @@ def _qdq_conv_transpose(per_channel: bool) -> tuple[list, dict, dict]:
     return nodes, {"x": [1, 2, 3, 3]}, weights
 
 
+def qdq_average_pool() -> tuple[list, dict, dict]:
+    """quantize_static's uint8 average pool: Q (odd zero point) -> DQ -> AveragePool 2x2/2 -> Q -> DQ."""
+    nodes = [
+        helper.make_node("QuantizeLinear", ["x", "x_scale", "x_zero"], ["xq"], name="xq"),
+        helper.make_node("DequantizeLinear", ["xq", "x_scale", "x_zero"], ["xd"], name="xd"),
+        helper.make_node("AveragePool", ["xd"], ["p"], kernel_shape=[2, 2], strides=[2, 2], name="pool"),
+        helper.make_node("QuantizeLinear", ["p", "y_scale", "y_zero"], ["yq"], name="yq"),
+        helper.make_node("DequantizeLinear", ["yq", "y_scale", "y_zero"], ["y"], name="y"),
+    ]
+    weights = {"x_scale": np.array(0.5, np.float32), "x_zero": np.array(131, np.uint8),
+               "y_scale": np.array(0.25, np.float32), "y_zero": np.array(100, np.uint8)}
+    return nodes, {"x": [1, 2, 4, 4]}, weights
+
+
 MODELS = {"classifier": classifier, "flatten_view": flatten_view, "pool_reduce_matvec": pool_reduce_matvec,
-          "dynamic_conv": dynamic_conv, "qlinear_conv": qlinear_conv, "qdq_conv_transpose": lambda: _qdq_conv_transpose(False),
+          "dynamic_conv": dynamic_conv, "qlinear_conv": qlinear_conv, "qdq_average_pool": qdq_average_pool, "qdq_conv_transpose": lambda: _qdq_conv_transpose(False),
           "qdq_conv_transpose_per_channel": lambda: _qdq_conv_transpose(True)}
 OPSETS: dict[str, int] = {}  # a model's opset where it is not 17
 OUTPUT_SHAPES: dict[str, list[int]] = {}  # a model's output shape where onnx's shape inference cannot infer it
