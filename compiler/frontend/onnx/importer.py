@@ -6,7 +6,7 @@ their external data (O10); bring an opset below 13 up with `onnx.version_convert
 list every node that has no converter and cannot be evaluated at import (O5), before
 anything is built; `onnx.checker` (O2); give symbolic input dims their sizes (O7), then
 strict `onnx.shape_inference` (O2); convert node by node (a QDQ pattern around a Conv or ConvTranspose as
-the one quantized conv it stands for, `qdq.py`). The steps that use the `onnx`
+the one quantized conv it stands for, one around an average pool as ONNX Runtime runs it, `qdq.py`). The steps that use the `onnx`
 package are `model.py`'s.
 A node whose inputs are all known at import (initializers, Constants, shapes, and what is
 computed from them) is evaluated then, with `onnx.reference`, rather than built: shape
@@ -47,7 +47,7 @@ from .model import (
     read_external_data,
     skeleton,
 )
-from .qdq import QDQConvs
+from .qdq import QDQPatterns
 from .registry import INPUT_SPEC, UNSUPPORTED_ATTR, UNSUPPORTED_OP, Context, ConvertFn, Node, Operand, lookup
 
 # Ops never evaluated at import even with known inputs: random ones, and those with subgraphs.
@@ -163,7 +163,7 @@ class _Build:
         for name in keep_as_inputs:
             ctx.values[name] = self._kept_input(name, arrays.pop(name))
         ctx.known.update(arrays)
-        qdq = QDQConvs(self.nodes, {v.name for v in self.proto.graph.output})
+        qdq = QDQPatterns(self.nodes, {v.name for v in self.proto.graph.output})
         for node in self.nodes:
             if node.index not in qdq.absorbed:
                 fused = qdq.fused(node, ctx)

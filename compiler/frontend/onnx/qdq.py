@@ -9,7 +9,10 @@ quantized operands with a quantized result, the int32 bias as QLinearConv's B), 
 spec's dequantize -> conv -> quantize arithmetic that the pattern spells out. A
 ConvTranspose's pattern is matched the same way (W per tensor, or per output channel: W's
 axis 1) and converted by `qlinear_conv_transpose`, as QLinearConv's inputs with
-ConvTranspose's attributes.
+ConvTranspose's attributes. An AveragePool or GlobalAveragePool between the two casts is
+matched too, and converted as ONNX Runtime runs it (its QLinear pools, or for an int8
+AveragePool its three ops in their order of summation), which is not what the ops compute
+in convc's forms (`_pool`).
 
 Why the importer and not a pass: the pattern is ONNX's (its node types, which input is an
 initializer, an int32 bias whose scale is x_scale * w_scale, the single QuantizeLinear
@@ -51,8 +54,8 @@ FUSED_POOLS: dict[str, dict[str, ConvertFn]] = {
 }
 
 
-class QDQConvs:
-    """Finds the QDQ pattern around each Conv as the importer reaches it, from the nodes'
+class QDQPatterns:
+    """Finds the QDQ pattern around each Conv, ConvTranspose and average pool as the importer reaches it, from the nodes'
     producers and consumers and the values known so far (`Context`)."""
 
     def __init__(self, nodes: Sequence[Node], graph_outputs: set[str]):
