@@ -105,6 +105,8 @@ class QDQPatterns:
         when the output is the graph's); an int8 AveragePool it runs as its three ops in DenseNet's QDQ file (a small
         file whose output DequantizeLinear reads it is fused, by a rule not found), which here means their order of
         summation and QuantizeLinear's rounding. The DequantizeLinear stays: a conv may read it."""
+        if any(d != 1 for d in node.attrs.get("dilations", ())):  # QLinearAveragePool has no dilations
+            return None
         q, dx = self._quantize(node.outputs[0], ctx), self._dequantize(node.input(0), ctx)
         if q is None or dx is None or not self._activation(dx, ctx) or not _per_tensor(q, ctx):
             return None
