@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from convc.dtypes import is_quantized
 from test_lower_quantized import I8_CPU_PIPELINE  # every 8-bit quantized conv an i8 one (the default makes some exact f32 convs)
-from test_onnx_import import OPSET, _model, _onnxruntime, _random
+from test_onnx_import import OPSET, _model, _onnxruntime, _random, ort
 
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper  # noqa: E402
@@ -556,3 +556,23 @@ def test_int8_qdq_global_average_pool_as_the_graphs_output_stays_its_ops() -> No
     assert any(op.kind == "reduce_sum" and op.result.type.dtype == "f32" for op in graph.ops)
     ours = convc.run(graph, feeds, platform="cpu", target="cpu").outputs[0]
     assert np.abs(ours.astype(int) - _onnxruntime(model, feeds)[0].astype(int)).max() <= 1
+
+
+def test_dilated_qdq_average_pool_stays_its_ops() -> None:
+    """A uint8 QDQ AveragePool with dilations (opset 19), which QLinearAveragePool does not take, is not matched: its
+    float pool stays a `sum_pool`, within one step of ONNX Runtime's three ops (run with its graph optimizations off:
+    ONNX Runtime 1.32's own fusion makes it a QLinearAveragePool with dilations, which it then refuses to load)."""
+    inits = {"s": np.array(0.05, np.float32), "z": np.array(131, np.uint8), "ys": np.array(0.0213, np.float32),
+             "yz": np.array(120, np.uint8)}
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"]), helper.make_node("DequantizeLinear", ["q", "s", "z"], ["d"]),
+             helper.make_node("AveragePool", ["d"], ["p"], kernel_shape=[2, 2], dilations=[2, 2]),
+             helper.make_node("QuantizeLinear", ["p", "ys", "yz"], ["y"])]
+    model = _model(nodes, {"x": (1, 4, 9, 9)}, ["y"], inits, opset=19)
+    feeds = {"x": _random((1, 4, 9, 9), 3) * 3}
+    graph = convc.load_onnx(model)
+    assert "sum_pool" in [op.kind for op in graph.ops]
+    ours = convc.run(graph, feeds, platform="cpu", target="cpu").outputs[0]
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    (theirs,) = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"]).run(None, feeds)
+    assert np.abs(ours.astype(int) - theirs.astype(int)).max() <= 1
