@@ -27,6 +27,7 @@ from .cpu_conv_eigen_path import CpuConvEigenPath
 from .cpu_crop_negative_padding import CpuCropNegativePadding
 from .cpu_depthwise_tap_sum import CpuDepthwiseTapSum
 from .cpu_layout_nhwc import CpuLayoutNhwc
+from .cpu_small_map_im2col import CpuSmallMapIm2col
 from .cpu_transposed_conv_phases import CpuTransposedConvPhases
 from .dce import DeadCodeElimination
 from .drop_padding_taps import DropPaddingTaps
@@ -60,6 +61,7 @@ ALL_PASSES: tuple[type[Pass], ...] = (
     CpuBatchGroupToFeatureGroup,
     CpuTransposedConvPhases,
     CpuConv3dAsConv2dSum,
+    CpuSmallMapIm2col,
     CpuConvEigenPath,
     CpuCropNegativePadding,
     AutotuneConvLowering,
@@ -96,7 +98,7 @@ _SIMPLIFY = ("drop-padding-taps",)
 # rewrites build on channels-last convs (their transposes then cancel or vanish);
 # cpu-conv-eigen-path last, so it also sees the 2-D convs the phase and 3-D rewrites create.
 _CPU = ("cpu-layout-nhwc", "cpu-crop-negative-padding", "cpu-batch-group-tap-reduce", "cpu-batch-group-to-feature-group", "cpu-transposed-conv-phases",
-        "cpu-conv3d-as-conv2d-sum", "cpu-conv-1x1-to-dot", "cpu-depthwise-tap-sum", "cpu-conv-eigen-path", "dce")
+        "cpu-conv3d-as-conv2d-sum", "cpu-conv-1x1-to-dot", "cpu-depthwise-tap-sum", "cpu-small-map-im2col", "cpu-conv-eigen-path", "dce")
 
 
 P = TypeVar("P", bound=RewritePattern)

@@ -10,7 +10,7 @@
 // P1: the pin names "xla" or a cpu rewrite pass.
 module @p1_unknown {
   func.func @main(%x: tensor<1x4x4x2xf32>, %w: tensor<1x1x2x2xf32>) -> tensor<1x4x4x2xf32> {
-    // expected-error@+1 {{'c' (conv): lowering must be one of xla, cpu-batch-group-tap-reduce, cpu-batch-group-to-feature-group, cpu-transposed-conv-phases, cpu-conv3d-as-conv2d-sum, cpu-conv-1x1-to-dot, cpu-depthwise-tap-sum, cpu-conv-eigen-path, got 'cpu-winograd' [P1]}}
+    // expected-error@+1 {{'c' (conv): lowering must be one of xla, cpu-batch-group-tap-reduce, cpu-batch-group-to-feature-group, cpu-transposed-conv-phases, cpu-conv3d-as-conv2d-sum, cpu-conv-1x1-to-dot, cpu-depthwise-tap-sum, cpu-small-map-im2col, cpu-conv-eigen-path, got 'cpu-winograd' [P1]}}
     %c = "convc.conv"(%x, %w) {dimension_numbers = #convc.dims<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>, lowering = "cpu-winograd"} : (tensor<1x4x4x2xf32>, tensor<1x1x2x2xf32>) -> tensor<1x4x4x2xf32>
     func.return %c : tensor<1x4x4x2xf32>
   }

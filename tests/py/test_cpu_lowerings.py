@@ -196,6 +196,24 @@ def channels_first_conv(rng: np.random.Generator) -> Conv:
                 conv.lhs_dilation, conv.rhs_dilation, conv.feature_group_count)
 
 
+def window_larger_than_input_conv(rng: np.random.Generator) -> Conv:
+    """A channels-last conv (N...C, ...IO) whose window is larger than its input in its first spatial dim (padded
+    there, so that some window fits), pads below the window's span, strides 1-2, rhs dilations, 1-3 spatial dims."""
+    n = int(rng.integers(1, 4))
+    letters = SPATIAL_LETTERS[:n]
+    kernel, rhs_dilation = _ints(rng, n, 2, 4), _ints(rng, n, 1, 2)
+    spans = [(k - 1) * d + 1 for k, d in zip(kernel, rhs_dilation, strict=True)]
+    pads = tuple((int(rng.integers(1 if i == 0 else 0, span)), int(rng.integers(0, span))) for i, span in enumerate(spans))
+    strides = _ints(rng, n, 1, 2)
+    sizes = [int(rng.integers(max(1, span - lo - hi), span)) if i == 0 else int(rng.integers(max(1, span - lo - hi), span + 3))
+             for i, (span, (lo, hi)) in enumerate(zip(spans, pads, strict=True))]
+    in_features, out_features = int(rng.integers(1, 6)), int(rng.integers(1, 6))
+    lhs = (int(rng.integers(1, 4)), *sizes, in_features)
+    rhs = (*kernel, in_features, out_features)
+    layouts = ("N" + letters + "C", letters + "IO", "N" + letters + "C")
+    return Conv(lhs, rhs, layouts, strides, pads, (1,) * n, rhs_dilation)
+
+
 def _drops_taps(conv: Conv) -> bool:
     """Whether some spatial dim of `conv` has a kernel tap at either end that meets only padding
     and that padding covers (drop-padding-taps's `dead_ends`)."""
@@ -291,6 +309,7 @@ REWRITES = (
     Rewrite("cpu-conv-eigen-path", dense_2d_conv, output_rows_sliced_off, "max_extra=1000000 min_features=1"),
     Rewrite("cpu-crop-negative-padding", negatively_padded_conv, no_negative_pad_left, xla_runs_canonical_right=False),
     Rewrite("cpu-layout-nhwc", channels_first_conv, channels_last_outputs),
+    Rewrite("cpu-small-map-im2col", window_larger_than_input_conv, no_conv_left),
     Rewrite("drop-padding-taps", padded_small_map_conv, kernel_sliced),
 )
 
