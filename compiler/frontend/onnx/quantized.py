@@ -21,6 +21,7 @@ import numpy as np
 from ...diagnostics import VerifyError
 from ...dtypes import QuantType, parse_quant, quant_type
 from ...ir import TensorType, Value
+from ...ops.conv import dilate_dim
 from ...ops.conv_grad import CONV_BACKPROP_INPUT, plan_backprop_input
 from ...verify import coerce_attrs
 from .conv import transpose_attrs
@@ -93,13 +94,10 @@ def quantize_linear(node: Node, ctx: Context) -> Sequence[Operand]:
     if x.type.dtype != "f32" or not any(zero % 2 for zero in y.zero_points):
         return [ctx.op("uniform_quantize", x, new_dtype=spelling)]
     axis = 0 if y.axis is None else y.axis
-
-    def along(values: Sequence[float] | Sequence[int], hint: str) -> Value:
-        array = np.asarray(values, np.float32)
-        return spread_along(ctx, ctx.constant(array.reshape(()) if y.axis is None else array, hint), x.type.shape, axis)
-
-    steps = ctx.op("round_nearest_even", ctx.op("divide", x, along(y.scales, "y_scale")))
-    return [_stored_as(ctx, ctx.op("add", steps, along(y.zero_points, "y_zero_point")), y)]
+    scales = _along_channels(ctx, np.asarray(y.scales, np.float32), x, "y_scale", axis)
+    steps = ctx.op("round_nearest_even", ctx.op("divide", x, scales))
+    zero_points = _along_channels(ctx, np.asarray(y.zero_points, np.float32), steps, "y_zero_point", axis)
+    return [_stored_as(ctx, ctx.op("add", steps, zero_points), y)]
 
 
 @converter("DequantizeLinear", since=10)
@@ -359,8 +357,8 @@ def _window_sums_in_order(ctx: Context, x: Value, window: PoolWindow) -> Value:
     Runtime's order (XLA's reduce-window may pair them otherwise, which moves a sum by an f32 rounding)."""
     padded = ctx.op("pad", x, padding_config=((0, 0, 0), (0, 0, 0), *((lo, hi, 0) for lo, hi in window.ceil_pads)),
                     padding_value=0.0) if any(lo or hi for lo, hi in window.ceil_pads) else x
-    out = [(size + lo + hi - (k - 1) * d - 1) // s + 1 for size, (lo, hi), k, d, s in
-           zip(x.type.shape[2:], window.ceil_pads, window.kernel, window.dilations, window.strides)]
+    out = [(size - dilate_dim(k, d)) // s + 1
+           for size, k, d, s in zip(padded.type.shape[2:], window.kernel, window.dilations, window.strides)]
     total: Value | None = None
     for tap in itertools.product(*(range(k) for k in window.kernel)):
         start = [0, 0, *(t * d for t, d in zip(tap, window.dilations))]
@@ -388,6 +386,6 @@ def qlinear_global_average_pool(node: Node, ctx: Context) -> Sequence[Operand]:
     return [requantized(ctx, sums, np.asarray([multiplier], np.float32), y)]
 
 
-def _along_channels(ctx: Context, values: np.ndarray, like: Value, hint: str) -> Value:
-    """`values` (one, or one per channel: dimension 1) as a constant broadcast to `like`'s shape."""
-    return spread_along(ctx, ctx.constant(values.reshape(()) if values.size == 1 else values, hint), like.type.shape, 1)
+def _along_channels(ctx: Context, values: np.ndarray, like: Value, hint: str, axis: int = 1) -> Value:
+    """`values` (one, or one per index of dimension `axis`: the channels) as a constant broadcast to `like`'s shape."""
+    return spread_along(ctx, ctx.constant(values.reshape(()) if values.size == 1 else values, hint), like.type.shape, axis)
