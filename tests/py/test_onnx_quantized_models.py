@@ -10,9 +10,9 @@ has every network's figures in every form, and the causes of the failures):
   step apart;
 - QDQ: the output on the file's output quantization grid, its error against the float model
   (RMS and mean absolute) within 1.25x of ONNX Runtime's own int8 error, and of int8 size (at
-  least half of it: no float computation passed through); every Conv a quantized conv, lowered
-  to integer convolutions or dots only in the cpu module (the float ones are the other ops':
-  Gemm heads, Resize, ConvTranspose, whose QDQ pattern convc does not fuse yet).
+  least half of it: no float computation passed through); every Conv and Gemm a quantized conv,
+  lowered to integer convolutions or dots only in the cpu module (the float ones are the other
+  ops': Resize).
 
 The networks are small (widths cut, 32x32 inputs); each file is made once per session.
 """
@@ -208,13 +208,13 @@ def _lowered_kinds(text: str, convs: list[str]) -> dict[str, list[str]]:
 
 @pytest.mark.parametrize(("network", "form"), QDQ_CASES)
 def test_qdq_model_is_integer_and_as_accurate_as_onnxruntime(network: str, form: str) -> None:
-    """A QDQ file: every Conv imported as a quantized conv, each lowered to integer convolutions or dots only in the cpu
-    module (float ones are the other ops': Gemm heads, Resize); the output on the file's output grid (unless its last
+    """A QDQ file: every Conv and Gemm (the Linear heads) imported as a quantized conv, each lowered to integer
+    convolutions or dots only in the cpu module (float ones are the other ops': Resize); the output on the file's output grid (unless its last
     op is float: FLOAT_OUTPUT); its RMS and mean absolute error against the float model within 1.25x of ONNX Runtime's
     int8 run's, and at least half of it (int8-sized, not the float answer)."""
     model = _quantized(network, form)
     graph, (ours,) = _convc(model, network)
-    file_convs = sum(node.op_type == "Conv" for node in onnx.load_from_string(model).graph.node)
+    file_convs = sum(node.op_type in ("Conv", "Gemm") for node in onnx.load_from_string(model).graph.node)
     quantized_convs = [op for op in graph.ops if op.kind == "conv" and all(is_quantized(v.type.dtype) for v in op.operands)]
     assert len(quantized_convs) == file_convs == len([op for op in graph.ops if op.kind == "conv"])
     lowered = _lowered_kinds(convc.compile_graph(graph, pipeline=I8_CPU_PIPELINE, target="cpu"), [op.result.name for op in quantized_convs])

@@ -33,6 +33,7 @@ from .quantized import (
     dequantized_average_pool,
     node_axis,
     qdq_conv,
+    qdq_gemm,
     qlinear_average_pool,
     qlinear_conv_transpose,
     qlinear_global_average_pool,
@@ -45,6 +46,7 @@ CONV_ATTRS = ("auto_pad", "dilations", "group", "kernel_shape", "pads", "strides
 FUSED: dict[str, tuple[tuple[str, ...], int, ConvertFn]] = {
     "Conv": (CONV_ATTRS, 0, qdq_conv),
     "ConvTranspose": (CONV_ATTRS + ("output_padding", "output_shape"), 1, qlinear_conv_transpose),
+    "Gemm": (("transB",), 0, qdq_gemm),  # W's axis 0 with transB; without it W is [K, M] and its output axis 1
 }
 # each fused pool: the converter of ONNX Runtime's QLinear node for it (its inputs X, x_scale, x_zero_point, y_scale,
 # y_zero_point; the pool's attributes), by storage type: what ONNX Runtime 1.32 runs for the pattern, measured (qdq.py)
@@ -77,12 +79,18 @@ class QDQPatterns:
         if node.op_type not in FUSED:
             return None
         names, w_axis, convert = FUSED[node.op_type]
+        gemm = node.op_type == "Gemm"
+        if gemm and not _plain_gemm(node):
+            return None
+        if gemm and not node.attrs["transB"]:
+            w_axis = 1
         y = node.outputs[0]
         q = self._quantize(y, ctx)
         if q is None:
             return None
         dx, dw = self._dequantize(node.input(0), ctx), self._dequantize(node.input(1), ctx)
-        if dx is None or dw is None or not self._activation(dx, ctx) or not _weights(dw, ctx, w_axis) or not _per_tensor(q, ctx):
+        if (dx is None or dw is None or not self._activation(dx, ctx) or not _weights(dw, ctx, w_axis, matrix=gemm)
+                or not _per_tensor(q, ctx)):
             return None
         inputs = [dx.input(0), dx.input(1), dx.input(2), dw.input(0), dw.input(1), dw.input(2), q.input(1), q.input(2)]
         if node.input(2):
@@ -163,10 +171,16 @@ def _per_tensor(node: Node, ctx: Context) -> bool:
     return _scale(node, ctx).size == 1 and bool(node.input(2))
 
 
-def _weights(dw: Node, ctx: Context, axis: int) -> bool:
-    """dw dequantizes an 8-bit initializer with a zero point, per tensor or per output channel (along `axis`)."""
+def _plain_gemm(node: Node) -> bool:
+    """A Gemm that is a product of A and B plus C: alpha and beta 1, A not transposed (as a Linear layer exports)."""
+    return node.attrs["alpha"] == 1.0 and node.attrs["beta"] == 1.0 and not node.attrs["transA"]
+
+
+def _weights(dw: Node, ctx: Context, axis: int, matrix: bool = False) -> bool:
+    """dw dequantizes an 8-bit initializer with a zero point (a conv's kernel, or with `matrix` a Gemm's 2-D B), per
+    tensor or per output channel (along `axis`)."""
     w = ctx.array(dw.input(0))
-    if w is None or w.dtype not in (np.int8, np.uint8) or not dw.input(2) or w.ndim < 3:
+    if w is None or w.dtype not in (np.int8, np.uint8) or not dw.input(2) or (w.ndim != 2 if matrix else w.ndim < 3):
         return False
     per_channel = _scale(dw, ctx).size > 1
     return not per_channel or (node_axis(dw) % w.ndim == axis and _scale(dw, ctx).size == w.shape[axis])

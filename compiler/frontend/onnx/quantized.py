@@ -189,6 +189,29 @@ def _conv_window(node: Node, ctx: Context, onnxruntime_arithmetic: bool) -> Sequ
     return _quantized_window(node, ctx, window, lambda w: w.type.shape[0], onnxruntime_arithmetic=onnxruntime_arithmetic)
 
 
+def qdq_gemm(node: Node, ctx: Context) -> Sequence[Operand]:
+    """A QDQ pattern around a Gemm (qdq.py: alpha and beta 1, A not transposed), its inputs QLinearConv's: as
+    `qdq_conv`, the product of the quantized A [N, K] and B as a 1x1 `conv` of A viewed as N x K x 1 x 1 with B made a
+    quantized kernel [M, K, 1, 1] (B's rows, or with transB 0 its columns, per tensor or per output channel), so
+    that the weights stay 8-bit integers into `lower-quantized` (the dequantized weights as a float Gemm stream
+    four times the bytes on every call)."""
+    trans_b = node.attrs["transB"]
+
+    def rows(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        kernel = w if trans_b else w.T
+        return kernel, np.arange(kernel.shape[0])
+
+    def product(a: Value, w: Value, result: str) -> Value:
+        (outputs, depth), (batch, *rest) = w.type.shape, a.type.shape
+        if rest != [depth]:
+            raise ctx.error(f"A {a.type} must be a matrix of {depth} columns, as B has (transB {trans_b})")
+        lhs = ctx.op("reshape", a, new_sizes=(batch, depth, 1, 1))
+        kernel = ctx.op("reshape", w, new_sizes=(outputs, depth, 1, 1))
+        return ctx.op("reshape", ctx.op("conv", lhs, kernel, preferred_element_type=result), new_sizes=(batch, outputs))
+
+    return _quantized_window(node, ctx, product, lambda w: w.type.shape[0], rows, onnxruntime_arithmetic=False)
+
+
 def qlinear_conv_transpose(node: Node, ctx: Context) -> Sequence[Operand]:
     """A QDQ pattern around a ConvTranspose (qdq.py), its inputs QLinearConv's: as `qdq_conv` (y's type, or with
     B the i32 accumulator, `bias_add` and `uniform_quantize`), the window op `conv_backprop_input` of the quantized x
