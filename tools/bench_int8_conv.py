@@ -23,7 +23,14 @@ to [-127, 127] as quantize_dynamic's symmetric int8 weights are), compiled for `
 twice: with the default pipeline, whose `lower-quantized` makes the i32 conv exact f32 convs
 (one, or one per range of input features past 2^24), and with `lower-quantized{exact_f32=false}`,
 which keeps the i32 conv (timed only up to I32_MAX_GFLOP). Both outputs must be identical
-first."""
+first.
+
+With `--dot-orientation`, the integer dots `cpu-conv-1x1-to-dot` writes for a 1x1 conv with a
+constant i8 kernel, at DOT_SHAPES (positions x in -> out: classifier heads and the 1x1 convs of
+small maps, at few and many positions): an i8 x i8 -> i32 `dot_general` of a matrix of
+positions with the kernel as an [out, in] constant (both contracting their minor dim: the
+form the pass writes) and as an [in, out] one (the kernel's HWIO order), compiled for
+`--target generic` and timed interleaved. Both must equal numpy's integer product first."""
 
 from __future__ import annotations
 
@@ -200,6 +207,56 @@ def measure_conv_integer(batch: int, size: int, channels: int, budget_s: float) 
             "best_ms": best, "iqr_ms": iqr}
 
 
+# (positions, in, out): a classifier head (1280 or 2048 -> 1000) at batch 1-64, and 1x1 convs over small maps
+DOT_SHAPES = ((1, 1280, 1000), (8, 1280, 1000), (64, 1280, 1000), (8, 2048, 1000), (16, 320, 1280), (128, 320, 1280),
+              (16, 960, 160), (64, 960, 160), (16, 512, 2048), (256, 512, 2048), (8, 1280, 24), (512, 1280, 24))
+ORIENTATIONS = {"[out, in]": ((1,), (1,)), "[in, out]": ((1,), (0,))}  # the kernel constant's layout: its contracting dims
+
+
+def dot_module(positions: int, depth: int, outputs: int, orientation: str, kernel: np.ndarray) -> str:
+    """An i8 x i8 -> i32 dot_general of a [positions, depth] input with the `kernel` ([outputs, depth]) as a constant
+    laid out as `orientation` names, for `--target generic`."""
+    from convc import Builder, compile_graph
+
+    b = Builder("dot")
+    x = b.input("x", (positions, depth), "i8")
+    lhs_dims, rhs_dims = ORIENTATIONS[orientation]
+    w = b.constant("w", kernel if orientation == "[out, in]" else np.ascontiguousarray(kernel.T))
+    b.output(b.dot_general(x, w, name="y", lhs_contracting_dimensions=lhs_dims, rhs_contracting_dimensions=rhs_dims,
+                           preferred_element_type="i32"))
+    return compile_graph(b.build(), target="generic")
+
+
+def measure_dot_orientation(positions: int, depth: int, outputs: int, budget_s: float) -> dict[str, Any]:
+    """One shape's two kernel orientations: each must equal numpy's integer product, then their medians (ms), timed
+    interleaved."""
+    import jax
+    from convc.runtime import compile_stablehlo
+
+    rng = np.random.default_rng(0)
+    kernel = rng.integers(-127, 128, (outputs, depth)).astype(np.int8)
+    x = rng.integers(-128, 128, (positions, depth)).astype(np.int8)
+    want = x.astype(np.int64) @ kernel.T.astype(np.int64)
+    thunks: dict[str, Callable[[], None]] = {}
+    for orientation in ORIENTATIONS:
+        executable = compile_stablehlo(dot_module(positions, depth, outputs, orientation, kernel), "cpu")
+        buffers = [jax.device_put(x, executable.device)]
+        (got,) = [np.asarray(out) for out in executable.run_on_device(buffers)]
+        if not np.array_equal(got, want):
+            raise AssertionError(f"{positions}x{depth} -> {outputs}: the {orientation} dot disagrees with numpy")
+        thunks[orientation] = functools.partial(_run, executable, buffers)
+    medians, best, iqr = bench.summarize(bench.Timer(budget_s, min_rounds=3, max_rounds=30, block=5, warmup=2).run(thunks))
+    return {"positions": positions, "in": depth, "out": outputs, "ms": medians, "best_ms": best, "iqr_ms": iqr}
+
+
+def format_dot_orientation_table(rows: Sequence[dict[str, Any]]) -> str:
+    lines = ["| positions | in | out | [out, in] ms | [in, out] ms | [out, in] / [in, out] |", "|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        rows_first, columns_first = r["ms"]["[out, in]"], r["ms"]["[in, out]"]
+        lines.append(f"| {r['positions']} | {r['in']} | {r['out']} | {rows_first:.3f} | {columns_first:.3f} | {rows_first / columns_first:.2f} |")
+    return "\n".join(lines)
+
+
 def format_conv_integer_table(rows: Sequence[dict[str, Any]]) -> str:
     lines = ["| batch | input (NCHW) | GFLOP | f32 convs | i32 conv ms | exact f32 ms | i32 / f32 |", "|---|---|---|---|---|---|---|"]
     for r in rows:
@@ -241,9 +298,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="time whole quantized convs through --target cpu against the f32 conv instead")
     parser.add_argument("--conv-integer", action="store_true",
                         help="time ONNX ConvInteger through --target cpu: its exact f32 form against the i32 conv instead")
+    parser.add_argument("--dot-orientation", action="store_true",
+                        help="time the integer dot of a 1x1 conv's constant kernel as [out, in] against [in, out] instead")
     parser.add_argument("--json", help="also write the results here")
     args = parser.parse_args(argv)
     rows = []
+    if args.dot_orientation:
+        for shape in DOT_SHAPES:
+            rows.append(measure_dot_orientation(*shape, args.budget))
+            print(format_dot_orientation_table(rows[-1:]).splitlines()[-1], flush=True)
+        return _report(rows, format_dot_orientation_table, args.json)
     one, table = ((measure_lowered, format_lowered_table) if args.lowered
                   else (measure_conv_integer, format_conv_integer_table) if args.conv_integer else (measure, format_table))
     for batch in args.batch:
@@ -251,10 +315,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             size, channels = STAGES[stage]
             rows.append(one(batch, size, channels, args.budget))
             print(table(rows[-1:]).splitlines()[-1], flush=True)
+    return _report(rows, table, args.json)
+
+
+def _report(rows: list[dict[str, Any]], table: Callable[[Sequence[dict[str, Any]]], str], json_path: str | None) -> int:
+    """The load, the whole table, and the JSON where asked."""
     print(f"\nload average {os.getloadavg()[0]:.1f} over {os.cpu_count()} cores\n")
     print(table(rows))
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as out:
+    if json_path:
+        with open(json_path, "w", encoding="utf-8") as out:
             json.dump({"machine": bench.machine("cpu"), "load_average": os.getloadavg(), "results": rows}, out, indent=1)
     return 0
 

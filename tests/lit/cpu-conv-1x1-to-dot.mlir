@@ -22,6 +22,30 @@ module @nhwc {
 
 // -----
 
+// A constant integer kernel of a channels-last conv: an [out, in] constant (its values
+// transposed here: XLA would fold a transpose into the dot's dims and keep [in, out]) and the
+// input a matrix of positions, both contracting their minor dim; the result reshaped back.
+// CHECK-LABEL: module @integer_constant_kernel
+// CHECK: %[[ROWS:.*]] = "convc.constant"() {value = dense<{{\[\[}}1, 3, 5], [2, 4, 6]]> : tensor<2x3xi8>}
+// CHECK: %[[P:.*]] = "convc.reshape"(%x) {new_sizes = array<i64: 8, 3>}
+// CHECK-NEXT: %[[D:.*]] = "convc.dot_general"(%[[P]], %[[ROWS]])
+// CHECK-SAME: lhs_contracting_dimensions = array<i64: 1>
+// CHECK-SAME: preferred_element_type = i32
+// CHECK-SAME: rhs_contracting_dimensions = array<i64: 1>
+// CHECK-SAME: -> tensor<8x2xi32>
+// CHECK-NEXT: %c = "convc.reshape"(%[[D]]) {new_sizes = array<i64: 2, 2, 2, 2>}
+// CHECK-NOT: convc.conv
+// CHECK: func.return %c
+module @integer_constant_kernel {
+  func.func @main(%x: tensor<2x2x2x3xi8>) -> tensor<2x2x2x2xi32> {
+    %w = "convc.constant"() {value = dense<[[[[1, 2], [3, 4], [5, 6]]]]> : tensor<1x1x3x2xi8>} : () -> tensor<1x1x3x2xi8>
+    %c = "convc.conv"(%x, %w) {dimension_numbers = #convc.dims<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>, padding = dense<[[0, 0], [0, 0]]> : tensor<2x2xi64>, preferred_element_type = i32} : (tensor<2x2x2x3xi8>, tensor<1x1x3x2xi8>) -> tensor<2x2x2x2xi32>
+    func.return %c : tensor<2x2x2x2xi32>
+  }
+}
+
+// -----
+
 // NCHW with stride 2: a strided slice first; OIHW gives an (O, I) matrix contracted on
 // dim 1; the (N, H, W, O) result is transposed back to NCHW. Precision is kept.
 // CHECK-LABEL: module @nchw_strided

@@ -56,3 +56,24 @@ def test_conv_integer_table_shows_a_dash_where_the_i32_conv_was_too_large_to_tim
             {"batch": 8, "size": 7, "channels": 512, "gflop": 1.85, "f32_convs": 2, "ms": {"f32": 30.0}}]
     assert bench_int8_conv.format_conv_integer_table(rows).splitlines()[-2:] == [
         "| 1 | 512x7x7 | 0.23 | 2 | 800.0 | 4.0 | 2e+02x |", "| 8 | 512x7x7 | 1.85 | 2 | - | 30.0 | - |"]
+
+
+def test_dot_orientation_modules_are_i8_dots_with_the_kernel_constant_laid_out_as_named() -> None:
+    """`--dot-orientation`'s two modules: an i8 x i8 -> i32 dot_general of the positions with the kernel constant as
+    [out, in] contracting its dim 1, and as [in, out] contracting its dim 0."""
+    import numpy as np
+
+    kernel = np.arange(12, dtype=np.int8).reshape(3, 4)
+    rows = bench_int8_conv.dot_module(5, 4, 3, "[out, in]", kernel)
+    assert "contracting_dims = [1] x [1]" in rows and "(tensor<5x4xi8>, tensor<3x4xi8>) -> tensor<5x3xi32>" in rows
+    columns = bench_int8_conv.dot_module(5, 4, 3, "[in, out]", kernel)
+    assert "contracting_dims = [1] x [0]" in columns and "(tensor<5x4xi8>, tensor<4x3xi8>) -> tensor<5x3xi32>" in columns
+
+
+def test_dot_orientation_rows_check_both_dots_against_numpy_and_time_both() -> None:
+    """A small shape measured: both orientations equal numpy's product (measure_dot_orientation raises otherwise) and
+    are timed; the table's last column is the [out, in] time over the [in, out] one."""
+    row = bench_int8_conv.measure_dot_orientation(4, 16, 8, 0.02)
+    assert set(row["ms"]) == {"[out, in]", "[in, out]"}
+    row["ms"] = {"[out, in]": 0.1, "[in, out]": 0.25}
+    assert bench_int8_conv.format_dot_orientation_table([row]).splitlines()[-1] == "| 4 | 16 | 8 | 0.100 | 0.250 | 0.40 |"
