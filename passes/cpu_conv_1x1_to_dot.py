@@ -7,11 +7,13 @@ always taken (no cost model):
 
 * a 1x1 kernel: the lhs feature dim contracts with the kernel's input features; strides
   become a strided `slice` of the input first. The kernel matrix keeps its feature dims'
-  order, except that a constant integer kernel of a channels-last conv becomes an [out, in]
-  constant (its contracting dim minor) and the input a matrix of positions: YNNPACK's integer
-  GEMM on XLA:CPU ran the [in, out] form up to twice as long at few rows and never faster by
-  more than noise (docs/benchmarks.md). A transpose would not do: XLA folds it into the dot's
-  dimension numbers and keeps the constant as it was;
+  order, except that a constant integer kernel of a channels-last conv over more than one
+  position becomes an [out, in] constant (its contracting dim minor) and the input a matrix
+  of positions: YNNPACK's integer GEMM on XLA:CPU ran the [in, out] form up to 3x as long at
+  few positions and the [out, in] one no slower beyond noise (docs/benchmarks.md). A
+  transpose would not do: XLA folds it into the dot's dimension numbers and keeps the
+  constant as it was. At one position XLA runs its own matrix-vector product, not YNNPACK,
+  which was up to 9% slower with [out, in];
 * a full window, the kernel as large as the input in every spatial dim (no rhs dilation):
   the feature dim and every spatial dim contract, the output's spatial dims are 1. This is
   the kernel gradient of a 1x1 conv (the input against the output gradient, summed over
@@ -97,20 +99,23 @@ def _matrix_product(facts: ConvFacts, lhs: Value, rhs: Value, rewriter: Rewriter
 
 
 def _integer_rows_product(facts: ConvFacts, lhs: Value, rhs: Value, rewriter: Rewriter) -> Value | None:
-    """`_matrix_product`'s result for a constant integer kernel and a channels-last lhs: the lhs as a matrix
-    [positions, in] times the kernel as an [out, in] constant, both contracting their minor dim. XLA keeps a dot of
-    two matrices as it is given; a higher-rank lhs it rewrites into the [in, out] form, transposing the constant back.
-    None for any other conv."""
+    """`_matrix_product`'s result for a constant integer kernel and a channels-last lhs of more than one position:
+    the lhs as a matrix [positions, in] times the kernel as an [out, in] constant, both contracting their minor dim.
+    XLA keeps a dot of two matrices as it is given; a higher-rank lhs it rewrites into the [in, out] form,
+    transposing the constant back. None for any other conv."""
     dn = facts.dn
     values = constant_array(rhs)
     if values is None or not is_integer(facts.rhs.dtype) or dn.lhs_spec[1] != lhs.type.rank - 1 or not facts.in_features:
         return None
+    positions = lhs.type.num_elements() // facts.in_features
+    if positions < 2:
+        return None
     out_dim, in_dim = dn.rhs_spec[0], dn.rhs_spec[1]
     rows = np.moveaxis(values, (out_dim, in_dim), (0, 1)).reshape(facts.out_features, facts.in_features)
     kernel = rewriter.create("constant", suffix="rows", value=np.ascontiguousarray(rows))
-    positions = reshape(rewriter, lhs, (lhs.type.num_elements() // facts.in_features, facts.in_features), "positions")
+    matrix = reshape(rewriter, lhs, (positions, facts.in_features), "positions")
     product = rewriter.create(
-        "dot_general", positions, kernel, suffix="dot", lhs_contracting_dimensions=(1,), rhs_contracting_dimensions=(1,),
+        "dot_general", matrix, kernel, suffix="dot", lhs_contracting_dimensions=(1,), rhs_contracting_dimensions=(1,),
         precision=facts.precision, preferred_element_type=facts.preferred_element_type)
     return reshape(rewriter, product, (*lhs.type.shape[:-1], facts.out_features), "unflattened")
 

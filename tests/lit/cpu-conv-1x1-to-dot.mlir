@@ -46,6 +46,24 @@ module @integer_constant_kernel {
 
 // -----
 
+// One position: XLA runs its own matrix-vector product, not YNNPACK, so the kernel keeps its
+// [in, out] order, as a float kernel's.
+// CHECK-LABEL: module @integer_constant_kernel_one_position
+// CHECK: %[[M:.*]] = "convc.reshape"(%w) {new_sizes = array<i64: 3, 2>}
+// CHECK-NEXT: %c = "convc.dot_general"(%x, %[[M]])
+// CHECK-SAME: lhs_contracting_dimensions = array<i64: 3>
+// CHECK-SAME: rhs_contracting_dimensions = array<i64: 0>
+// CHECK-NOT: convc.conv
+module @integer_constant_kernel_one_position {
+  func.func @main(%x: tensor<1x1x1x3xi8>) -> tensor<1x1x1x2xi32> {
+    %w = "convc.constant"() {value = dense<[[[[1, 2], [3, 4], [5, 6]]]]> : tensor<1x1x3x2xi8>} : () -> tensor<1x1x3x2xi8>
+    %c = "convc.conv"(%x, %w) {dimension_numbers = #convc.dims<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>, padding = dense<[[0, 0], [0, 0]]> : tensor<2x2xi64>, preferred_element_type = i32} : (tensor<1x1x1x3xi8>, tensor<1x1x3x2xi8>) -> tensor<1x1x1x2xi32>
+    func.return %c : tensor<1x1x1x2xi32>
+  }
+}
+
+// -----
+
 // NCHW with stride 2: a strided slice first; OIHW gives an (O, I) matrix contracted on
 // dim 1; the (N, H, W, O) result is transposed back to NCHW. Precision is kept.
 // CHECK-LABEL: module @nchw_strided

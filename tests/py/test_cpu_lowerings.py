@@ -388,8 +388,9 @@ def test_cpu_target_end_to_end_on_gradient_ops(rng: np.random.Generator, run_sta
 @pytest.mark.parametrize("seed", range(CASES_PER_PASS))
 def test_integer_1x1_conv_with_a_constant_kernel_is_a_dot_of_rows_equal_to_numpy(seed: int, run_stablehlo: RunStablehlo) -> None:
     """cpu-conv-1x1-to-dot on an i8 x i8 -> i32 channels-last 1x1 conv with a constant kernel (1-3 spatial dims,
-    strides 1-2): the kernel becomes an [out, in] constant and the input a matrix of positions, and XLA CPU's run
-    equals numpy's exact integer sums (int64) of the strided input times the kernel."""
+    strides 1-2): over more than one position the kernel becomes an [out, in] constant and the input a matrix of
+    positions (over one, the kernel keeps its [in, out] order), and XLA CPU's run equals numpy's exact integer sums
+    (int64) of the strided input times the kernel."""
     rng = np.random.default_rng(seed)
     n = int(rng.integers(1, 4))
     strides = _ints(rng, n, 1, 3)
@@ -402,9 +403,12 @@ def test_integer_1x1_conv_with_a_constant_kernel_is_a_dot_of_rows_equal_to_numpy
     b.output(b.conv(x, b.constant("w", kernel), window_strides=strides, dimension_numbers=(f"N{letters}C", f"{letters}IO", f"N{letters}C"),
                     preferred_element_type="i32"))
     text = convc.compile_graph(b.build(), pipeline=f"{default_pipeline('generic')},cpu-conv-1x1-to-dot")
-    assert not _convs(text) and re.search(rf"dot_general .*tensor<{out_features}x{in_features}xi8>", text), text
     lhs = rng.integers(-128, 128, lhs_shape).astype(np.int8)
-    (got,) = run_stablehlo(text, [lhs], "cpu")
     strided = lhs[(slice(None), *(slice(None, None, s) for s in strides))].astype(np.int64)
+    positions = strided.size // in_features
+    kernel_form = (rf"\(tensor<{positions}x{in_features}xi8>, tensor<{out_features}x{in_features}xi8>\)" if positions > 1
+                   else rf"tensor<{in_features}x{out_features}xi8>\) ->")
+    assert not _convs(text) and re.search(rf"dot_general .*{kernel_form}", text), text
+    (got,) = run_stablehlo(text, [lhs], "cpu")
     want = strided @ kernel.reshape(in_features, out_features).astype(np.int64)
     np.testing.assert_array_equal(got, want)
