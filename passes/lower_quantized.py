@@ -60,6 +60,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from convc.dtypes import QuantType, is_integer, is_quantized, numpy_dtype, quant_type
+from convc.integer_range import F32_EXACT, LAYOUT_MOVES, integer_range, largest_magnitude
 from convc.ir import Graph, Op, TensorType, Value
 from convc.ops import view
 from convc.ops.base import OpFactory
@@ -68,7 +69,7 @@ from convc.pass_manager import Pass
 from convc.rewrite import Rewriter
 
 # Ops that only move a quantized value's elements: the same op on its stored integers.
-MOVES = ("transpose", "reshape", "reverse")
+MOVES = LAYOUT_MOVES
 QUANTIZED_KINDS = ("uniform_quantize", "uniform_dequantize", "conv", "bitcast_convert", *MOVES)
 
 
@@ -392,7 +393,6 @@ class _Lowering:
         return b.create("multiply", sums, factor, suffix="zl_term")
 
 
-F32_EXACT = 2**24  # every integer of smaller magnitude is an f32, and so is every partial sum of such
 
 
 def _is_grouped(op: Op) -> bool:
@@ -487,38 +487,6 @@ def _float_integer_convs(graph: Graph) -> bool:
 
 # --- plain i32 convs of 8-bit values (ONNX's ConvInteger) on the cpu pipeline ---------------
 
-RANGE_DEPTH = 16  # how many producers back `integer_range` looks
-
-
-def integer_range(value: Value, depth: int = RANGE_DEPTH) -> tuple[int, int] | None:
-    """[low, high] holding every element of a plain integer `value`, as its producers prove it:
-    a constant's own values; a `convert` of an integer value, a layout move or a broadcast
-    keeps its operand's range; `add` and `subtract` combine theirs; anything else (and a range
-    the element type cannot hold: the op wrapped) gives the element type's range. None for a
-    value of another type."""
-    if not is_integer(value.type.dtype):
-        return None
-    info = np.iinfo(numpy_dtype(value.type.dtype))
-    full = (int(info.min), int(info.max))
-    found = _produced_range(value.producer, depth - 1) if value.producer is not None and depth > 0 else None
-    return found if found is not None and full[0] <= found[0] and found[1] <= full[1] else full
-
-
-def _produced_range(op: Op, depth: int) -> tuple[int, int] | None:
-    """The range `integer_range` reads from the op producing a value; None where it proves none."""
-    if op.kind == "constant":
-        values = np.asarray(op.attrs["value"])
-        return (int(values.min()), int(values.max())) if values.size and values.dtype.kind in "iu" else None
-    if op.kind in ("convert", "broadcast_in_dim", *MOVES):
-        return integer_range(op.operands[0], depth)
-    if op.kind in ("add", "subtract"):
-        a, b = (integer_range(v, depth) for v in op.operands)
-        if a is None or b is None:
-            return None
-        return (a[0] + b[0], a[1] + b[1]) if op.kind == "add" else (a[0] - b[1], a[1] - b[0])
-    return None
-
-
 def _constant_integers(value: Value) -> np.ndarray | None:
     """The values of a constant, through layout moves; None for any other value."""
     op = value.producer
@@ -537,12 +505,6 @@ def _is_i32(op: Op, kind: str) -> bool:
     return op.kind == kind and all(v.type.dtype == "i32" and v.type.num_elements() > 0 for v in (*op.operands, op.result))
 
 
-def _largest(bounds: tuple[int, int] | None) -> int:
-    """The largest magnitude in a range `integer_range` proved (an i32 value's always is one)."""
-    assert bounds is not None
-    return max(-bounds[0], bounds[1])
-
-
 def _dot_sums_fit_f32(op: Op, rhs_values: np.ndarray | None) -> bool:
     """Whether every partial sum of a plain integer dot_general's products is below 2^24 in
     magnitude: the largest |lhs| its producers prove times the largest sum of |rhs| over the
@@ -556,8 +518,8 @@ def _dot_sums_fit_f32(op: Op, rhs_values: np.ndarray | None) -> bool:
         magnitudes = np.abs(np.transpose(rhs_values.astype(np.int64), [*others, *contracting]))
         per_output = int(magnitudes.reshape(-1, size).sum(axis=1).max())
     else:
-        per_output = _largest(integer_range(rhs)) * size
-    return _largest(integer_range(lhs)) * per_output < F32_EXACT
+        per_output = largest_magnitude(integer_range(rhs)) * size
+    return largest_magnitude(integer_range(lhs)) * per_output < F32_EXACT
 
 
 def _integer_sums_fit_f32(op: Op, kernel: np.ndarray | None) -> bool:
@@ -570,8 +532,8 @@ def _integer_sums_fit_f32(op: Op, kernel: np.ndarray | None) -> bool:
     if kernel is not None:
         per_window = _largest_window_sum(np.abs(kernel.astype(np.int64)), out_dim)
     else:
-        per_window = _largest(integer_range(rhs)) * (rhs.type.num_elements() // max(rhs.type.shape[out_dim], 1))
-    return _largest(integer_range(lhs)) * per_window < F32_EXACT
+        per_window = largest_magnitude(integer_range(rhs)) * (rhs.type.num_elements() // max(rhs.type.shape[out_dim], 1))
+    return largest_magnitude(integer_range(lhs)) * per_window < F32_EXACT
 
 
 def _feature_chunks(op: Op, kernel: np.ndarray) -> list[tuple[int, int]] | None:
@@ -582,7 +544,7 @@ def _feature_chunks(op: Op, kernel: np.ndarray) -> list[tuple[int, int]] | None:
     if _is_grouped(op):
         return None
     lhs = op.operands[0]
-    largest_lhs = _largest(integer_range(lhs))
+    largest_lhs = largest_magnitude(integer_range(lhs))
     dn = resolve_dimension_numbers(view(op).dimension_numbers, lhs.type.rank)
     per_feature = np.moveaxis(np.abs(kernel.astype(np.int64)), [dn.rhs_spec[0], dn.rhs_spec[1]], [0, 1])
     per_feature = per_feature.reshape(*per_feature.shape[:2], -1).sum(axis=2)  # [output feature, input feature]

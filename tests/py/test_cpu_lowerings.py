@@ -341,10 +341,16 @@ def test_rewrite_matches_canonical_form(rewrite: Rewrite, seed: int, run_stableh
     assert _max_error(got, want) < 2e-5, f"{rewrite.name} differs from {reference} on {conv}"
 
 
+# the cpu rewrites of ops other than convs, each with its own numeric test in this file
+NON_CONV_REWRITES = {"cpu-integer-sum-as-dot": "test_integer_sum_as_dot_equals_numpy"}
+
+
 def test_every_cpu_pass_is_registered_and_tested() -> None:
-    """The `cpu-*` passes registered are exactly the ones REWRITES tests, and the cpu target runs each."""
+    """The `cpu-*` passes registered are exactly the ones REWRITES tests and the non-conv rewrites tested below, and
+    the cpu target runs each."""
     cpu_passes = {name for name in PASSES if name.startswith("cpu-")}
-    tested = {r.name for r in REWRITES if r.name.startswith("cpu-")}
+    assert all(test in globals() for test in NON_CONV_REWRITES.values())
+    tested = {r.name for r in REWRITES if r.name.startswith("cpu-")} | set(NON_CONV_REWRITES)
     assert tested == cpu_passes, f"untested: {sorted(cpu_passes - tested)}; not registered: {sorted(tested - cpu_passes)}"
     assert all(name in default_pipeline("cpu").split(",") for name in tested)
 
@@ -412,3 +418,45 @@ def test_integer_1x1_conv_with_a_constant_kernel_is_a_dot_of_rows_equal_to_numpy
     (got,) = run_stablehlo(text, [lhs], "cpu")
     want = strided @ kernel.reshape(in_features, out_features).astype(np.int64)
     np.testing.assert_array_equal(got, want)
+
+
+def _integer_sum_graph(shape: tuple[int, ...], axes: tuple[int, ...], storage: str, zero_point: int) -> convc.Graph:
+    """reduce_sum over `axes` of 8-bit values (a graph input of `storage`) widened to i32, less `zero_point`: the sum
+    QLinearGlobalAveragePool imports as."""
+    b = convc.Builder("case")
+    wide = b.convert(b.input("q", shape, dtype=storage), new_dtype="i32")
+    shifted = b.subtract(wide, b.broadcast_in_dim(b.constant("zp", np.array(zero_point, np.int32)), shape=shape, broadcast_dimensions=()))
+    b.output(b.reduce_sum(shifted, axes=axes))
+    return b.build()
+
+
+def _sums_as_dot(graph: convc.Graph) -> str:
+    return convc.compile_graph(graph, pipeline=f"{default_pipeline('generic')},cpu-integer-sum-as-dot")
+
+
+@pytest.mark.parametrize("seed", range(CASES_PER_PASS))
+def test_integer_sum_as_dot_equals_numpy(seed: int, run_stablehlo: RunStablehlo) -> None:
+    """cpu-integer-sum-as-dot on random 8-bit sums (int8 or uint8 widened to i32 less a zero point; rank 1-4, any
+    nonempty set of summed dims): the reduce is gone, a dot_general of ones stands for it, and XLA CPU's run equals
+    numpy's int64 sums."""
+    rng = np.random.default_rng(seed)
+    rank = int(rng.integers(1, 5))
+    shape = _ints(rng, rank, 1, 7)
+    axes = tuple(int(a) for a in np.sort(rng.choice(rank, int(rng.integers(1, rank + 1)), replace=False)))
+    storage, low, high = ("i8", -128, 128) if rng.integers(2) else ("ui8", 0, 256)
+    zero_point = int(rng.integers(low, high))
+    text = _sums_as_dot(_integer_sum_graph(shape, axes, storage, zero_point))
+    assert "stablehlo.reduce" not in text and "stablehlo.dot_general" in text, text
+    q = rng.integers(low, high, shape).astype(np.int8 if storage == "i8" else np.uint8)
+    (got,) = run_stablehlo(text, [q], "cpu")
+    np.testing.assert_array_equal(got, (q.astype(np.int64) - zero_point).sum(axis=axes))
+
+
+@pytest.mark.parametrize(("elements", "rewritten"), [(131071, True), (131072, False)])
+def test_integer_sum_as_dot_at_the_f32_bound(elements: int, rewritten: bool, run_stablehlo: RunStablehlo) -> None:
+    """int8 values all -128 summed over `elements`: 128 * 131071 < 2^24 is rewritten and exact (-16777088, an f32
+    integer); 128 * 131072 = 2^24 is not rewritten (a partial sum could pass f32's integers); both equal numpy's."""
+    text = _sums_as_dot(_integer_sum_graph((1, elements), (1,), "i8", 0))
+    assert ("stablehlo.dot_general" in text) == rewritten and ("stablehlo.reduce" in text) != rewritten
+    (got,) = run_stablehlo(text, [np.full((1, elements), -128, np.int8)], "cpu")
+    np.testing.assert_array_equal(got, [-128 * elements])
