@@ -9,7 +9,7 @@ always taken (no cost model):
   become a strided `slice` of the input first. The kernel matrix keeps its feature dims'
   order, except that a constant integer kernel of a channels-last conv over more than one
   position becomes an [out, in] constant (its contracting dim minor) and the input a matrix
-  of positions: YNNPACK's integer GEMM on XLA:CPU ran the [in, out] form up to 3x as long at
+  of positions: YNNPACK's integer GEMM on XLA:CPU ran the [in, out] form up to 3.2x as long at
   few positions and the [out, in] one no slower beyond noise (docs/benchmarks.md). A
   transpose would not do: XLA folds it into the dot's dimension numbers and keeps the
   constant as it was. At one position XLA runs its own matrix-vector product, not YNNPACK,
