@@ -393,8 +393,6 @@ class _Lowering:
         return b.create("multiply", sums, factor, suffix="zl_term")
 
 
-
-
 def _is_grouped(op: Op) -> bool:
     fwd = read_forward(view(op), op.operands[0].type.rank)
     return fwd.feature_groups > 1 or fwd.batch_groups > 1
