@@ -24,7 +24,7 @@ from the file to the emitted module. What does not match converts op by op, as b
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -41,12 +41,13 @@ from .quantized import (
 from .registry import Context, ConvertFn, Node
 
 CONV_ATTRS = ("auto_pad", "dilations", "group", "kernel_shape", "pads", "strides")
-# each fused op type: its attributes, W's output-channel axis (a per-channel W's; ONNX Runtime's quantizer quantizes
-# ConvTranspose's W along axis 1), and the converter of its QLinearConv-style fused node (quantized.py)
-FUSED: dict[str, tuple[tuple[str, ...], int, ConvertFn]] = {
-    "Conv": (CONV_ATTRS, 0, qdq_conv),
-    "ConvTranspose": (CONV_ATTRS + ("output_padding", "output_shape"), 1, qlinear_conv_transpose),
-    "Gemm": (("transB",), 0, qdq_gemm),  # W's axis 0 with transB; without it W is [K, M] and its output axis 1
+# each fused op type: its attributes, W's output-channel axis for the node (a per-channel W's; ONNX Runtime's quantizer
+# quantizes ConvTranspose's W along axis 1; a Gemm's B is [M, K] with transB, else [K, M]), and the converter of its
+# QLinearConv-style fused node (quantized.py)
+FUSED: dict[str, tuple[tuple[str, ...], Callable[[Node], int], ConvertFn]] = {
+    "Conv": (CONV_ATTRS, lambda node: 0, qdq_conv),
+    "ConvTranspose": (CONV_ATTRS + ("output_padding", "output_shape"), lambda node: 1, qlinear_conv_transpose),
+    "Gemm": (("transB",), lambda node: 0 if node.attrs["transB"] else 1, qdq_gemm),
 }
 # each fused pool: the converter of ONNX Runtime's QLinear node for it (its inputs X, x_scale, x_zero_point, y_scale,
 # y_zero_point; the pool's attributes), by storage type: what ONNX Runtime 1.32 runs for the pattern, measured (qdq.py)
@@ -78,12 +79,11 @@ class QDQPatterns:
             return self._pool(node, ctx)
         if node.op_type not in FUSED:
             return None
-        names, w_axis, convert = FUSED[node.op_type]
+        names, output_axis, convert = FUSED[node.op_type]
         gemm = node.op_type == "Gemm"
         if gemm and not _plain_gemm(node):
             return None
-        if gemm and not node.attrs["transB"]:
-            w_axis = 1
+        w_axis = output_axis(node)
         y = node.outputs[0]
         q = self._quantize(y, ctx)
         if q is None:
