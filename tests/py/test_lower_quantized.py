@@ -233,8 +233,9 @@ def test_constant_grouped_kernel_is_bounded_by_its_own_values() -> None:
 
 def test_gpu_pipeline_makes_a_plain_integer_conv_an_exact_f64_conv() -> None:
     """ConvInteger's form (an i32 conv of shifted 8-bit values), through the gpu pipeline (no
-    integer convs: XLA:GPU compiles none) and run on the CPU: f64 convs only, and every i32 sum
-    equal to the oracle's, those far past f32's 2^24 included."""
+    integer convs: XLA:GPU compiles none) and run on the default platform (a GPU where there is
+    one): f64 convs only, and every i32 sum equal to the oracle's, those far past f32's 2^24
+    included."""
     b = Builder("conv_integer")
     x = b.input("x", (2, 64, 6, 6), "i32")
     w = b.input("w", (4, 64, 3, 3), "i32")
@@ -246,6 +247,6 @@ def test_gpu_pipeline_makes_a_plain_integer_conv_an_exact_f64_conv() -> None:
     xs = rng.integers(-255, 256, (2, 64, 6, 6)).astype(np.int32)
     ws = rng.integers(-255, 256, (4, 64, 3, 3)).astype(np.int32)
     xs[0, :, 2:5, 2:5], ws[0] = 255, 255  # 576 products of 255 * 255: 37,454,400 > 2^24
-    (got,), (want,) = run(graph, [xs, ws], target="gpu", platform="cpu").outputs, evaluate(graph, [xs, ws])
+    (got,), (want,) = run(graph, [xs, ws], target="gpu").outputs, evaluate(graph, [xs, ws])
     assert got.dtype == np.int32 and int(want.max()) > 2**24
     np.testing.assert_array_equal(got, want)

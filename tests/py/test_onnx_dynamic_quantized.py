@@ -207,10 +207,13 @@ MODEL_FILES = {"small_resnet": ("small_resnet", False), "inverted_residual": ("i
                "inverted_residual_per_channel": ("inverted_residual", True)}
 
 
+@pytest.mark.parametrize("target", ["cpu", "gpu"])
 @pytest.mark.parametrize("file", MODEL_FILES)
-def test_quantize_dynamic_model_agrees_with_onnxruntime(file: str) -> None:
+def test_quantize_dynamic_model_agrees_with_onnxruntime(file: str, target: str) -> None:
     """A quantize_dynamic file (DynamicQuantizeLinear before every ConvInteger and the MatMulInteger head; weights per
-    tensor, or per output channel with one scale and zero point each): every
+    tensor, or per output channel with one scale and zero point each), lowered for `target` and run where that target's
+    runs go (the cpu module on the CPU; the gpu module, whose ConvIntegers are f64 convs, on the default platform, a
+    GPU where there is one): every
     integer tensor it computes identical to ONNX Runtime's on at least 99.9% of its elements and never more than one
     step apart (scales within 1e-6 relative: the float steps between them may round differently), and the float output
     within one step of the head's input (a_scale * b_scale * max|B - b_zero_point|)."""
@@ -218,7 +221,7 @@ def test_quantize_dynamic_model_agrees_with_onnxruntime(file: str) -> None:
 
     network = MODEL_FILES[file][0]
     model, names = _with_integer_outputs(_dynamic_file(*MODEL_FILES[file]))
-    ours = convc.run(convc.load_onnx(model), _input(network), platform="cpu", target="cpu").outputs
+    ours = convc.run(convc.load_onnx(model), _input(network), target=target).outputs
     theirs = _onnxruntime(model, _input(network))
     assert sum(name.endswith("_quantized") for name in names) >= 10
     found = dict(zip(["y", *names], theirs, strict=True))
