@@ -101,3 +101,20 @@ def sum_values(rewriter: OpFactory, terms: Sequence[Value], suffix: str) -> Valu
     for term in terms[1:]:
         total = rewriter.create("add", total, term, suffix=suffix)
     return total
+
+
+def rounded_quotient(rewriter: OpFactory, x: Value, divisor: Value, suffix: str) -> Value:
+    """`x / divisor` rounded once to x's type (f32, f16 or bf16), as IEEE division rounds it,
+    whatever XLA does to a division: it makes one by a constant a product with the constant's
+    rounded reciprocal, and two in a row one division by a product, each of which rounds some
+    quotients the other way. Divided in f64 and rounded back: the f64 quotient, exact or from
+    a reciprocal, is within 2^-52 of the true one, and no quotient of two values of at most 24
+    significant bits that is not itself a tie between two of them lies that close to one (a
+    tie needs one bit more than a product of two such values holds), so it rounds as the true
+    quotient. An f64 `x` is divided as it is."""
+    if x.type.dtype == "f64":
+        return rewriter.create("divide", x, divisor, suffix=suffix)
+    wide_x = rewriter.create("convert", x, suffix=f"{suffix}_f64", new_dtype="f64")
+    wide_divisor = rewriter.create("convert", divisor, suffix=f"{suffix}_divisor_f64", new_dtype="f64")
+    quotient = rewriter.create("divide", wide_x, wide_divisor, suffix=f"{suffix}_quotient_f64")
+    return rewriter.create("convert", quotient, suffix=suffix, new_dtype=x.type.dtype)

@@ -10,9 +10,9 @@ spec's dequantize -> conv -> quantize arithmetic that the pattern spells out. A
 ConvTranspose's pattern is matched the same way (W per tensor, or per output channel: W's
 axis 1) and converted by `qlinear_conv_transpose`, as QLinearConv's inputs with
 ConvTranspose's attributes. An AveragePool or GlobalAveragePool between the two casts is
-matched too, and converted as ONNX Runtime runs it (its QLinear pools, or for an int8
-AveragePool its three ops in their order of summation), which is not what the ops compute
-in convc's forms (`_pool`).
+matched too, and converted as ONNX Runtime runs it (its QLinear pools, or the pool's three ops
+in their order of summation where ONNX Runtime leaves them unfused), which is not what the ops
+compute in convc's forms (`_pool`).
 
 Why the importer and not a pass: the pattern is ONNX's (its node types, which input is an
 initializer, an int32 bias whose scale is x_scale * w_scale, the single QuantizeLinear
@@ -35,6 +35,7 @@ from .quantized import (
     qdq_conv,
     qdq_gemm,
     qlinear_average_pool,
+    qlinear_average_pool_as_uint8,
     qlinear_conv_transpose,
     qlinear_global_average_pool,
 )
@@ -49,11 +50,15 @@ FUSED: dict[str, tuple[tuple[str, ...], Callable[[Node], int], ConvertFn]] = {
     "ConvTranspose": (CONV_ATTRS + ("output_padding", "output_shape"), lambda node: 1, qlinear_conv_transpose),
     "Gemm": (("transB",), lambda node: 0 if node.attrs["transB"] else 1, qdq_gemm),
 }
-# each fused pool: the converter of ONNX Runtime's QLinear node for it (its inputs X, x_scale, x_zero_point, y_scale,
-# y_zero_point; the pool's attributes), by storage type: what ONNX Runtime 1.32 runs for the pattern, measured (qdq.py)
+# each pool's pattern, by how ONNX Runtime 1.32 runs it (`QDQPatterns._pool`), to the converter of the node that stands
+# for it (inputs X, x_scale, x_zero_point, y_scale, y_zero_point; the pool's attributes). "qlinear": its QLinear pool;
+# "qlinear_as_uint8": that pool on an int8 pattern it made uint8 first; "ops": the three ops, unfused. A global pool is
+# its QLinear pool's exact integer sum either way: ONNX Runtime's float ops add in MLAS's order, which no XLA reduce
+# keeps, so a float sum would round near ties apart from it as often, and run slower (its reduce holds the chain before)
 FUSED_POOLS: dict[str, dict[str, ConvertFn]] = {
-    "AveragePool": {"u8": qlinear_average_pool, "i8": dequantized_average_pool},
-    "GlobalAveragePool": {"u8": qlinear_global_average_pool, "i8": qlinear_global_average_pool},
+    "AveragePool": {"qlinear": qlinear_average_pool, "qlinear_as_uint8": qlinear_average_pool_as_uint8,
+                    "ops": dequantized_average_pool},
+    "GlobalAveragePool": dict.fromkeys(("qlinear", "qlinear_as_uint8", "ops"), qlinear_global_average_pool),
 }
 
 
@@ -106,31 +111,45 @@ class QDQPatterns:
                     written_as=written_as), convert
 
     def _pool(self, node: Node, ctx: Context) -> tuple[Node, ConvertFn] | None:
-        """An AveragePool or GlobalAveragePool between a DequantizeLinear and a QuantizeLinear of one 8-bit type, per
-        tensor, as ONNX Runtime 1.32 runs it (quantized.py; each form measured equal to it on every element), which
-        is not dequantize -> pool -> quantize as convc's ops compute it. It fuses every uint8 one into its QLinear
-        pool, and an int8 GlobalAveragePool whose quantized output DequantizeLinear nodes read (as in a network; not
-        when the output is the graph's); an int8 AveragePool it runs as its three ops in DenseNet's QDQ file (a small
-        file whose output DequantizeLinear reads it is fused, by a rule not found), which here means their order of
-        summation and QuantizeLinear's rounding. The DequantizeLinear stays: a conv may read it."""
+        """An AveragePool or GlobalAveragePool between a DequantizeLinear and a QuantizeLinear of 8-bit types, per
+        tensor, as ONNX Runtime 1.32 on x86-64 runs it (quantized.py; each form measured equal to it on every
+        element), which is not dequantize -> pool -> quantize as convc's ops compute it. ONNX Runtime fuses the
+        pattern into its QLinear pool when the DequantizeLinear's input and the QuantizeLinear's output have one type,
+        after it has made some int8 pairs uint8 (`_made_uint8`); otherwise it runs the three ops. The
+        DequantizeLinear stays: a conv may read it."""
         if any(d != 1 for d in node.attrs.get("dilations", ())):  # QLinearAveragePool has no dilations
             return None
         q, dx = self._quantize(node.outputs[0], ctx), self._dequantize(node.input(0), ctx)
         if q is None or dx is None or not self._activation(dx, ctx) or not _per_tensor(q, ctx):
             return None
         x_zero, y_zero = ctx.array(dx.input(2)), ctx.array(q.input(2))
-        if x_zero is None or y_zero is None or x_zero.dtype != y_zero.dtype or x_zero.dtype not in (np.uint8, np.int8):
+        if x_zero is None or y_zero is None or {x_zero.dtype, y_zero.dtype} - {np.dtype(np.uint8), np.dtype(np.int8)}:
             return None
-        storage = "u8" if x_zero.dtype == np.uint8 else "i8"
-        readers = self.consumers.get(q.outputs[0], [])
-        dequantized = q.outputs[0] not in self.graph_outputs and bool(readers) and all(_plain(r, "DequantizeLinear", ctx) for r in readers)
-        if node.op_type == "GlobalAveragePool" and storage == "i8" and not dequantized:
-            return None
+        x_uint8 = x_zero.dtype == np.uint8 or self._made_uint8(self.producer.get(dx.input(0)), ctx)
+        y_uint8 = y_zero.dtype == np.uint8 or self._made_uint8(q, ctx)
+        form = "ops" if x_uint8 != y_uint8 else "qlinear_as_uint8" if y_zero.dtype == np.int8 and y_uint8 else "qlinear"
+        convert = FUSED_POOLS[node.op_type][form]
         self.absorbed.add(q.index)
         written_as = f"{node.op_type} (DequantizeLinear -> {node.op_type} -> QuantizeLinear)"
         inputs = (dx.input(0), dx.input(1), dx.input(2), q.input(1), q.input(2))
         return Node(node.name or node.outputs[0], "QLinear" + node.op_type, inputs, (q.outputs[0],), dict(node.attrs),
-                    node.index, "", written_as=written_as), FUSED_POOLS[node.op_type][storage]
+                    node.index, "", written_as=written_as), convert
+
+    def _made_uint8(self, q: Node | None, ctx: Context) -> bool:
+        """Whether ONNX Runtime makes the int8 QuantizeLinear `q` and the DequantizeLinear after it uint8 (zero points
+        plus 128) before it fuses QDQ patterns, as it does on x86-64, which runs no int8 QDQ by default: when that
+        DequantizeLinear is q's one reader, with q's zero point, and is read once (one read by several nodes is
+        copied first, one per reader, and then q has several)."""
+        if q is None or q.outputs[0] in self.graph_outputs or not _plain(q, "QuantizeLinear", ctx) or not q.input(2):
+            return False
+        readers = self.consumers.get(q.outputs[0], [])
+        if len(readers) != 1 or not _plain(readers[0], "DequantizeLinear", ctx) or not readers[0].input(2):
+            return False
+        dq, q_zero = readers[0], ctx.array(q.input(2))
+        dq_zero = ctx.array(dq.input(2))
+        if q_zero is None or dq_zero is None or q_zero.dtype != np.int8 or q_zero.size != 1 or not np.array_equal(q_zero, dq_zero):
+            return False
+        return len(self.consumers.get(dq.outputs[0], [])) + (dq.outputs[0] in self.graph_outputs) <= 1
 
     def _quantize(self, y: str, ctx: Context) -> Node | None:
         """The one QuantizeLinear that reads `y`, when nothing else does and `y` is no graph output."""

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from ...builders import rounded_quotient
 from ...diagnostics import VerifyError
 from ...dtypes import QuantType, parse_quant, quant_type
 from ...ir import TensorType, Value
@@ -95,7 +96,7 @@ def quantize_linear(node: Node, ctx: Context) -> Sequence[Operand]:
         return [ctx.op("uniform_quantize", x, new_dtype=spelling)]
     axis = 0 if y.axis is None else y.axis
     scales = _along_channels(ctx, np.asarray(y.scales, np.float32), x, "y_scale", axis)
-    steps = ctx.op("round_nearest_even", ctx.op("divide", x, scales))
+    steps = ctx.op("round_nearest_even", rounded_quotient(ctx, x, scales, "steps"))
     zero_points = _along_channels(ctx, np.asarray(y.zero_points, np.float32), steps, "y_zero_point", axis)
     return [_stored_as(ctx, ctx.op("add", steps, zero_points), y)]
 
@@ -312,11 +313,12 @@ def requantized(ctx: Context, sums: Value, multipliers: np.ndarray, y: QuantType
     return _stored_as(ctx, _plus_zero_point(ctx, steps, y), y)
 
 
-def _plus_zero_point(ctx: Context, steps: Value, y: QuantType) -> Value:
-    """f32 `steps` plus y's (per-tensor) zero point."""
-    if not y.zero_points[0]:
+def _plus_zero_point(ctx: Context, steps: Value, y: QuantType, offset: int = 0) -> Value:
+    """f32 `steps` plus y's (per-tensor) zero point, plus `offset`."""
+    if not y.zero_points[0] + offset:
         return steps
-    return ctx.op("add", steps, _along_channels(ctx, np.asarray([y.zero_points[0]], np.float32), steps, "y_zero_point"))
+    zero_point = np.asarray([y.zero_points[0] + offset], np.float32)
+    return ctx.op("add", steps, _along_channels(ctx, zero_point, steps, "y_zero_point"))
 
 
 def _stored_as(ctx: Context, steps: Value, y: QuantType) -> Value:
@@ -348,15 +350,23 @@ def qlinear_average_pool(node: Node, ctx: Context) -> Sequence[Operand]:
     return [_average_pool(node, ctx, zero_point_first=True)]
 
 
+def qlinear_average_pool_as_uint8(node: Node, ctx: Context) -> Sequence[Operand]:
+    """An int8 QDQ pattern around an AveragePool that ONNX Runtime made uint8 before fusing it (qdq.py), as its
+    QLinearAveragePool computes it there: as `qlinear_average_pool`, with y's zero point plus 128 added in f32 before
+    the rounding (the f32 sum of a larger number, which rounds a value near a tie otherwise) and 128 taken off after."""
+    return [_average_pool(node, ctx, zero_point_first=True, uint8_offset=128)]
+
+
 def dequantized_average_pool(node: Node, ctx: Context) -> Sequence[Operand]:
-    """A QDQ pattern around an AveragePool that ONNX Runtime runs as its three ops (qdq.py), in their arithmetic as
-    far as measured: the window sums of the dequantized x added in order (its float AveragePool's order, where XLA's
+    """A QDQ pattern around an AveragePool that ONNX Runtime runs as its three ops (qdq.py), in their arithmetic:
+    the window sums of the dequantized x added in order (its float AveragePool's order from opset 19, where XLA's
     reduce-window pairs them), divided by AveragePool's count, then QuantizeLinear's rounding (round, then add the
-    zero point). Equal to ONNX Runtime on every element off ties; on ties of an odd zero point 96% (not found why)."""
+    zero point). Up to opset 18 ONNX Runtime's float pool may add column sums instead (MLAS's vector kernel, chosen
+    by the channel count and the CPU), so there a tie may round from another f32 sum (docs/onnx.md)."""
     return [_average_pool(node, ctx, zero_point_first=False)]
 
 
-def _average_pool(node: Node, ctx: Context, zero_point_first: bool) -> Value:
+def _average_pool(node: Node, ctx: Context, zero_point_first: bool, uint8_offset: int = 0) -> Value:
     x, _, y = _pool_types(node, ctx)
     real = ctx.op("uniform_dequantize", x)
     window = pool_window(node, ctx, real)
@@ -368,10 +378,13 @@ def _average_pool(node: Node, ctx: Context, zero_point_first: bool) -> Value:
         counts = window.counts(x.type.shape[2:], summed.type.shape[2:], include_pad)
     count = ctx.op("broadcast_in_dim", ctx.constant(counts.astype(np.float32), "count"), shape=summed.type.shape,
                    broadcast_dimensions=tuple(range(2, summed.type.rank)))
-    average = ctx.op("divide", summed, count)
-    steps = ctx.op("divide", average, _along_channels(ctx, np.asarray([y.scales[0]], np.float32), average, "y_scale"))
+    average = rounded_quotient(ctx, summed, count, "average")
+    steps = rounded_quotient(ctx, average, _along_channels(ctx, np.asarray([y.scales[0]], np.float32), average, "y_scale"), "steps")
     if zero_point_first:
-        return _stored_as(ctx, ctx.op("round_nearest_even", _plus_zero_point(ctx, steps, y)), y)
+        rounded = ctx.op("round_nearest_even", _plus_zero_point(ctx, steps, y, uint8_offset))
+        if uint8_offset:
+            rounded = ctx.op("subtract", rounded, _along_channels(ctx, np.asarray([uint8_offset], np.float32), rounded, "uint8_offset"))
+        return _stored_as(ctx, rounded, y)
     return _stored_as(ctx, _plus_zero_point(ctx, ctx.op("round_nearest_even", steps), y), y)
 
 
