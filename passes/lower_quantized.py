@@ -59,7 +59,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from convc.builders import rounded_quotient
 from convc.dtypes import QuantType, is_integer, is_quantized, numpy_dtype, quant_type
 from convc.integer_range import F32_EXACT, LAYOUT_MOVES, integer_range, largest_magnitude
 from convc.ir import Graph, Op, TensorType, Value
@@ -110,11 +109,14 @@ def dequantize(b: OpFactory, stored: Value, quant: QuantType, suffix: str) -> Va
 
 def quantize(b: OpFactory, x: Value, quant: QuantType, axis: int | None, suffix: str) -> Value:
     """The spec's `quantize` of `x` (expressed type) to `quant`, its per-axis dimension `axis`
-    of `x`: divide (as IEEE rounds it: `rounded_quotient`), add the zero point, clamp, round
-    half to even, convert."""
+    of `x`: divide, add the zero point, clamp, round half to even, convert. XLA makes the
+    division a product with the scale's rounded reciprocal, one ulp off the quotient for some
+    x, which rounds a value within that ulp of a half step to the other integer (rare in real
+    data; `rounded_quotient` divides exactly, at a cost measured too high for every
+    activation of an int8 network: docs/benchmarks.md)."""
     dtype = numpy_dtype(quant.expressed)
     scales = np.asarray(quant.scales, np.float64).astype(dtype)
-    value = rounded_quotient(b, x, _per_slice(b, scales, axis, x.type, f"{suffix}_scale"), f"{suffix}_scaled")
+    value = b.create("divide", x, _per_slice(b, scales, axis, x.type, f"{suffix}_scale"), suffix=f"{suffix}_scaled")
     if any(quant.zero_points):
         zero_points = np.asarray(quant.zero_points, np.float64).astype(dtype)
         value = b.create("add", value, _per_slice(b, zero_points, axis, x.type, f"{suffix}_zp"), suffix=f"{suffix}_shifted")

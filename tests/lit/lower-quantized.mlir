@@ -42,10 +42,7 @@
 // CHECK: %[[MB:[^ ]+]] = "convc.broadcast_in_dim"(%[[M]]) {broadcast_dimensions = array<i64: 1>
 // CHECK: %[[R64:[^ ]+]] = "convc.multiply"(%[[ACC64]], %[[MB]])
 // CHECK: %[[R:[^ ]+]] = "convc.convert"(%[[R64]]) {new_dtype = f32}
-// CHECK: %[[RW:[^ ]+]] = "convc.convert"(%[[R]]) {new_dtype = f64}
-// CHECK: %[[SW:[^ ]+]] = "convc.convert"(%{{[^)]+}}) {new_dtype = f64}
-// CHECK: %[[QW:[^ ]+]] = "convc.divide"(%[[RW]], %[[SW]])
-// CHECK: %[[D:[^ ]+]] = "convc.convert"(%[[QW]]) {new_dtype = f32}
+// CHECK: %[[D:[^ ]+]] = "convc.divide"(%[[R]], %{{[^)]+}})
 // CHECK: %[[A:[^ ]+]] = "convc.add"(%[[D]], %{{[^)]+}})
 // CHECK: %[[CL:[^ ]+]] = "convc.clamp"(%[[A]]) {max = 127.0 : f64, min = -128.0 : f64}
 // CHECK: %[[RN:[^ ]+]] = "convc.round_nearest_even"(%[[CL]])
@@ -88,9 +85,7 @@ module @per_axis_conv {
 // CHECK: %[[W:[^ ]+]] = "convc.convert"(%x) {new_dtype = i32}
 // CHECK-NEXT: %[[F:[^ ]+]] = "convc.convert"(%[[W]]) {new_dtype = f32}
 // CHECK: %[[DQ:[^ ]+]] = "convc.multiply"(%[[F]], %{{[^)]+}})
-// CHECK: %[[DQW:[^ ]+]] = "convc.convert"(%[[DQ]]) {new_dtype = f64}
-// CHECK: %[[QW:[^ ]+]] = "convc.divide"(%[[DQW]], %{{[^)]+}})
-// CHECK-NEXT: "convc.convert"(%[[QW]]) {new_dtype = f32}
+// CHECK: "convc.divide"(%[[DQ]], %{{[^)]+}})
 // CHECK: "convc.clamp"(%{{[^)]+}}) {max = 255.0 : f64, min = 0.0 : f64}
 // CHECK: %q = "convc.convert"(%{{[^)]+}}) {new_dtype = ui8}
 // CHECK: "convc.subtract"

@@ -96,7 +96,7 @@ def quantize_linear(node: Node, ctx: Context) -> Sequence[Operand]:
         return [ctx.op("uniform_quantize", x, new_dtype=spelling)]
     axis = 0 if y.axis is None else y.axis
     scales = _along_channels(ctx, np.asarray(y.scales, np.float32), x, "y_scale", axis)
-    steps = ctx.op("round_nearest_even", rounded_quotient(ctx, x, scales, "steps"))
+    steps = ctx.op("round_nearest_even", ctx.op("divide", x, scales))
     zero_points = _along_channels(ctx, np.asarray(y.zero_points, np.float32), steps, "y_zero_point", axis)
     return [_stored_as(ctx, ctx.op("add", steps, zero_points), y)]
 
