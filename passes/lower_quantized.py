@@ -293,7 +293,8 @@ class _Lowering:
         if wide == "i8":
             wide, acc = "i32", self.conv8(op, b, attrs, known)
         else:
-            shifted_lhs = _shifted(b, self.storage(lhs), q_lhs, None, wide, "lhs")
+            stored_lhs, attrs = self.padded_storage(op, b, attrs, q_lhs, wide)
+            shifted_lhs = _shifted(b, stored_lhs, q_lhs, None, wide, "lhs")
             shifted_rhs = _shifted(b, self.storage(rhs), q_rhs, None if q_rhs.axis is None else dn.rhs_spec[0], wide, "rhs")
             acc = b.create("conv", shifted_lhs, shifted_rhs, suffix="acc", **attrs)
         if is_accumulator(q_lhs, q_rhs, q_out):
@@ -306,6 +307,29 @@ class _Lowering:
         scaled = b.create("multiply", wide_acc, _per_slice(b, multipliers, axis, wide_acc.type, "multiplier"), suffix="real_f64")
         real = b.create("convert", scaled, suffix="real", new_dtype=q_out.expressed)
         return quantize(b, real, q_out, None if q_out.axis is None else dn.out_spec[1], "stored")
+
+    def padded_storage(self, op: Op, b: Rewriter, attrs: dict[str, object], q_lhs: QuantType,
+                       wide: str) -> tuple[Value, dict[str, object]]:
+        """lhs's stored integers and the conv's attributes, for the float conv of the shifted
+        operands. A grouped one (a depthwise tap sum on the cpu target) gets its padding and its
+        lhs dilation's holes on the stored integers, as the zero point, which the shift makes
+        the real 0 the conv pads with: a pad of 8-bit values rather than of the f32 ones (a
+        quarter of the bytes), and the conversion can fuse into the taps that read it."""
+        lhs, rhs = op.operands
+        stored = self.storage(lhs)
+        if wide not in ("f32", "f64") or not _is_grouped(op):
+            return stored, attrs
+        fwd = read_forward(view(op), lhs.type.rank)
+        pads = explicit_padding(view(op).padding, spatial(lhs.type.shape, fwd.dn.lhs_spec),
+                                spatial(rhs.type.shape, fwd.dn.rhs_spec), fwd.strides, fwd.rhs_dilation)
+        if any(lo < 0 or hi < 0 for lo, hi in pads) or all(lo == hi == 0 for lo, hi in pads) and all(d == 1 for d in fwd.lhs_dilation):
+            return stored, attrs
+        config = [(0, 0, 0)] * lhs.type.rank
+        for dim, (lo, hi), dilation in zip(fwd.dn.lhs_spec[2:], pads, fwd.lhs_dilation):
+            config[dim] = (lo, hi, dilation - 1)
+        padded = b.create("pad", stored, suffix="lhs_padded", padding_config=tuple(config),
+                          padding_value=float(q_lhs.zero_points[0]))
+        return padded, {name: value for name, value in attrs.items() if name not in ("padding", "lhs_dilation")}
 
     def sum_type(self, op: Op, q_lhs: QuantType, q_rhs: QuantType, known: np.ndarray | None) -> str:
         """How the conv's integer sums are computed: "i8" (the i8 x i8 -> i32 conv of the stored

@@ -72,6 +72,9 @@ EXACT_CASES = {
                            _per_tensor("i8", 32.0, 0), {"feature_group_count": 2, "padding": "SAME"}),
     "depthwise": Case((1, 5, 9, 9), (5, 1, 3, 3), _per_tensor("i8", 0.5, -7), _per_axis("i8", 0, [0.5] * 5, [0, 0, 9, -9, 1]),
                       _per_axis("i8", 1, [8.0, 4.0, 4.0, 8.0, 2.0], [1, 2, 3, 4, 5]), {"feature_group_count": 5, "padding": "SAME"}),
+    "depthwise-lhs-dilated-u8": Case((1, 4, 5, 5), (4, 1, 3, 3), _per_tensor("u8", 0.5, 131), _per_axis("u8", 0, P2, [128, 127, 3, 250]),
+                                     _per_tensor("u8", 4.0, 129), {"feature_group_count": 4, "lhs_dilation": (2, 2),
+                                                                   "padding": ((2, 1), (1, 2))}),
     "zero-points-at-limits": Case((1, 2, 5, 5), (3, 2, 3, 3), _per_tensor("i8", 0.5, -128), _per_axis("i8", 0, [0.25] * 3, [127, -128, 0]),
                                   _per_tensor("i8", 256.0, 127), {"padding": "SAME"}),
     "u8-limits": Case((1, 2, 5, 5), (3, 2, 3, 3), _per_tensor("u8", 0.5, 255), _per_tensor("u8", 0.25, 0),
@@ -209,6 +212,25 @@ def _lowered_conv_dtypes(case: Case, kernel: np.ndarray | None = None) -> list[s
         graph = b.build()
     lowered = Compiler(target="cpu").run_passes(graph, [PASSES["lower-quantized"]()])
     return [op.operands[0].type.dtype for op in lowered.ops if op.kind == "conv"]
+
+
+@pytest.mark.parametrize("name", ["feature-groups", "depthwise", "depthwise-lhs-dilated-u8"])
+def test_grouped_float_conv_pads_the_stored_integers_with_the_zero_point(name: str) -> None:
+    """A grouped quantized conv that lower-quantized makes an f32 conv of the shifted operands
+    (the cpu target's depthwise tap sums) has its padding and lhs dilation's holes put on lhs's
+    stored integers, as its zero point (the real 0 after the shift): its conv pads nothing and
+    dilates nothing, and reads the padded 8-bit values shifted in f32. The result is checked
+    against the spec oracle by the test above."""
+    from convc.compile import Compiler
+    from convc.passes import PASSES
+
+    case = EXACT_CASES[name]
+    lowered = Compiler(target="cpu").run_passes(case.graph(), [PASSES["lower-quantized"]()])
+    (conv,) = [op for op in lowered.ops if op.kind == "conv"]
+    assert "padding" not in conv.attrs and "lhs_dilation" not in conv.attrs
+    pad = conv.operands[0].producer.operands[0].producer.operands[0].producer  # subtract(convert(pad(stored)), zp)
+    assert pad is not None and pad.kind == "pad" and pad.operands[0].type.dtype == parse_quant(case.lhs_type).storage_dtype()
+    assert pad.attrs["padding_value"] == parse_quant(case.lhs_type).zero_points[0]
 
 
 @pytest.mark.parametrize(("per_group", "expected"), [(1023, ["f32"]), (1024, ["i8"])])
