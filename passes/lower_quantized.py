@@ -26,6 +26,9 @@ graph inputs and outputs too, which is what `--inputs` feeds and `--outputs` wri
   operands where every partial sum f32 holds exactly (below 2^24 in magnitude: the largest
   shifted input times the largest per-window sum of |r - z_r[o]|, the kernel's own values
   when it is a constant); a grouped one then becomes a tap sum (`cpu-depthwise-tap-sum`).
+  A grouped one's padding and lhs dilation's holes go on lhs's stored integers, as the zero
+  point the shift makes the real 0, so that the tap sum reads 8-bit values, not a padded
+  f32 copy (`padded_storage`).
 - otherwise (16- and 32-bit storage, or `integer_conv=false`: the gpu pipeline, as XLA:GPU
   compiles no integer conv, cuDNN offering none of this form) it is the conv of the
   zero-point-shifted operands, (lhs - z_lhs) and (rhs - z_rhs[o]), in i64 (f64 without
