@@ -49,3 +49,25 @@ def test_zeros_and_pad_along() -> None:
     assert z.type.shape == (4, 1) and str(z.type.dtype) == "f64"
     assert [op.kind for op in graph.ops[:-1]] == ["pad", "constant", "broadcast_in_dim"]
     assert np.asarray(graph.ops[1].attrs["value"]).dtype == np.float64
+
+
+def test_rounded_quotient_is_ieee_f32_division_through_xla() -> None:
+    """`rounded_quotient` twice in a row (a pool's average over its count, then over a scale: the constants XLA
+    turns into products with their reciprocals, and the chain it turns into one division), run by XLA on the CPU:
+    every quotient bit for bit numpy's f32 division, step by step, on 200,000 values of every magnitude."""
+    from convc import run
+    from convc.builders import rounded_quotient
+
+    rng = np.random.default_rng(0)
+    values = (rng.standard_normal(200_000) * 10.0 ** rng.integers(-3, 4, 200_000)).astype(np.float32)
+    counts = rng.integers(1, 10, values.shape).astype(np.float32)
+    graph, rewriter, x = _anchored(values.shape)
+    count = rewriter.create("constant", suffix="count", value=counts)
+    scale = rewriter.create("broadcast_in_dim", rewriter.create("constant", suffix="scale", value=np.float32(0.0437)),
+                            suffix="scale_b", shape=values.shape, broadcast_dimensions=())
+    average = rounded_quotient(rewriter, x, count, "average")
+    rewriter.replace_anchor(rounded_quotient(rewriter, average, scale, "steps"))
+    (got,) = run(graph, [values], platform="cpu").outputs
+    want = (values / counts).astype(np.float32) / np.float32(0.0437)
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(got, want)
