@@ -521,6 +521,12 @@ QDQ_POOL_CASES: dict[str, tuple[str, dict[str, Any], tuple[int, ...]]] = {
     "global_2x2": ("GlobalAveragePool", {}, (2, 16, 2, 2)),
     "global_7x7": ("GlobalAveragePool", {}, (2, 16, 7, 7)),
 }
+# average pools over channels in blocks of 16, which ONNX Runtime (up to opset 18, its default optimizations) runs in
+# its blocked-channel form on AVX2 and AVX-512 machines alike
+BLOCKED_POOL_CASES: dict[str, tuple[str, dict[str, Any], tuple[int, ...]]] = {
+    "avg_2x2_stride_2_c16": ("AveragePool", {"kernel_shape": [2, 2], "strides": [2, 2]}, (2, 16, 12, 12)),
+    "avg_3x3_pads_excluded_c32": ("AveragePool", {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]}, (1, 32, 9, 7)),
+}
 
 
 def _qdq_pool_model(case: str, storage: Any, y_scale: float, y_zero: int, dequantized_output: bool = False,
@@ -529,7 +535,7 @@ def _qdq_pool_model(case: str, storage: Any, y_scale: float, y_zero: int, dequan
     y_zero): the quantized y the graph's output, or with `dequantized_output` its DequantizeLinear (as in a network),
     or with `shared` that DequantizeLinear read by two nodes (a Relu and a Neg, the graph's outputs). With `x_shared`
     x's DequantizeLinear is read by a Relu too (the graph's last output). `opset` is the model's."""
-    op_type, attrs, x_shape = QDQ_POOL_CASES[case]
+    op_type, attrs, x_shape = (QDQ_POOL_CASES | BLOCKED_POOL_CASES)[case]
     shift = 0 if storage is np.uint8 else -128
     inits = {"s": np.array(0.05, np.float32), "z": np.array(131 + shift, storage), "ys": np.array(y_scale, np.float32),
              "yz": np.array(y_zero + shift, storage)}
@@ -550,7 +556,7 @@ def _qdq_pool_model(case: str, storage: Any, y_scale: float, y_zero: int, dequan
 
 def _pool_equals_onnxruntime(model: bytes, case: str) -> convc.Graph:
     """convc's outputs (cpu target, PJRT) of a QDQ pool model equal ONNX Runtime's on every element."""
-    feeds = {"x": _random(QDQ_POOL_CASES[case][2], 3) * 3}
+    feeds = {"x": _random((QDQ_POOL_CASES | BLOCKED_POOL_CASES)[case][2], 3) * 3}
     graph = convc.load_onnx(model)
     for ours, theirs in zip(convc.run(graph, feeds, platform="cpu", target="cpu").outputs, _onnxruntime(model, feeds), strict=True):
         assert ours.dtype == theirs.dtype and ours.shape == theirs.shape
@@ -596,6 +602,14 @@ def test_int8_qdq_average_pools_on_ties_of_an_odd_zero_point_are_within_one_step
     ours = convc.run(convc.load_onnx(model), feeds, platform="cpu", target="cpu").outputs[0].astype(int)
     theirs = _onnxruntime(model, feeds)[0].astype(int)
     assert np.abs(ours - theirs).max() <= 1 and (ours == theirs).mean() >= 0.95
+
+
+@pytest.mark.parametrize("case", BLOCKED_POOL_CASES, ids=str)
+def test_int8_qdq_average_pools_on_ties_of_channels_in_blocks_of_16_equal_onnxruntimes_three_ops(case: str) -> None:
+    """The tie-heavy int8 AveragePool pattern at opset 17 over 16 or 32 channels, whose float AveragePool ONNX Runtime
+    runs in its blocked-channel form (on AVX2 and AVX-512 alike), which adds each window in rows as convc does: every
+    stored integer equal."""
+    _pool_equals_onnxruntime(_qdq_pool_model(case, np.int8, 0.05, 131), case)
 
 
 @pytest.mark.parametrize("case", AVERAGE_POOLS, ids=str)
