@@ -105,8 +105,9 @@ def _qdq_conv_transpose(per_channel: bool) -> tuple[list, dict, dict]:
     return nodes, {"x": [1, 2, 3, 3]}, weights
 
 
-def qdq_average_pool() -> tuple[list, dict, dict]:
-    """quantize_static's uint8 average pool: Q (odd zero point) -> DQ -> AveragePool 2x2/2 -> Q -> DQ."""
+def qdq_average_pool(storage: type = np.uint8) -> tuple[list, dict, dict]:
+    """quantize_static's average pool: Q (odd zero point) -> DQ -> AveragePool 2x2/2 -> Q -> DQ, uint8 or int8."""
+    shift = 0 if storage is np.uint8 else -128
     nodes = [
         helper.make_node("QuantizeLinear", ["x", "x_scale", "x_zero"], ["xq"], name="xq"),
         helper.make_node("DequantizeLinear", ["xq", "x_scale", "x_zero"], ["xd"], name="xd"),
@@ -114,13 +115,14 @@ def qdq_average_pool() -> tuple[list, dict, dict]:
         helper.make_node("QuantizeLinear", ["p", "y_scale", "y_zero"], ["yq"], name="yq"),
         helper.make_node("DequantizeLinear", ["yq", "y_scale", "y_zero"], ["y"], name="y"),
     ]
-    weights = {"x_scale": np.array(0.5, np.float32), "x_zero": np.array(131, np.uint8),
-               "y_scale": np.array(0.25, np.float32), "y_zero": np.array(100, np.uint8)}
+    weights = {"x_scale": np.array(0.5, np.float32), "x_zero": np.array(131 + shift, storage),
+               "y_scale": np.array(0.25, np.float32), "y_zero": np.array(100 + shift, storage)}
     return nodes, {"x": [1, 2, 4, 4]}, weights
 
 
 MODELS = {"classifier": classifier, "flatten_view": flatten_view, "pool_reduce_matvec": pool_reduce_matvec,
-          "dynamic_conv": dynamic_conv, "qlinear_conv": qlinear_conv, "qdq_average_pool": qdq_average_pool, "qdq_conv_transpose": lambda: _qdq_conv_transpose(False),
+          "dynamic_conv": dynamic_conv, "qlinear_conv": qlinear_conv, "qdq_average_pool": qdq_average_pool,
+          "qdq_average_pool_int8": lambda: qdq_average_pool(np.int8), "qdq_conv_transpose": lambda: _qdq_conv_transpose(False),
           "qdq_conv_transpose_per_channel": lambda: _qdq_conv_transpose(True)}
 OPSETS: dict[str, int] = {}  # a model's opset where it is not 17
 OUTPUT_SHAPES: dict[str, list[int]] = {}  # a model's output shape where onnx's shape inference cannot infer it
