@@ -21,9 +21,10 @@ graph inputs and outputs too, which is what `--inputs` feeds and `--outputs` wri
 - a quantized conv the `cpu` pipeline's XLA runs slowly as an integer conv (`exact_f32`):
   a grouped one (feature or batch groups, depthwise included), which XLA:CPU runs as a dense
   conv over a block-diagonal kernel it builds on every call, and one YNNPACK does not take
-  (few features, a window larger than the input, a channels-first first conv), which XLA
-  upcasts to an i32 conv in its generic loop, is the f32 conv of the zero-point-shifted
-  operands where every partial sum f32 holds exactly (below 2^24 in magnitude: the largest
+  (few features, a window larger than the input, a channels-first first conv; a 3-D conv is
+  judged by the 2-D convs the cpu pipeline makes of it), which XLA upcasts to an i32 conv
+  in its generic loop, is the f32 conv of the zero-point-shifted operands where every
+  partial sum f32 holds exactly (below 2^24 in magnitude: the largest
   shifted input times the largest per-window sum of |r - z_r[o]|, the kernel's own values
   when it is a constant); a grouped one then becomes a tap sum (`cpu-depthwise-tap-sum`).
   A grouped one's padding and lhs dilation's holes go on lhs's stored integers, as the zero
@@ -446,15 +447,18 @@ def _ynnpack_takes_i8(op: Op) -> bool:
     """Whether XLA:CPU hands YNNPACK this conv's i8 form (jaxlib 0.10.2 to 0.12 decide so): 2-D,
     no lhs dilation, more than 16 input or output features, and neither its kernel window
     nor its output larger than its input, per spatial dim. (The layout is channels-last by
-    then: cpu-layout-nhwc runs later.) Else XLA runs it as an i32 conv in its generic loop."""
+    then: cpu-layout-nhwc runs later.) Else XLA runs it as an i32 conv in its generic loop.
+    A conv of 3 or more spatial dims is judged as the 2-D convs the cpu pipeline's
+    cpu-conv3d-as-conv2d-sum makes of it later (one per tap of a dim folded into the batch;
+    the window and output test holds for whichever dim that is): YNNPACK takes those."""
     lhs, rhs = op.operands
     fwd = read_forward(view(op), lhs.type.rank)
     dn = fwd.dn
     inputs, kernel = spatial(lhs.type.shape, dn.lhs_spec), spatial(rhs.type.shape, dn.rhs_spec)
     outputs = spatial(op.result.type.shape, dn.out_spec)
     features = (lhs.type.shape[dn.lhs_spec[1]], op.result.type.shape[dn.out_spec[1]])
-    return (len(inputs) == 2 and all(d == 1 for d in fwd.lhs_dilation) and max(features) > YNNPACK_FEW_FEATURES
-            and all(k <= n and o <= n for k, o, n in zip(kernel, outputs, inputs)))
+    return (len(inputs) >= 2 and fwd.batch_groups == 1 and all(d == 1 for d in fwd.lhs_dilation)
+            and max(features) > YNNPACK_FEW_FEATURES and all(k <= n and o <= n for k, o, n in zip(kernel, outputs, inputs)))
 
 
 def _largest_shift(quant: QuantType) -> np.ndarray:

@@ -320,6 +320,22 @@ module @ynnpack_sized_conv {
 
 // -----
 
+// A 3-D conv is judged by the 2-D convs cpu-conv3d-as-conv2d-sum makes of it (one per tap
+// of its depth, the depth folded into the batch), which YNNPACK takes: the cpu pipeline keeps
+// the i8 x i8 -> i32 conv and splits it, though f32 would hold this conv's sums exactly.
+// CPU-LABEL: module @ynnpack_sized_conv3d
+// CPU: %[[SLAB:[^ ]+]] = stablehlo.convolution(%{{[^ ]+}}, %{{[^ ]+}})
+// CPU-SAME: (tensor<3x4x4x32xi8>, tensor<3x3x32x32xi8>) -> tensor<3x4x4x32xi32>
+// CPU: stablehlo.add %[[SLAB]], %{{[^ ]+}} : tensor<3x4x4x32xi32>
+module @ynnpack_sized_conv3d {
+  func.func @main(%x: tensor<1x3x4x4x32x!quant.uniform<i8:f32, 0.5>>, %w: tensor<3x3x3x32x32x!quant.uniform<i8:f32, 0.25>>) -> tensor<1x3x4x4x32x!quant.uniform<i8:f32, 8.0>> {
+    %c = "convc.conv"(%x, %w) {dimension_numbers = ["NDHWC", "DHWIO", "NDHWC"], padding = dense<1> : tensor<3x2xi64>, preferred_element_type = "!quant.uniform<i8:f32, 8.0>"} : (tensor<1x3x4x4x32x!quant.uniform<i8:f32, 0.5>>, tensor<3x3x3x32x32x!quant.uniform<i8:f32, 0.25>>) -> tensor<1x3x4x4x32x!quant.uniform<i8:f32, 8.0>>
+    func.return %c : tensor<1x3x4x4x32x!quant.uniform<i8:f32, 8.0>>
+  }
+}
+
+// -----
+
 // The gpu pipeline (no integer convs: XLA:GPU compiles none) makes a plain integer conv, as
 // ONNX's ConvInteger imports, the f64 conv of its operands converted back; the cpu pipeline
 // keeps this one an integer conv: its operands are i32 graph inputs, which nothing bounds, so

@@ -85,6 +85,9 @@ EXACT_CASES = {
                {"window_strides": (2,), "padding": "SAME"}),
     "3d": Case((1, 2, 4, 4, 4), (2, 2, 2, 2, 2), _per_tensor("i8", 0.5, 0), _per_tensor("i8", 0.25, -4), _per_tensor("i8", 16.0, 0),
                {"padding": "SAME"}),
+    "3d-ynnpack-slabs": Case((1, 3, 4, 4, 24), (3, 3, 3, 24, 20), _per_tensor("i8", 0.5, 3), _per_axis("i8", 4, P2 * 5, [0, 1, -1, 3] * 5),
+                             _per_tensor("i8", 64.0, -8), {"dimension_numbers": ("NDHWC", "DHWIO", "NDHWC"),
+                                                            "window_strides": (1, 2, 1), "padding": "SAME"}),
     "i16-storage": Case((1, 2, 5, 5), (2, 2, 3, 3), _per_tensor("i16", 0.5, -300), _per_tensor("i16", 0.25, 1000),
                         _per_tensor("i16", 2.0**20, 17), {"padding": "SAME"}),
     "1x1-as-dot": Case((2, 8, 5, 5), (6, 8, 1, 1), _per_tensor("i8", 0.5, 3), _per_axis("i8", 0, P2[:3] * 2, [0, 1, -2, 0, 5, 0]),
@@ -241,6 +244,15 @@ def test_grouped_conv_sums_in_f32_only_while_every_sum_stays_below_2_24(per_grou
     case = Case((1, 2 * per_group, 1), (2, per_group, 1), _per_tensor("i8", 0.5, 0), _per_tensor("i8", 0.25, 0),
                 _per_tensor("i8", 64.0, 0), {"feature_group_count": 2, "dimension_numbers": ("NCH", "OIH", "NCH")})
     assert _lowered_conv_dtypes(case) == expected
+
+
+@pytest.mark.parametrize(("name", "expected"), [("3d", {"f32"}), ("3d-ynnpack-slabs", {"i8"})])
+def test_3d_conv_keeps_its_i8_form_where_ynnpack_takes_its_2d_slabs(name: str, expected: set[str]) -> None:
+    """A 3-D quantized conv whose sums f32 holds exactly is judged by the 2-D convs
+    cpu-conv3d-as-conv2d-sum makes of it: with 2 features YNNPACK would not take them (one f32
+    conv), with 24 and 20 it does (i8 convs: the i8 x i8 -> i32 conv and its zero-point terms).
+    Both match the spec oracle above."""
+    assert set(_lowered_conv_dtypes(EXACT_CASES[name])) == expected
 
 
 def test_constant_grouped_kernel_is_bounded_by_its_own_values() -> None:
