@@ -17,8 +17,8 @@ LAYOUT_MOVES = ("transpose", "reshape", "reverse")  # ops that only move element
 
 def integer_range(value: Value, depth: int = RANGE_DEPTH) -> tuple[int, int] | None:
     """[low, high] holding every element of a plain integer `value`, as its producers prove it:
-    a constant's own values; a `convert` of an integer value, a layout move or a broadcast
-    keeps its operand's range; `add` and `subtract` combine theirs; anything else (and a range
+    a constant's own values; a `convert` of an integer value, a layout move, a broadcast or
+    an `optimization_barrier` keeps its operand's range; `add` and `subtract` combine theirs; anything else (and a range
     the element type cannot hold: the op wrapped) gives the element type's range. None for a
     value of another type."""
     if not is_integer(value.type.dtype):
@@ -34,7 +34,7 @@ def _produced_range(op: Op, depth: int) -> tuple[int, int] | None:
     if op.kind == "constant":
         values = np.asarray(op.attrs["value"])
         return (int(values.min()), int(values.max())) if values.size and values.dtype.kind in "iu" else None
-    if op.kind in ("convert", "broadcast_in_dim", *LAYOUT_MOVES):
+    if op.kind in ("convert", "broadcast_in_dim", "optimization_barrier", *LAYOUT_MOVES):
         return integer_range(op.operands[0], depth)
     if op.kind in ("add", "subtract"):
         a, b = (integer_range(v, depth) for v in op.operands)

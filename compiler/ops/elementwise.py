@@ -1,8 +1,9 @@
 """The elementwise primitives the ONNX importer's activations and arithmetic are made of:
 binary ops on operands of one type (`subtract`, `divide`, `maximum`, `minimum`, `power`;
 numpy broadcasting is the frontend's `broadcast_in_dim`, as for `add`), unary ops
-(`exp`, `log`, `tanh`, `logistic`, `sqrt`, `rsqrt`, `negate`, `abs`, `erf`) and `clamp`
-between two constant bounds.
+(`exp`, `log`, `tanh`, `logistic`, `sqrt`, `rsqrt`, `negate`, `abs`, `erf`), `clamp`
+between two constant bounds, and `optimization_barrier` (the identity, which XLA fuses no
+work across: what a pass uses to have a value computed once and stored).
 
 Each is one row of `ELEMENTWISE`: the op's declaration, the StableHLO op it emits and the
 `jax.lax` function that is its oracle (compiler/emit/stablehlo.py and compiler/reference.py
@@ -165,6 +166,11 @@ def _erf_vjp(b: OpFactory, v: OpView, operands: Sequence[Value], g: Value) -> Co
     return (b.create("multiply", _fill(b, x, 2.0 / np.sqrt(np.pi), "two_over_sqrt_pi"), scaled, suffix="d_x"),)
 
 
+def _barrier_vjp(b: OpFactory, v: OpView, operands: Sequence[Value], g: Value) -> Cotangents:
+    """x: `g` (the op is the identity; the barrier bounds the forward computation's fusion only)."""
+    return (g,)
+
+
 def _clamp_vjp(b: OpFactory, v: OpView, operands: Sequence[Value], g: Value) -> Cotangents:
     """x: `g` where min < x < max, else 0 (lax.clamp's rule): two `relu_grad` masks, of `x - min` and `max - x`."""
     x = operands[0]
@@ -208,6 +214,8 @@ ELEMENTWISE: tuple[Elementwise, ...] = (
     _op("rsqrt", _UNARY, _float_unary, "rsqrt", "rsqrt", "1 / sqrt(x) (floating)", _rsqrt_vjp),
     _op("negate", _UNARY, operand_type, "negate", "neg", "-x", _negate_vjp),
     _op("abs", _UNARY, operand_type, "abs", "abs", "|x|", _abs_vjp),
+    _op("optimization_barrier", _UNARY, operand_type, "optimization_barrier", "optimization_barrier",
+        "x, which the compiler computes before any op that reads it (XLA fuses no work across it)", _barrier_vjp),
     _op("erf", _UNARY, _float_unary, "", "erf", "the error function: XLA's rational approximation in f32 (f16 and bf16 "
         "through it), Cephes' expansion in f64", _erf_vjp),
     Elementwise(OpDef("clamp", _UNARY, _float_unary, {

@@ -52,6 +52,20 @@ module @unary {
 
 // -----
 
+// optimization_barrier: the identity, emitted as StableHLO's op of one operand, of any type.
+// CHECK-LABEL: module @optimization_barrier
+// CHECK: func.func public @main(%[[X:[^:]+]]: tensor<2x3xi8> loc("x"))
+// CHECK-NEXT: %[[B:[^ ]+]] = stablehlo.optimization_barrier %[[X]] : tensor<2x3xi8> loc("b")
+// CHECK-NEXT: return %[[B]]
+module @optimization_barrier {
+  func.func @main(%x: tensor<2x3xi8>) -> tensor<2x3xi8> {
+    %b = "convc.optimization_barrier"(%x) : (tensor<2x3xi8>) -> tensor<2x3xi8>
+    func.return %b : tensor<2x3xi8>
+  }
+}
+
+// -----
+
 // clamp: its bounds become splat constants; an absent min is -inf (as hex: no decimal spells it).
 // CHECK-LABEL: module @clamp
 // CHECK: %[[LO:[^ ]+]] = stablehlo.constant dense<0.0> : tensor<f32> loc("c")

@@ -273,14 +273,22 @@ module @u8_operands {
 // F32-SAME: {dimension_numbers = ["NCHW", "OIHW", "NCHW"], feature_group_count = 4 : i64}
 // F32-SAME: -> tensor<1x4x6x6xf32>
 // F32-NEXT: "convc.convert"(%[[ACC]]) {new_dtype = f64}
+// The quantized result is an optimization_barrier's, so that XLA computes the tap sum once
+// rather than in each fusion that reads it; the gpu pipeline's f64 conv has none.
+// F32: %[[STORED:[^ ]+]] = "convc.convert"(%{{[^)]+}}) {new_dtype = i8}
+// F32-NEXT: %c = "convc.optimization_barrier"(%[[STORED]])
 // CPU-LABEL: module @depthwise_in_f32
 // CPU-NOT: stablehlo.convolution
 // CPU: stablehlo.multiply {{.*}} : tensor<1x6x6x4xf32>
 // CPU-NOT: stablehlo.convolution
+// CPU: %[[STORED:[^ ]+]] = stablehlo.convert %{{[^ ]+}} : (tensor<1x6x6x4xf32>) -> tensor<1x6x6x4xi8>
+// CPU-NEXT: %[[ONCE:[^ ]+]] = stablehlo.optimization_barrier %[[STORED]] : tensor<1x6x6x4xi8>
+// CPU-NEXT: %c = stablehlo.transpose %[[ONCE]]
 // CPU: return %c : tensor<1x4x6x6xi8>
 // GPU-LABEL: module @depthwise_in_f32
 // GPU: stablehlo.convolution
 // GPU-SAME: -> tensor<1x4x6x6xf64>
+// GPU-NOT: optimization_barrier
 module @depthwise_in_f32 {
   func.func @main(%x: tensor<1x4x6x6x!quant.uniform<i8:f32, 0.5:-8>>, %w: tensor<4x1x3x3x!quant.uniform<i8:f32:0, {0.1, 0.2, 0.05:3, 0.1}>>) -> tensor<1x4x6x6x!quant.uniform<i8:f32, 0.25:4>> {
     %c = "convc.conv"(%x, %w) {dimension_numbers = ["NCHW", "OIHW", "NCHW"], feature_group_count = 4, padding = dense<1> : tensor<2x2xi64>, preferred_element_type = "!quant.uniform<i8:f32, 0.25:4>"} : (tensor<1x4x6x6x!quant.uniform<i8:f32, 0.5:-8>>, tensor<4x1x3x3x!quant.uniform<i8:f32:0, {0.1, 0.2, 0.05:3, 0.1}>>) -> tensor<1x4x6x6x!quant.uniform<i8:f32, 0.25:4>>
@@ -311,6 +319,7 @@ module @grouped_past_f32 {
 // CPU-LABEL: module @ynnpack_sized_conv
 // CPU: stablehlo.convolution(%x, %w)
 // CPU-SAME: (tensor<1x4x4x32xi8>, tensor<3x3x32x32xi8>) -> tensor<1x4x4x32xi32>
+// CPU-NOT: optimization_barrier
 module @ynnpack_sized_conv {
   func.func @main(%x: tensor<1x4x4x32x!quant.uniform<i8:f32, 0.5>>, %w: tensor<3x3x32x32x!quant.uniform<i8:f32, 0.25>>) -> tensor<1x4x4x32x!quant.uniform<i8:f32, 8.0>> {
     %c = "convc.conv"(%x, %w) {dimension_numbers = ["NHWC", "HWIO", "NHWC"], padding = dense<1> : tensor<2x2xi64>, preferred_element_type = "!quant.uniform<i8:f32, 8.0>"} : (tensor<1x4x4x32x!quant.uniform<i8:f32, 0.5>>, tensor<3x3x32x32x!quant.uniform<i8:f32, 0.25>>) -> tensor<1x4x4x32x!quant.uniform<i8:f32, 8.0>>

@@ -69,6 +69,7 @@ CASES: dict[str, tuple[dict[str, float], Inputs]] = {
     "rsqrt": ({}, _positive),
     "negate": ({}, _normal(1)),
     "abs": ({}, _with_zeros),
+    "optimization_barrier": ({}, _normal(1)),
     "erf": ({}, lambda rng, shape: [rng.uniform(-5.0, 5.0, shape)]),
     "clamp": ({"min": -0.5, "max": 0.75}, _at_bounds),
 }

@@ -236,6 +236,60 @@ def test_grouped_float_conv_pads_the_stored_integers_with_the_zero_point(name: s
     assert pad.attrs["padding_value"] == parse_quant(case.lhs_type).zero_points[0]
 
 
+@pytest.mark.parametrize(("name", "integer_conv", "barrier"), [
+    ("depthwise", True, True), ("feature-groups", True, True), ("per-tensor-same", True, False), ("3d-ynnpack-slabs", True, False),
+    ("depthwise", False, False)])
+def test_grouped_f32_conv_result_is_behind_an_optimization_barrier(name: str, integer_conv: bool, barrier: bool) -> None:
+    """A grouped quantized conv that lower-quantized makes an f32 conv (the cpu target's tap
+    sum) has its quantized result, the stored 8-bit integers, behind an optimization_barrier,
+    so that XLA computes the tap sum once instead of in every fusion that reads it; an
+    ungrouped conv (an f32 or i8 conv XLA runs itself) and the gpu pipeline's f64 form get none."""
+    from convc.compile import Compiler
+    from convc.passes import PASSES
+
+    case = EXACT_CASES[name]
+    lowered = Compiler(target="cpu").run_passes(case.graph(), [PASSES["lower-quantized"](integer_conv=integer_conv)])
+    (result,) = lowered.outputs
+    producer = result.producer
+    assert producer is not None and (producer.kind == "optimization_barrier") == barrier
+    assert [op.kind for op in lowered.ops].count("optimization_barrier") == int(barrier)
+    if barrier:
+        assert producer.operands[0].type.dtype == parse_quant(case.out_type).storage_dtype()
+
+
+def _accumulator_then_requantized(groups: int) -> Graph:
+    """A conv into its i32 accumulator, dequantized and quantized to i8 (what the ONNX
+    frontend makes of a QDQ conv), with `groups` feature groups over 4 features."""
+    b = Builder("qdq_conv")
+    x = b.input("x", (1, 4, 7, 7), _per_tensor("i8", 0.5, -7))
+    w = b.input("w", (4, 4 // groups, 3, 3), _per_axis("i8", 0, [0.5] * 4, [0, 2, -3, 1]))
+    acc = b.conv(x, w, name="acc", feature_group_count=groups, padding="SAME",
+                 preferred_element_type=_per_axis("i32", 1, [0.25] * 4, [0] * 4))
+    b.output(b.op("uniform_quantize", b.op("uniform_dequantize", acc, name="real"), name="y",
+                  new_dtype=_per_tensor("i8", 4.0, 3)))
+    return b.build()
+
+
+@pytest.mark.parametrize(("groups", "barrier"), [(4, True), (1, False)])
+def test_requantized_tap_sum_accumulator_is_behind_an_optimization_barrier(groups: int, barrier: bool) -> None:
+    """A grouped conv into its accumulator (the cpu target's f32 tap sum), requantized by
+    separate ops as the ONNX frontend's QDQ convs are: the 8-bit result computed from the
+    sum is behind an optimization_barrier, an ungrouped conv's is not; both equal the spec
+    oracle on every element."""
+    from convc.compile import Compiler
+    from convc.passes import PASSES
+
+    lowered = Compiler(target="cpu").run_passes(_accumulator_then_requantized(groups), [PASSES["lower-quantized"]()])
+    (result,) = lowered.outputs
+    assert result.producer is not None and (result.producer.kind == "optimization_barrier") == barrier
+    graph = _accumulator_then_requantized(groups)
+    rng = np.random.default_rng(3)
+    inputs = [_stored(rng, (1, 4, 7, 7), _per_tensor("i8", 0.5, -7)), _stored(rng, (4, 4 // groups, 3, 3), "!quant.uniform<i8:f32, 0.5>")]
+    (got,), (want,) = run_for(graph, inputs, "cpu"), evaluate(graph, inputs)
+    np.testing.assert_array_equal(got, want)
+    assert len(np.unique(got)) > 3
+
+
 @pytest.mark.parametrize(("per_group", "expected"), [(1023, ["f32"]), (1024, ["i8"])])
 def test_grouped_conv_sums_in_f32_only_while_every_sum_stays_below_2_24(per_group: int, expected: list[str]) -> None:
     """A grouped quantized conv is an f32 conv of the shifted operands (XLA:CPU's grouped
