@@ -18,9 +18,9 @@ LAYOUT_MOVES = ("transpose", "reshape", "reverse")  # ops that only move element
 def integer_range(value: Value, depth: int = RANGE_DEPTH) -> tuple[int, int] | None:
     """[low, high] holding every element of a plain integer `value`, as its producers prove it:
     a constant's own values; a `convert` of an integer value, a layout move, a broadcast or
-    an `optimization_barrier` keeps its operand's range; `add` and `subtract` combine theirs; anything else (and a range
-    the element type cannot hold: the op wrapped) gives the element type's range. None for a
-    value of another type."""
+    an `optimization_barrier` keeps its operand's range; `add` and `subtract` combine theirs;
+    anything else (and a range the element type cannot hold: the op wrapped) gives the
+    element type's range. None for a value of another type."""
     if not is_integer(value.type.dtype):
         return None
     info = np.iinfo(numpy_dtype(value.type.dtype))
