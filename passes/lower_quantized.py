@@ -492,8 +492,8 @@ def _ynnpack_takes_i8(op: Op) -> bool:
     inputs, kernel = spatial(lhs.type.shape, dn.lhs_spec), spatial(rhs.type.shape, dn.rhs_spec)
     outputs = spatial(op.result.type.shape, dn.out_spec)
     features = (lhs.type.shape[dn.lhs_spec[1]], op.result.type.shape[dn.out_spec[1]])
-    return (len(inputs) >= 2 and fwd.batch_groups == 1 and all(d == 1 for d in fwd.lhs_dilation)
-            and max(features) > YNNPACK_FEW_FEATURES and all(k <= n and o <= n for k, o, n in zip(kernel, outputs, inputs)))
+    return (len(inputs) >= 2 and all(d == 1 for d in fwd.lhs_dilation) and max(features) > YNNPACK_FEW_FEATURES
+            and all(k <= n and o <= n for k, o, n in zip(kernel, outputs, inputs)))
 
 
 def _largest_shift(quant: QuantType) -> np.ndarray:
