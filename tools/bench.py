@@ -19,6 +19,7 @@ same computation as JAX writes it (`jax.jit` of jax.lax / jax.vjp) and PyTorch e
     python -m convc.tools.bench --suite train-limits          # the same for the convs of --suite train's steps
     python -m convc.tools.bench --suite train-models-limits   # ... and of --suite train-models's networks' steps
     python -m convc.tools.bench --suite models-limits         # ... and of --suite models's networks vs ONNX Runtime (tools/bench_models_limits.py)
+    python -m convc.tools.bench --suite models-limits --int8  # the int8 networks' QDQ convs alone vs ONNX Runtime (tools/bench_models_int8_limits.py)
 
 Everything runs on one PJRT platform (`--platform`, default the one PJRT picks): on `gpu`,
 PyTorch runs on CUDA with cudnn.benchmark, every timed call ends with the device
@@ -578,7 +579,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                              "HLO and their times per call (a profiler trace of a few calls, after the timing)")
     parser.add_argument("--int8", action="store_true",
                         help="--suite models: each network quantized by onnxruntime's quantize_static (QDQ, per-channel); "
-                             "convc int8 against ONNX Runtime int8 and convc f32")
+                             "convc int8 against ONNX Runtime int8 and convc f32; --suite models-limits: the same networks' "
+                             "QDQ convs alone, convc int8 against ONNX Runtime's and convc f32, beside the whole networks")
     parser.add_argument("--save-onnx", metavar="DIR",
                         help="--suite models: export the selected networks to DIR (an ONNX file each and manifest.json) "
                              "and time nothing, for --onnx-dir where PyTorch does not install")
@@ -675,8 +677,8 @@ def run_suite(args: argparse.Namespace, log: Callable[[str], None] = print) -> d
         raise BenchError("--without-pass compares convc with and without a pass on --suite models only")
     if getattr(args, "profile", False) and args.suite not in ("models", "train-models"):
         raise BenchError("--profile profiles whole networks: --suite models or train-models")
-    if args.int8 and (args.suite != "models" or args.without_pass):
-        raise BenchError("--int8 quantizes the networks of --suite models (without --without-pass)")
+    if args.int8 and (args.suite not in ("models", "models-limits") or args.without_pass):
+        raise BenchError("--int8 quantizes the networks of --suite models and models-limits (without --without-pass)")
     _check_onnx_files_flags(args)
     if getattr(args, "forms", None) and args.suite != "dw-limit":
         raise BenchError("--forms chooses the convc forms of --suite dw-limit")
@@ -698,6 +700,10 @@ def run_suite(args: argparse.Namespace, log: Callable[[str], None] = print) -> d
         from convc.tools import bench_train_models
 
         return bench_train_models.run_train_models_suite(args, info, target, budget, use_torch, log)
+    if args.suite == "models-limits" and args.int8:
+        from convc.tools import bench_models_int8_limits
+
+        return bench_models_int8_limits.run_int8_limits_suite(args, info, budget, log)
     if args.suite in ("limits", "train-limits", "train-models-limits", "models-limits"):
         from convc.tools import bench_limits
 

@@ -20,8 +20,9 @@ and after are compared in one process.
 
 Thread counts: XLA:CPU's intra-op pool has one thread per core (`os.cpu_count()`, its
 default); ONNX Runtime's session gets `intra_op_num_threads` = the same count (one
-inter-op thread, sequential execution) and PyTorch `torch.set_num_threads` of it
-(`--torch-threads` overrides PyTorch's alone).
+inter-op thread, sequential execution, its threads stopped from spinning once a run returns:
+ORT_STOP_SPINNING) and PyTorch `torch.set_num_threads` of it (`--torch-threads` overrides
+PyTorch's alone).
 
 The networks come from torchvision when it imports; otherwise from the small hand-written
 architectures below (FALLBACK_NETWORKS), and the report says which. convc's and PyTorch's
@@ -436,15 +437,23 @@ def saved_specs(directory: Path) -> list[ModelSpec]:
 # --- one network ---------------------------------------------------------------------------
 
 
+# ONNX Runtime's intra-op threads spin between the ops of a run, and by default for about 50 ms
+# after it returns, on every core they have: whatever runs next in the process (convc's module,
+# PyTorch) shares the cores with them. This option stops them when run() returns, and leaves
+# their spinning within a run alone (docs/benchmarks.md, "ONNX Runtime's spinning threads").
+ORT_STOP_SPINNING = ("session.force_spinning_stop", "1")
+
+
 def ort_session(model: bytes, threads: int, provider: str = "CPUExecutionProvider") -> Any:
     """ONNX Runtime's session on `provider` with `threads` intra-op threads, one inter-op,
-    sequential."""
+    sequential, its threads idle once a run returns (ORT_STOP_SPINNING)."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    options.add_session_config_entry(*ORT_STOP_SPINNING)
     return ort.InferenceSession(model, options, providers=[provider])
 
 

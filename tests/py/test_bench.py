@@ -184,6 +184,20 @@ def test_quick_models_suite_checks_against_onnxruntime(tmp_path: Path) -> None:
     assert case["profile"]["lowerings"]["convs"] > 0 and case["profile"]["census"]  # --profile's census
 
 
+def test_onnxruntime_sessions_of_the_suites_stop_their_threads_spinning_when_a_run_returns() -> None:
+    """Every suite's ONNX Runtime session (bench_models.ort_session) has `session.force_spinning_stop` set: its
+    threads would otherwise spin for tens of ms after each run on the cores the next runtime timed uses."""
+    pytest.importorskip("onnxruntime")
+    from convc.tools import bench_models
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+    options = bench_models.ort_session(model, 2).get_session_options()
+    assert options.get_session_config_entry("session.force_spinning_stop") == "1" and options.intra_op_num_threads == 2
+
+
 def test_models_suite_without_pass_times_the_pipeline_without_it(tmp_path: Path) -> None:
     """--without-pass cpu-layout-nhwc on one network: convc is compiled a second time without
     that pass, checked against ONNX Runtime and timed beside the rest; the report gives the

@@ -82,7 +82,8 @@ def test_on_grid_is_to_a_thousandth_of_a_step() -> None:
 
 def test_int8_outside_the_models_suite_is_one_line_exit_1(capsys: pytest.CaptureFixture[str]) -> None:
     assert bench.main(["--int8", "--quick", "--platform", "cpu"]) == 1
-    assert capsys.readouterr().err == "bench: error: --int8 quantizes the networks of --suite models (without --without-pass)\n"
+    assert capsys.readouterr().err == ("bench: error: --int8 quantizes the networks of --suite models and models-limits "
+                                       "(without --without-pass)\n")
 
 
 def test_identity_aliases_of_initializers_become_copies_and_the_model_computes_the_same() -> None:

@@ -306,7 +306,7 @@ def test_an_opset_11_model_is_upgraded_by_the_version_converter() -> None:
 
 def test_onnx_element_type_numbers_match_the_onnx_package() -> None:
     """The converters' table of ONNX element type numbers is onnx.TensorProto's."""
-    names = {"f32": "FLOAT", "i8": "INT8", "i32": "INT32", "f16": "FLOAT16", "f64": "DOUBLE", "bf16": "BFLOAT16"}
+    names = {"f32": "FLOAT", "ui8": "UINT8", "i8": "INT8", "i32": "INT32", "f16": "FLOAT16", "f64": "DOUBLE", "bf16": "BFLOAT16"}
     assert {number: getattr(TensorProto, names[dtype]) for number, dtype in ONNX_DTYPES.items()} == {n: n for n in ONNX_DTYPES}
 
 

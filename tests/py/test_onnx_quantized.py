@@ -186,6 +186,108 @@ def test_qdq_conv_with_weight_zero_points_agrees_with_onnxruntime(x_storage: Any
     assert [op.kind for op in graph.ops if op.kind == "conv" and is_quantized(op.result.type.dtype)] == ["conv"]
 
 
+# --- 8-bit graph inputs: plain integers that a node's scale and zero point quantize ---------------
+
+
+def _stored(shape: tuple[int, ...], storage: Any, seed: int = 3) -> np.ndarray:
+    info = np.iinfo(storage)
+    return np.random.default_rng(seed).integers(info.min, int(info.max) + 1, shape).astype(storage)
+
+
+def _elem_type(storage: Any) -> int:
+    return TensorProto.UINT8 if storage is np.uint8 else TensorProto.INT8
+
+
+def _assert_8_bit_input_one_step_apart(model: bytes, x: np.ndarray) -> convc.Graph:
+    """convc (cpu target, PJRT) and ONNX Runtime on the stored integers `x`: the same output type, at most one step
+    apart, identical on at least 99.9% of elements."""
+    graph = convc.load_onnx(model)
+    (ours,), (theirs,) = convc.run(graph, {"x": x}, platform="cpu", target="cpu").outputs, _onnxruntime(model, {"x": x})
+    assert ours.dtype == theirs.dtype and ours.shape == theirs.shape
+    worst, identical = _steps_apart(ours, theirs, 1.0)
+    assert worst <= 1 and identical >= 0.999, (worst, identical)
+    assert len(np.unique(theirs)) > 10
+    return graph
+
+
+@pytest.mark.parametrize("storage", [np.uint8, np.int8])
+def test_dequantize_linear_of_an_8_bit_graph_input_equals_onnxruntime(storage: Any) -> None:
+    """DequantizeLinear of an int8 or uint8 graph input (plain integers, no QuantizeLinear before it), per tensor
+    and per axis 1: the same reals as ONNX Runtime, every element."""
+    zeros = np.array([0, 7, 250] if storage is np.uint8 else [0, 7, -100], storage)
+    nodes = [helper.make_node("DequantizeLinear", ["x", "s", "z"], ["d"]),
+             helper.make_node("DequantizeLinear", ["x", "sa", "za"], ["da"], axis=1)]
+    inits = {"s": np.array(0.03, np.float32), "z": np.array(5, storage), "sa": np.array([0.02, 0.05, 0.1], np.float32), "za": zeros}
+    model = _model(nodes, {"x": (2, 3, 4, 4)}, ["d", "da"], inits, dtype=_elem_type(storage))
+    x = _stored((2, 3, 4, 4), storage)
+    for ours, theirs in zip(convc.run(convc.load_onnx(model), {"x": x}, platform="cpu", target="cpu").outputs,
+                            _onnxruntime(model, {"x": x}), strict=True):
+        np.testing.assert_array_equal(ours, theirs)
+
+
+@pytest.mark.parametrize("x_storage", [np.uint8, np.int8])
+@pytest.mark.parametrize("case", ["plain", "per_channel_pads_strides", "depthwise_same_upper"], ids=str)
+def test_qlinear_conv_of_an_8_bit_graph_input_agrees_with_onnxruntime(case: str, x_storage: Any) -> None:
+    """QLinearConv whose x is the graph's int8 or uint8 input (stored integers, as a model that takes quantized
+    images has it): one quantized conv, at most one step apart from ONNX Runtime, identical on at least 99.9%."""
+    attrs, x_shape, _, _, _ = QLINEAR_CASES[case]
+    inits, _ = _conv_case(case, x_storage)
+    inputs = ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz"] + (["b"] if "b" in inits else [])
+    model = _model([helper.make_node("QLinearConv", inputs, ["y"], **attrs)], {"x": x_shape}, ["y"], inits,
+                   dtype=_elem_type(x_storage))
+    graph = _assert_8_bit_input_one_step_apart(model, _stored(x_shape, x_storage))
+    assert [op.kind for op in graph.ops].count("conv") == 1
+
+
+@pytest.mark.parametrize("x_storage", [np.uint8, np.int8])
+@pytest.mark.parametrize("case", ["plain", "bias", "depthwise_same_upper"], ids=str)
+def test_qdq_conv_of_an_8_bit_graph_input_is_one_quantized_conv_that_agrees_with_onnxruntime(case: str, x_storage: Any) -> None:
+    """DQ(the graph's int8 or uint8 input), DQ(int8 w), DQ(int32 b) -> Conv -> Q: the pattern is fused as for a
+    quantized x (one quantized conv, integer convolutions only in the cpu module), at most one step apart from ONNX
+    Runtime, identical on at least 99.9% of elements."""
+    attrs, x_shape, _, per_channel, _ = QLINEAR_CASES[case]
+    inits, _ = _conv_case(case, x_storage)
+    axis = {"axis": 0} if per_channel else {}
+    nodes = [helper.make_node("DequantizeLinear", ["x", "xs", "xz"], ["xd"]),
+             helper.make_node("DequantizeLinear", ["w", "ws", "wz"], ["wd"], **axis)]
+    conv_inputs = ["xd", "wd"]
+    if "b" in inits:
+        inits["bs"] = (inits["xs"] * inits["ws"]).astype(np.float32)
+        nodes.append(helper.make_node("DequantizeLinear", ["b", "bs"], ["bd"], **axis))
+        conv_inputs.append("bd")
+    nodes += [helper.make_node("Conv", conv_inputs, ["c"], **attrs), helper.make_node("QuantizeLinear", ["c", "ys", "yz"], ["y"])]
+    model = _model(nodes, {"x": x_shape}, ["y"], inits, dtype=_elem_type(x_storage))
+    graph = _assert_8_bit_input_one_step_apart(model, _stored(x_shape, x_storage))
+    conv = next(op for op in graph.ops if op.kind == "conv")
+    assert all(is_quantized(v.type.dtype) for v in (*conv.operands, conv.result))
+    integer, floating = _convolutions(convc.compile_graph(graph, pipeline=I8_CPU_PIPELINE, target="cpu"))
+    assert integer >= 1 and floating == 0, (integer, floating)
+
+
+def test_dequantize_linear_of_a_value_quantized_with_other_parameters_is_one_located_o6_error() -> None:
+    """QuantizeLinear (scale 0.1) -> DequantizeLinear (scale 0.2) of the same storage: one located O6 diagnostic
+    naming x's quantized type and the one the node's parameters say."""
+    from convc.diagnostics import ConvcError
+
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"]), helper.make_node("DequantizeLinear", ["q", "s2", "z"], ["d"], name="dq")]
+    inits = {"s": np.array(0.1, np.float32), "s2": np.array(0.2, np.float32), "z": np.array(3, np.int8)}
+    with pytest.raises(ConvcError) as err:
+        convc.load_onnx(_model(nodes, {"x": (1, 2, 3, 3)}, ["d"], inits), file="m.onnx")
+    line = str(err.value)
+    assert err.value.constraint == "O6" and "\n" not in line and line.startswith("m.onnx:/graph/node/1")
+    assert "x is tensor<1x2x3x3x!quant.uniform<i8:f32, 0.1" in line and "x_zero_point (!quant.uniform<i8:f32, 0.2" in line
+
+
+@pytest.mark.parametrize("storage", [np.uint8, np.int8])
+def test_dequantize_linear_of_an_8_bit_graph_input_without_a_zero_point_takes_zero_of_its_type(storage: Any) -> None:
+    """DequantizeLinear of an int8 or uint8 graph input with no x_zero_point (ONNX: 0 of x's type): the reals ONNX
+    Runtime gives, every element."""
+    model = _model([helper.make_node("DequantizeLinear", ["x", "s"], ["d"])], {"x": (2, 3, 4)}, ["d"],
+                   {"s": np.array(0.25, np.float32)}, dtype=_elem_type(storage))
+    x = _stored((2, 3, 4), storage)
+    np.testing.assert_array_equal(convc.run(convc.load_onnx(model), {"x": x}, platform="cpu").outputs[0], _onnxruntime(model, {"x": x})[0])
+
+
 def test_qdq_conv_fuses_through_identity_aliases_of_its_dequantized_operands() -> None:
     """Identity nodes between the DequantizeLinears and the Conv (the TorchScript exporter's aliases of equal
     initializers, kept by the quantizer) do not stop the fusion: one quantized conv, integer convolutions only in

@@ -168,10 +168,19 @@ class QDQPatterns:
         return node if node is not None and _plain(node, "DequantizeLinear", ctx) else None
 
     def _activation(self, dx: Node, ctx: Context) -> bool:
-        """dx dequantizes a quantized convc value of 8-bit storage (the weights' kind: the spec's C31), per tensor."""
+        """dx dequantizes, per tensor, a quantized convc value of 8-bit storage (the weights' kind: the spec's C31) or
+        plain 8-bit integers of its zero point's type (an int8 or uint8 graph input)."""
         value = ctx.values.get(dx.input(0))
-        quant = None if value is None else quant_type(value.type.dtype)
-        return quant is not None and quant.storage in ("i8", "u8") and _per_tensor(dx, ctx)
+        if value is None or not _per_tensor(dx, ctx):
+            return False
+        quant = quant_type(value.type.dtype)
+        if quant is not None:
+            return quant.storage in ("i8", "u8")
+        zero_point = ctx.array(dx.input(2))
+        return zero_point is not None and zero_point.dtype in PLAIN_8_BITS and value.type.dtype == PLAIN_8_BITS[zero_point.dtype]
+
+
+PLAIN_8_BITS = {np.dtype(np.int8): "i8", np.dtype(np.uint8): "ui8"}  # a zero point's type -> convc's plain storage type
 
 
 def _plain(node: Node, op_type: str, ctx: Context) -> bool:

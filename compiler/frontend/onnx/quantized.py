@@ -20,7 +20,7 @@ import numpy as np
 
 from ...builders import rounded_quotient
 from ...diagnostics import VerifyError
-from ...dtypes import QuantType, parse_quant, quant_type
+from ...dtypes import QuantType, is_quantized, numpy_dtype, parse_quant, quant_type
 from ...ir import TensorType, Value
 from ...ops.conv import dilate_dim
 from ...ops.conv_grad import CONV_BACKPROP_INPUT, plan_backprop_input
@@ -52,11 +52,13 @@ def _quant_spelling(ctx: Context, node: Node, scale: np.ndarray, zero_point: np.
     return f"!quant.uniform<{storage}:f32:{normalized_axis(ctx, axis, rank)}, {{{', '.join(params)}}}>"
 
 
-def quant_params(ctx: Context, node: Node, first: int, rank: int, axis: int | None = None) -> str:
+def quant_params(ctx: Context, node: Node, first: int, rank: int, axis: int | None = None,
+                 absent_zero: np.ndarray | None = None) -> str:
     """The quantized type of inputs `first` (scale) and `first + 1` (zero point), known at
-    import, per axis along `axis` (default: the node's `axis` attribute, 1 when absent)."""
+    import, per axis along `axis` (default: the node's `axis` attribute, 1 when absent). No
+    zero point: `absent_zero` (the 0 of the quantized value's type), else uint8 0."""
     scale = ctx.required_array(node, first, "the scale")
-    zero_point = ctx.required_array(node, first + 1, "the zero point") if node.input(first + 1) else None
+    zero_point = ctx.required_array(node, first + 1, "the zero point") if node.input(first + 1) else absent_zero
     return _quant_spelling(ctx, node, scale, zero_point, rank, node_axis(node) if axis is None else axis)
 
 
@@ -101,16 +103,28 @@ def quantize_linear(node: Node, ctx: Context) -> Sequence[Operand]:
     return [_stored_as(ctx, ctx.op("add", steps, zero_points), y)]
 
 
+def quantized_operand(ctx: Context, node: Node, index: int, first: int, name: str = "x") -> Value:
+    """Input `index` (`name`) as a value of the quantized type its scale and zero point (inputs `first`, `first + 1`)
+    say: a value of that type (a QuantizeLinear's or a QLinear op's output) as it is, or plain integers of its
+    storage type (an int8 or uint8 graph input, a Cast's result) given that type by `bitcast_convert`, which keeps
+    the integers: (x - zero point) * scale either way."""
+    x = ctx.operand(node, index)
+    plain = None if is_quantized(x.type.dtype) else np.zeros((), numpy_dtype(x.type.dtype))  # ONNX's absent zero point
+    expected = checked_type(ctx, quant_params(ctx, node, first, x.type.rank, absent_zero=plain), x.type.rank)
+    if x.type.dtype == expected:
+        return x
+    quant = quant_type(expected)
+    assert quant is not None
+    if x.type.dtype == quant.storage_dtype():
+        return ctx.op("bitcast_convert", x, new_dtype=expected)
+    raise ctx.error(f"{name} is {x.type}, neither quantized with {name}_scale and {name}_zero_point ({expected}) nor "
+                    f"plain integers of its storage type {quant.storage_dtype()}")
+
+
 @converter("DequantizeLinear", since=10)
 def dequantize_linear(node: Node, ctx: Context) -> Sequence[Operand]:
-    """`uniform_dequantize` of a value quantized with x_scale and x_zero_point (the output of a QuantizeLinear or
-    QLinearConv with those parameters)."""
-    x = ctx.operand(node, 0)
-    expected = checked_type(ctx, quant_params(ctx, node, 1, x.type.rank), x.type.rank)
-    if x.type.dtype != expected:
-        raise ctx.error(f"x is {x.type}, not quantized with this node's parameters ({expected}): convc dequantizes a value "
-                        "produced by QuantizeLinear or QLinearConv with the same scale and zero point")
-    return [ctx.op("uniform_dequantize", x)]
+    """`uniform_dequantize` of x quantized with x_scale and x_zero_point (`quantized_operand`)."""
+    return [ctx.op("uniform_dequantize", quantized_operand(ctx, node, 0, 1))]
 
 
 # ConvTranspose's W as a forward conv's kernel: W's integers -> (the kernel, each of its output channels' index
@@ -267,11 +281,8 @@ def _quantized_window(node: Node, ctx: Context, window: Callable[[Value, Value, 
     With `onnxruntime_arithmetic`, its result is its i32 accumulator (scale x_scale * w_scale, zero point 0: the exact
     sums), B added to those sums and requantized to y's type as ONNX Runtime's kernels do (`requantized`); else y's
     type, or with B the accumulator, dequantized, B added, quantized (the spec's arithmetic)."""
-    x = ctx.operand(node, 0)
-    x_type = checked_type(ctx, quant_params(ctx, node, 1, x.type.rank), x.type.rank)
-    if x.type.dtype != x_type:
-        raise ctx.error(f"x is {x.type}, not quantized with x_scale and x_zero_point ({x_type})")
-    x_quant = quant_type(x_type)
+    x = quantized_operand(ctx, node, 0, 1)
+    x_quant = quant_type(x.type.dtype)
     assert x_quant is not None
     w = _quantized_weights(ctx, node, x_quant.storage, kernel)
     y_type = checked_type(ctx, quant_params(ctx, node, 6, x.type.rank), x.type.rank)
@@ -330,11 +341,8 @@ def _stored_as(ctx: Context, steps: Value, y: QuantType) -> Value:
 
 def _pool_types(node: Node, ctx: Context) -> tuple[Value, QuantType, QuantType]:
     """A QLinear pool's x (quantized with x_scale and x_zero_point) and the quantized types of x and y, per tensor."""
-    x = ctx.operand(node, 0)
-    x_type = checked_type(ctx, quant_params(ctx, node, 1, x.type.rank), x.type.rank)
-    if x.type.dtype != x_type:
-        raise ctx.error(f"x is {x.type}, not quantized with x_scale and x_zero_point ({x_type})")
-    x_quant, y_quant = quant_type(x_type), quant_type(checked_type(ctx, quant_params(ctx, node, 3, x.type.rank), x.type.rank))
+    x = quantized_operand(ctx, node, 0, 1)
+    x_quant, y_quant = quant_type(x.type.dtype), quant_type(checked_type(ctx, quant_params(ctx, node, 3, x.type.rank), x.type.rank))
     assert x_quant is not None and y_quant is not None
     if x_quant.axis is not None or y_quant.axis is not None:
         raise ctx.error("the scales and zero points must be one value each (per tensor)")

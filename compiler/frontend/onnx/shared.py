@@ -85,4 +85,4 @@ def spatial_attr(ctx: Context, node: Node, name: str, rank: int) -> tuple[int, .
 
 
 # The element types convc has, by their onnx.TensorProto.DataType numbers (fixed by onnx.proto).
-ONNX_DTYPES = {1: "f32", 3: "i8", 6: "i32", 10: "f16", 11: "f64", 16: "bf16"}
+ONNX_DTYPES = {1: "f32", 2: "ui8", 3: "i8", 6: "i32", 10: "f16", 11: "f64", 16: "bf16"}
