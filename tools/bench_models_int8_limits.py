@@ -19,11 +19,14 @@ integers it reads in the network (the network run on its input by ONNX Runtime, 
 optimizations off), counted as often as it occurs, three ways:
 
 * convc int8: the cut-out file through `convc.load_onnx` and the cpu pipeline, as the network;
-* ONNX Runtime int8: the same bytes on its CPU provider (its QLinearConv, the same thread count);
+* ONNX Runtime int8: the piece on its CPU provider (the same thread count) as it runs it inside
+  the network, its QLinearConv: on x86-64 ONNX Runtime rewrites int8 activations to uint8 (each
+  zero point plus 128) before it fuses a QDQ conv, which it does not do for an int8 graph input
+  (that runs a float Conv between casts), so an int8 piece is given to it so rewritten;
 * convc f32: the float conv of the same shape (the weights and bias dequantized, an f32
   channels-last input), through convc's cpu pipeline.
 
-The two int8 outputs must be at most one step of the output's scale apart on every element
+The two int8 outputs (ONNX Runtime's less its 128) must be at most one step apart on every element
 (issue 19's bar for single quantized convs) before anything is timed. The whole int8 network
 runs on convc and ONNX Runtime too, and everything is timed interleaved in one process
 (`bench.Timer`, rotating the order).
@@ -55,12 +58,14 @@ class QdqConv:
     conv of the same shape, an input for each, and how often the network holds it."""
 
     name: str  # the first Conv node's name
-    signature: str  # input shape, weight shape and attributes
+    signature: str  # input, weight and output shapes, attributes
     int8_model: bytes
     f32_model: bytes
     stored_input: np.ndarray  # int8 or uint8, channels-last: what the conv reads in the network
     real_input: np.ndarray  # f32, channels-last: the stored input dequantized
     output_scale: float
+    ort_model: bytes  # int8_model as ONNX Runtime runs it inside the network: int8 activations made uint8
+    ort_shift: int  # ONNX Runtime's stored integers less convc's: 128 where made uint8, else 0
     count: int = 1
 
 
@@ -172,7 +177,35 @@ def _cut_out(proto: Any, conv: Any, x_q: str, y_q: str, values: dict[str, np.nda
         bias = _dequantized(arrays[b_dq.input[0]], b_dq.input, arrays, axis=0)
     quantizer = next(node for node in piece.graph.node if node.output[0] == y_q)
     scale = float(arrays[quantizer.input[1]].reshape(()))
-    return QdqConv(conv.name, signature, piece.SerializeToString(), _float_conv(conv, weights, bias, x_nchw, y_nchw), stored, real, scale)
+    int8 = piece.SerializeToString()
+    shifted = stored.dtype == np.int8 and arrays[quantizer.input[2]].dtype == np.int8
+    ort_model = _as_uint8(piece, x_dq, quantizer, arrays) if shifted else int8
+    return QdqConv(conv.name, signature, int8, _float_conv(conv, weights, bias, x_nchw, y_nchw), stored, real, scale, ort_model,
+                   128 if shifted else 0)
+
+
+def _as_uint8(piece: Any, x_dq: Any, quantizer: Any, arrays: dict[str, np.ndarray]) -> bytes:
+    """`piece` with its int8 input and output made uint8 (each zero point plus 128: the same reals), the form ONNX
+    Runtime rewrites a network's int8 activations to on x86-64 before it fuses a QDQ conv into its QLinearConv,
+    which it does not do for an int8 graph input (it runs DequantizeLinear, a float Conv and QuantizeLinear)."""
+    import onnx
+    from onnx import TensorProto, numpy_helper
+
+    copy = onnx.ModelProto()
+    copy.CopyFrom(piece)
+    nodes = {node.output[0]: node for node in copy.graph.node}
+    for node, name in ((nodes[x_dq.output[0]], "x_zero_point_u8"), (nodes[quantizer.output[0]], "y_zero_point_u8")):
+        shifted = (arrays[node.input[2]].astype(np.int16) + 128).astype(np.uint8)
+        copy.graph.initializer.append(numpy_helper.from_array(shifted, name))
+        node.input[2] = name
+    used = {name for node in copy.graph.node for name in node.input}
+    unused = [t for t in copy.graph.initializer if t.name not in used]
+    for tensor in unused:
+        copy.graph.initializer.remove(tensor)
+    retyped = {x_dq.input[0], quantizer.output[0]}
+    for value in (copy.graph.input[0], copy.graph.output[0], *(v for v in copy.graph.value_info if v.name in retyped)):
+        value.type.tensor_type.elem_type = TensorProto.UINT8
+    return copy.SerializeToString()
 
 
 def _elem_type(value: Any) -> int:
@@ -261,8 +294,9 @@ def _ort_thunk(model: bytes, x: np.ndarray, threads: int) -> tuple[Callable[[], 
 def conv_thunks(conv: QdqConv, threads: int) -> dict[str, Callable[[], None]]:
     """The conv's three ways, after convc's int8 output is checked against ONNX Runtime's."""
     ours, mine = _convc_thunk(conv.int8_model, conv.name, conv.stored_input)
-    theirs, reference = _ort_thunk(conv.int8_model, conv.stored_input, threads)
-    steps = np.abs(mine.astype(np.int64) - reference.astype(np.int64))
+    ort_input = (conv.stored_input.astype(np.int16) + conv.ort_shift).astype(np.uint8 if conv.ort_shift else conv.stored_input.dtype)
+    theirs, reference = _ort_thunk(conv.ort_model, ort_input, threads)
+    steps = np.abs(mine.astype(np.int64) + conv.ort_shift - reference.astype(np.int64))
     if mine.shape != reference.shape or steps.max(initial=0) > STEP_TOLERANCE:
         raise bench.BenchError(f"{conv.name} ({conv.signature}): convc's int8 conv is up to {steps.max(initial=0)} steps "
                                f"from ONNX Runtime's (the bar: {STEP_TOLERANCE})")

@@ -13,6 +13,7 @@ import pytest
 from convc.tools import bench, bench_models, bench_models_int8_limits
 
 pytest.importorskip("onnxruntime.quantization")
+import onnx  # noqa: E402
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 
@@ -41,7 +42,7 @@ def _qdq_network() -> bytes:
 
 def test_qdq_convs_are_cut_out_once_each_channels_last_with_their_float_conv() -> None:
     """Two equal QDQ convs and another: two pieces (counts 2 and 1), each reading and writing its 8-bit integers
-    channels-last, the first one's input the network's quantized input; convc's and ONNX Runtime's int8 results of a piece within one step (checked by conv_thunks), and
+    channels-last, the first one's input the network's quantized input, ONNX Runtime's copy made uint8; convc's and ONNX Runtime's int8 results of a piece within one step (checked by conv_thunks), and
     the float piece, run by ONNX Runtime on the dequantized input, within two steps of the int8 piece's dequantized
     output (its own rounding, and the quantize's)."""
     from convc.tools.bench_models_int8_limits import conv_thunks, qdq_convs
@@ -53,6 +54,8 @@ def test_qdq_convs_are_cut_out_once_each_channels_last_with_their_float_conv() -
     assert [c.stored_input.shape for c in convs] == [(2, 6, 6, 8), (2, 6, 6, 8)]
     for conv in convs:
         assert conv.stored_input.dtype == np.int8 and set(conv_thunks(conv, 1)) == {"convc_int8", "ort_int8", "convc_f32"}
+        ort_piece = onnx.load_from_string(conv.ort_model).graph  # ONNX Runtime's uint8 form of the int8 piece
+        assert conv.ort_shift == 128 and {ort_piece.input[0].type.tensor_type.elem_type, ort_piece.output[0].type.tensor_type.elem_type} == {TensorProto.UINT8}
         int8 = bench_models.ort_session(conv.int8_model, 1).run(None, {"x": conv.stored_input})[0]
         real = bench_models.ort_session(conv.f32_model, 1).run(None, {"x": conv.real_input})[0]
         assert int8.shape == real.shape and int8.shape[-1] in (8, 4)
@@ -68,7 +71,8 @@ def test_a_conv_more_than_one_step_from_onnxruntime_is_refused_before_timing(mon
 
     def two_steps_off(model: bytes, x: np.ndarray, threads: int) -> tuple[Any, np.ndarray]:
         thunk, out = real_ort_thunk(model, x, threads)
-        return thunk, (out.astype(np.int16) + 2).clip(-128, 127).astype(out.dtype)
+        info = np.iinfo(out.dtype)
+        return thunk, (out.astype(np.int16) + 2).clip(info.min, int(info.max)).astype(out.dtype)
 
     monkeypatch.setattr(bench_models_int8_limits, "_ort_thunk", two_steps_off)
     with pytest.raises(bench.BenchError, match=r"^conv2 \(.*\): convc's int8 conv is up to 2 steps from ONNX Runtime's"):

@@ -141,25 +141,30 @@ def test_qlinear_conv_rounds_as_onnxruntime_where_the_specs_f32_steps_round_the_
     np.testing.assert_array_equal(ours, _onnxruntime(model, feeds)[0])
 
 
-@pytest.mark.parametrize("x_storage", [np.uint8, np.int8])
-@pytest.mark.parametrize("case", QLINEAR_CASES, ids=str)
-def test_qdq_conv_is_one_integer_conv_that_agrees_with_onnxruntime(case: str, x_storage: Any) -> None:
-    """Q -> DQ(x), DQ(int8 w), DQ(int32 b) -> Conv -> Q -> DQ: imported as one quantized conv (the float Conv
-    between casts is gone), whose cpu module convolves integers only; at most one step apart from ONNX Runtime,
-    identical on at least 99.9% of elements, for every attribute form, uint8 and int8 x, per-tensor and per-channel w."""
-    attrs, x_shape, w_shape, per_channel, _ = QLINEAR_CASES[case]
-    inits, y_scale = _conv_case(case, x_storage)
+def _qdq_conv_nodes(case: str, inits: dict[str, np.ndarray], x: str) -> list[Any]:
+    """DQ(x), DQ(int8 w), DQ(int32 b, with its scale added to `inits`) -> Conv (QLINEAR_CASES[case]) -> Q as "y"."""
+    attrs, _, _, per_channel, _ = QLINEAR_CASES[case]
     axis = {"axis": 0} if per_channel else {}
-    nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["q"]),
-             helper.make_node("DequantizeLinear", ["q", "xs", "xz"], ["xd"]),
+    nodes = [helper.make_node("DequantizeLinear", [x, "xs", "xz"], ["xd"]),
              helper.make_node("DequantizeLinear", ["w", "ws", "wz"], ["wd"], **axis)]
     conv_inputs = ["xd", "wd"]
     if "b" in inits:
         inits["bs"] = (inits["xs"] * inits["ws"]).astype(np.float32)
         nodes.append(helper.make_node("DequantizeLinear", ["b", "bs"], ["bd"], **axis))
         conv_inputs.append("bd")
-    nodes += [helper.make_node("Conv", conv_inputs, ["c"], **attrs), helper.make_node("QuantizeLinear", ["c", "ys", "yz"], ["y"]),
-              helper.make_node("DequantizeLinear", ["y", "ys", "yz"], ["yd"])]
+    return nodes + [helper.make_node("Conv", conv_inputs, ["c"], **attrs), helper.make_node("QuantizeLinear", ["c", "ys", "yz"], ["y"])]
+
+
+@pytest.mark.parametrize("x_storage", [np.uint8, np.int8])
+@pytest.mark.parametrize("case", QLINEAR_CASES, ids=str)
+def test_qdq_conv_is_one_integer_conv_that_agrees_with_onnxruntime(case: str, x_storage: Any) -> None:
+    """Q -> DQ(x), DQ(int8 w), DQ(int32 b) -> Conv -> Q -> DQ: imported as one quantized conv (the float Conv
+    between casts is gone), whose cpu module convolves integers only; at most one step apart from ONNX Runtime,
+    identical on at least 99.9% of elements, for every attribute form, uint8 and int8 x, per-tensor and per-channel w."""
+    _, x_shape, _, _, _ = QLINEAR_CASES[case]
+    inits, y_scale = _conv_case(case, x_storage)
+    nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["q"]), *_qdq_conv_nodes(case, inits, "q"),
+             helper.make_node("DequantizeLinear", ["y", "ys", "yz"], ["yd"])]
     model = _model(nodes, {"x": x_shape}, ["y", "yd"], inits)
     graph = _assert_one_step_apart(model, x_shape, float(y_scale))
     conv = next(op for op in graph.ops if op.kind == "conv")
@@ -245,18 +250,9 @@ def test_qdq_conv_of_an_8_bit_graph_input_is_one_quantized_conv_that_agrees_with
     """DQ(the graph's int8 or uint8 input), DQ(int8 w), DQ(int32 b) -> Conv -> Q: the pattern is fused as for a
     quantized x (one quantized conv, integer convolutions only in the cpu module), at most one step apart from ONNX
     Runtime, identical on at least 99.9% of elements."""
-    attrs, x_shape, _, per_channel, _ = QLINEAR_CASES[case]
+    _, x_shape, _, _, _ = QLINEAR_CASES[case]
     inits, _ = _conv_case(case, x_storage)
-    axis = {"axis": 0} if per_channel else {}
-    nodes = [helper.make_node("DequantizeLinear", ["x", "xs", "xz"], ["xd"]),
-             helper.make_node("DequantizeLinear", ["w", "ws", "wz"], ["wd"], **axis)]
-    conv_inputs = ["xd", "wd"]
-    if "b" in inits:
-        inits["bs"] = (inits["xs"] * inits["ws"]).astype(np.float32)
-        nodes.append(helper.make_node("DequantizeLinear", ["b", "bs"], ["bd"], **axis))
-        conv_inputs.append("bd")
-    nodes += [helper.make_node("Conv", conv_inputs, ["c"], **attrs), helper.make_node("QuantizeLinear", ["c", "ys", "yz"], ["y"])]
-    model = _model(nodes, {"x": x_shape}, ["y"], inits, dtype=_elem_type(x_storage))
+    model = _model(_qdq_conv_nodes(case, inits, "x"), {"x": x_shape}, ["y"], inits, dtype=_elem_type(x_storage))
     graph = _assert_8_bit_input_one_step_apart(model, _stored(x_shape, x_storage))
     conv = next(op for op in graph.ops if op.kind == "conv")
     assert all(is_quantized(v.type.dtype) for v in (*conv.operands, conv.result))
