@@ -685,6 +685,18 @@ def _involves_quantized(op: Op) -> bool:
     return any(is_quantized(v.type.dtype) for v in (*op.operands, op.result))
 
 
+def _keep_output_names(graph: Graph, names: dict[int, str]) -> None:
+    """A graph output that now stands for another value (a passed-on stored integer, as a
+    `bitcast_convert` to a quantized type leaves) takes the output's name, which is the
+    graph's interface (the ONNX output a `--check` asks ONNX Runtime for); unless it is a
+    graph input or another output too, whose name it keeps."""
+    inputs = {id(v) for v in graph.inputs}
+    for value in graph.outputs:
+        name = names.get(id(value))
+        if name is not None and id(value) not in inputs and sum(v is value for v in graph.outputs) == 1:
+            value.name = name
+
+
 @dataclass(frozen=True)
 class LowerQuantized(Pass):
     name = "lower-quantized"
@@ -715,7 +727,9 @@ class LowerQuantized(Pass):
                 lowering.stored[id(op.result)] = replacement
             else:
                 graph.replace_all_uses_with(op.result, replacement)
-        graph.outputs = [lowering.stored.get(id(v), v) for v in graph.outputs]
+        outputs = [lowering.stored.get(id(v), v) for v in graph.outputs]
+        output_names = {id(new): old.name for old, new in zip(graph.outputs, outputs, strict=True) if new is not old}
+        graph.outputs = outputs
         for op in reversed(ops):  # users first: every user of a quantized result is a quantized op
             op.drop_operands()
             graph.ops.remove(op)
@@ -724,4 +738,5 @@ class LowerQuantized(Pass):
             if id(replacement) not in named:
                 replacement.name = op.name
                 named.add(id(replacement))
+        _keep_output_names(graph, output_names)
         return True

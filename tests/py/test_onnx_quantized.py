@@ -260,6 +260,27 @@ def test_qdq_conv_of_an_8_bit_graph_input_is_one_quantized_conv_that_agrees_with
     assert integer >= 1 and floating == 0, (integer, floating)
 
 
+@pytest.mark.parametrize("x_input", ["uint8", "float"])
+def test_check_of_a_model_whose_output_qlinear_conv_writes_compares_with_onnxruntime(x_input: str, tmp_path: Any,
+                                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """`convc m.onnx --check --target cpu` where a QLinearConv writes the graph's uint8 output y, from a uint8 graph
+    input or from a QuantizeLinear of a float one: the lowered module's output keeps the name y, so ONNX Runtime is
+    asked for y and compared (every element equal), beside the spec oracle; exit 0."""
+    from convc.cli import main as convc_main
+
+    inits, _ = _conv_case("plain", np.uint8)
+    first = "x" if x_input == "uint8" else "q"
+    nodes = [helper.make_node("QLinearConv", [first, "xs", "xz", "w", "ws", "wz", "ys", "yz"], ["y"])]
+    if x_input == "float":
+        nodes.insert(0, helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["q"]))
+    path = tmp_path / "m.onnx"
+    path.write_bytes(_model(nodes, {"x": (1, 3, 9, 9)}, ["y"], inits, dtype=TensorProto.UINT8 if x_input == "uint8" else TensorProto.FLOAT))
+    assert convc_main([str(path), "--check", "--target", "cpu"]) == 0
+    out = capsys.readouterr().out
+    assert "y: 100.00% identical, at most 0 quantization steps apart vs jax.lax (ok)" in out
+    assert "y: max abs error vs onnxruntime 0 (ok)" in out
+
+
 def test_dequantize_linear_of_a_value_quantized_with_other_parameters_is_one_located_o6_error() -> None:
     """QuantizeLinear (scale 0.1) -> DequantizeLinear (scale 0.2) of the same storage: one located O6 diagnostic
     naming x's quantized type and the one the node's parameters say."""
