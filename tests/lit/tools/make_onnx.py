@@ -84,6 +84,22 @@ def qlinear_conv() -> tuple[list, dict, dict]:
     return nodes, {"x": [1, 1, 4, 4]}, weights
 
 
+def qdq_conv_uint8_input() -> tuple[list, dict, dict]:
+    """A model that takes quantized images: its uint8 graph input x -> DQ(x), DQ(per-channel int8 W) -> Conv -> Q ->
+    DQ, no QuantizeLinear before the first DequantizeLinear."""
+    nodes = [
+        helper.make_node("DequantizeLinear", ["x", "x_scale", "x_zero"], ["xd"], name="xd"),
+        helper.make_node("DequantizeLinear", ["w", "w_scale", "w_zero"], ["wd"], name="wd", axis=0),
+        helper.make_node("Conv", ["xd", "wd"], ["c"], pads=[1, 1, 1, 1], name="conv"),
+        helper.make_node("QuantizeLinear", ["c", "y_scale", "y_zero"], ["yq"], name="yq"),
+        helper.make_node("DequantizeLinear", ["yq", "y_scale", "y_zero"], ["y"], name="y"),
+    ]
+    weights = {"x_scale": np.array(0.5, np.float32), "x_zero": np.array(128, np.uint8),
+               "w": np.arange(-9, 9, dtype=np.int8).reshape(2, 1, 3, 3), "w_scale": np.array([0.25, 0.125], np.float32),
+               "w_zero": np.zeros(2, np.int8), "y_scale": np.array(0.75, np.float32), "y_zero": np.array(100, np.uint8)}
+    return nodes, {"x": [1, 1, 4, 4]}, weights
+
+
 def _qdq_conv_transpose(per_channel: bool) -> tuple[list, dict, dict]:
     """quantize_static's ConvTranspose (stride 2, output_padding 1): Q -> DQ(x), DQ(int8 W, per tensor or per output
     channel: axis 1), DQ(int32 B, scale x_scale * w_scale) -> ConvTranspose -> Q -> DQ."""
@@ -123,14 +139,15 @@ def qdq_average_pool(storage: type = np.uint8) -> tuple[list, dict, dict]:
 MODELS = {"classifier": classifier, "flatten_view": flatten_view, "pool_reduce_matvec": pool_reduce_matvec,
           "dynamic_conv": dynamic_conv, "qlinear_conv": qlinear_conv, "qdq_average_pool": qdq_average_pool,
           "qdq_average_pool_int8": lambda: qdq_average_pool(np.int8), "qdq_conv_transpose": lambda: _qdq_conv_transpose(False),
-          "qdq_conv_transpose_per_channel": lambda: _qdq_conv_transpose(True)}
+          "qdq_conv_transpose_per_channel": lambda: _qdq_conv_transpose(True), "qdq_conv_uint8_input": qdq_conv_uint8_input}
 OPSETS: dict[str, int] = {}  # a model's opset where it is not 17
+INPUT_TYPES = {"qdq_conv_uint8_input": TensorProto.UINT8}  # a model's input element type where it is not float
 OUTPUT_SHAPES: dict[str, list[int]] = {}  # a model's output shape where onnx's shape inference cannot infer it
 
 
 def main(name: str, out: str) -> None:
     nodes, inputs, initializers = MODELS[name]()
-    graph = helper.make_graph(nodes, name, [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs.items()],
+    graph = helper.make_graph(nodes, name, [helper.make_tensor_value_info(n, INPUT_TYPES.get(name, TensorProto.FLOAT), s) for n, s in inputs.items()],
                               [helper.make_tensor_value_info(nodes[-1].output[0], TensorProto.FLOAT, OUTPUT_SHAPES.get(name))],
                               [numpy_helper.from_array(a, n) for n, a in initializers.items()])
     opsets = [helper.make_opsetid("", OPSETS.get(name, 17))]
