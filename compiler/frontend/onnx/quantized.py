@@ -103,28 +103,28 @@ def quantize_linear(node: Node, ctx: Context) -> Sequence[Operand]:
     return [_stored_as(ctx, ctx.op("add", steps, zero_points), y)]
 
 
-def quantized_operand(ctx: Context, node: Node, index: int, first: int, name: str = "x") -> Value:
-    """Input `index` (`name`) as a value of the quantized type its scale and zero point (inputs `first`, `first + 1`)
-    say: a value of that type (a QuantizeLinear's or a QLinear op's output) as it is, or plain integers of its
-    storage type (an int8 or uint8 graph input, a Cast's result) given that type by `bitcast_convert`, which keeps
-    the integers: (x - zero point) * scale either way."""
-    x = ctx.operand(node, index)
+def quantized_x(ctx: Context, node: Node) -> Value:
+    """Input 0, x, as a value of the quantized type x_scale and x_zero_point (inputs 1 and 2) say: a value of that
+    type (a QuantizeLinear's or a QLinear op's output) as it is, or plain integers of its storage type (an int8 or
+    uint8 graph input, a Cast's result) given that type by `bitcast_convert`, which keeps the integers:
+    (x - zero point) * scale either way."""
+    x = ctx.operand(node, 0)
     plain = None if is_quantized(x.type.dtype) else np.zeros((), numpy_dtype(x.type.dtype))  # ONNX's absent zero point
-    expected = checked_type(ctx, quant_params(ctx, node, first, x.type.rank, absent_zero=plain), x.type.rank)
+    expected = checked_type(ctx, quant_params(ctx, node, 1, x.type.rank, absent_zero=plain), x.type.rank)
     if x.type.dtype == expected:
         return x
     quant = quant_type(expected)
     assert quant is not None
     if x.type.dtype == quant.storage_dtype():
         return ctx.op("bitcast_convert", x, new_dtype=expected)
-    raise ctx.error(f"{name} is {x.type}, neither quantized with {name}_scale and {name}_zero_point ({expected}) nor "
+    raise ctx.error(f"x is {x.type}, neither quantized with x_scale and x_zero_point ({expected}) nor "
                     f"plain integers of its storage type {quant.storage_dtype()}")
 
 
 @converter("DequantizeLinear", since=10)
 def dequantize_linear(node: Node, ctx: Context) -> Sequence[Operand]:
-    """`uniform_dequantize` of x quantized with x_scale and x_zero_point (`quantized_operand`)."""
-    return [ctx.op("uniform_dequantize", quantized_operand(ctx, node, 0, 1))]
+    """`uniform_dequantize` of x quantized with x_scale and x_zero_point (`quantized_x`)."""
+    return [ctx.op("uniform_dequantize", quantized_x(ctx, node))]
 
 
 # ConvTranspose's W as a forward conv's kernel: W's integers -> (the kernel, each of its output channels' index
@@ -281,7 +281,7 @@ def _quantized_window(node: Node, ctx: Context, window: Callable[[Value, Value, 
     With `onnxruntime_arithmetic`, its result is its i32 accumulator (scale x_scale * w_scale, zero point 0: the exact
     sums), B added to those sums and requantized to y's type as ONNX Runtime's kernels do (`requantized`); else y's
     type, or with B the accumulator, dequantized, B added, quantized (the spec's arithmetic)."""
-    x = quantized_operand(ctx, node, 0, 1)
+    x = quantized_x(ctx, node)
     x_quant = quant_type(x.type.dtype)
     assert x_quant is not None
     w = _quantized_weights(ctx, node, x_quant.storage, kernel)
@@ -341,7 +341,7 @@ def _stored_as(ctx: Context, steps: Value, y: QuantType) -> Value:
 
 def _pool_types(node: Node, ctx: Context) -> tuple[Value, QuantType, QuantType]:
     """A QLinear pool's x (quantized with x_scale and x_zero_point) and the quantized types of x and y, per tensor."""
-    x = quantized_operand(ctx, node, 0, 1)
+    x = quantized_x(ctx, node)
     x_quant, y_quant = quant_type(x.type.dtype), quant_type(checked_type(ctx, quant_params(ctx, node, 3, x.type.rank), x.type.rank))
     assert x_quant is not None and y_quant is not None
     if x_quant.axis is not None or y_quant.axis is not None:
