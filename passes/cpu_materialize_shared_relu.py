@@ -1,5 +1,5 @@
-"""cpu-materialize-shared-relu: a float `relu` read by more than one op becomes
-`maximum(x, clamp(x, 0, 0))`, the same values, which XLA:CPU computes once.
+"""cpu-materialize-shared-relu: a float `relu` read by more than one op, one of them not a conv
+or a dot, becomes `maximum(x, clamp(x, 0, 0))`, the same values, which XLA:CPU computes once.
 
 XLA's instruction fusion copies an "effectively unary" producer (one full-size operand, the
 rest broadcasts: `maximum(x, broadcast(0))`, which is how a relu reaches it) into every
@@ -24,12 +24,17 @@ from convc.dtypes import is_float
 from convc.ir import Graph, Op
 from convc.rewrite import RewritePattern, Rewriter, pattern_pass
 
+# readers XLA:CPU fuses no producer into: a relu that only they read is computed once anyway
+UNFUSED_READERS = frozenset({"conv", "dot_general"})
 
-def read_by_several(op: Op, graph: Graph) -> bool:
-    """Whether `op`'s result has more than one reader: the ops that read it, and the graph's
-    return when it is an output (which materializes it too)."""
+
+def copied_into_readers(op: Op, graph: Graph) -> bool:
+    """Whether XLA would copy `op`'s result into a reader: it has more than one reader (the
+    graph's return, which materializes it, counts as one) and one of them is an op XLA fuses
+    producers into."""
     returned = any(output is op.result for output in graph.outputs)
-    return len({id(user) for user in op.result.users}) + returned > 1
+    readers = {id(user): user.kind for user in op.result.users}
+    return len(readers) + returned > 1 and any(kind not in UNFUSED_READERS for kind in readers.values())
 
 
 class MaterializeSharedRelu(RewritePattern):
@@ -38,12 +43,12 @@ class MaterializeSharedRelu(RewritePattern):
 
     def match_and_rewrite(self, op: Op, rewriter: Rewriter) -> None:
         x = op.operands[0]
-        if not is_float(x.type.dtype) or not read_by_several(op, rewriter.graph):
+        if not is_float(x.type.dtype) or not copied_into_readers(op, rewriter.graph):
             return
         zeros = rewriter.create("clamp", x, suffix="zeros", min=0.0, max=0.0)
         rewriter.replace_anchor(rewriter.create("maximum", x, zeros, suffix="once"))
 
 
 CpuMaterializeSharedRelu = pattern_pass(
-    MaterializeSharedRelu, "a float relu read by several ops becomes maximum(x, clamp(x, 0, 0)), the same values, which XLA:CPU "
+    MaterializeSharedRelu, "a float relu read by several ops, not all convs or dots, becomes maximum(x, clamp(x, 0, 0)), the same values, which XLA:CPU "
     "computes once instead of copying it (and its producers) into each reader's fusion")

@@ -342,14 +342,14 @@ def test_rewrite_matches_canonical_form(rewrite: Rewrite, seed: int, run_stableh
     assert _max_error(got, want) < 2e-5, f"{rewrite.name} differs from {reference} on {conv}"
 
 
-# the cpu rewrites of ops other than convs, each with its own numeric test in this file
+# the cpu rewrites of ops other than convs, each with its own numeric test: one in this file, or a test file of its own
 NON_CONV_REWRITES = {"cpu-integer-sum-as-dot": "test_integer_sum_as_dot_equals_numpy",
                      "cpu-materialize-shared-relu": "test_cpu_materialize_shared_relu.py"}
 
 
 def test_every_cpu_pass_is_registered_and_tested() -> None:
-    """The `cpu-*` passes registered are exactly the ones REWRITES tests and the non-conv rewrites tested below, and
-    the cpu target runs each."""
+    """The `cpu-*` passes registered are exactly the ones REWRITES tests and the non-conv rewrites (each tested below or
+    in its own test file), and the cpu target runs each."""
     cpu_passes = {name for name in PASSES if name.startswith("cpu-")}
     assert all(test in globals() or (Path(__file__).parent / test).is_file() for test in NON_CONV_REWRITES.values())
     tested = {r.name for r in REWRITES if r.name.startswith("cpu-")} | set(NON_CONV_REWRITES)
