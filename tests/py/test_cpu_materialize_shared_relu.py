@@ -1,9 +1,10 @@
-"""cpu-materialize-shared-relu: a float relu read by several ops becomes maximum(x, clamp(x, 0, 0)).
+"""cpu-materialize-shared-relu: a float relu read by several ops, not all convs or dots, becomes
+maximum(x, clamp(x, 0, 0)).
 
-Checked here: its values equal numpy's maximum(x, 0) on every special f32 value after XLA:CPU
-runs it, and XLA then computes a residual chain's block outputs once (no fusion of the
-optimized HLO reads an earlier block's conv outputs again), with the chain's result equal to
-an f64 numpy evaluation.
+Checked here: which relus it takes; its values equal jax.lax.max(x, 0) on every special f32
+value, both run by XLA:CPU; and XLA then computes a residual chain's block outputs once (no
+fusion of the optimized HLO reads an earlier block's conv outputs again), with the chain's
+result equal to an f64 numpy evaluation. The lit test has the relus it leaves.
 """
 
 from __future__ import annotations
