@@ -597,7 +597,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--torch-threads", type=_positive_int, metavar="N",
                         help="PyTorch's intra-op threads (default: one per core, as XLA's pool)")
     parser.add_argument("--no-peak", action="store_true", help="skip measuring the sgemm peak")
-    parser.add_argument("--no-malloc-tuning", action="store_true", help="leave glibc's malloc thresholds alone")
+    parser.add_argument("--no-malloc-tuning", action="store_true",
+                        help="leave glibc's malloc at its defaults (else the bench reruns itself with "
+                             "GLIBC_TUNABLES=glibc.malloc.hugetlb=1 and raises its thresholds)")
     parser.add_argument("--list", action="store_true", help="list the cases and exit")
     return parser.parse_args(argv)
 
@@ -687,6 +689,8 @@ def run_suite(args: argparse.Namespace, log: Callable[[str], None] = print) -> d
     if not args.no_malloc_tuning:
         keep_freed_memory()
     info = machine(args.platform)
+    info["host_memory"] = host_memory()
+    log(f"host memory: {describe_host_memory(info['host_memory'])}")
     if args.suite == "models":
         from convc.tools import bench_models, bench_models_int8
 
@@ -755,9 +759,10 @@ def _check_onnx_files_flags(args: argparse.Namespace) -> None:
 
 
 def keep_freed_memory() -> None:
-    """Ask glibc to reuse freed memory rather than unmap it: every call of every implementation
-    allocates its result (megabytes), and on this VM the page faults of a fresh mapping
-    cost PyTorch and XLA several ms a call, noise that a long-running process does not see."""
+    """Ask glibc to reuse freed memory rather than unmap it, in the main thread's arena: every
+    call of every implementation allocates its result (megabytes) there, and on this VM the
+    page faults of a fresh mapping cost several ms a call. (A pool thread's arena maps any
+    block over 64 MiB afresh whatever these thresholds: see HUGE_PAGE_TUNABLE.)"""
     try:
         import ctypes
 
@@ -767,6 +772,43 @@ def keep_freed_memory() -> None:
     m_trim_threshold, m_mmap_threshold = -1, -3
     libc.mallopt(m_mmap_threshold, 1 << 30)
     libc.mallopt(m_trim_threshold, (1 << 31) - 1)
+
+
+# XLA:CPU allocates an executable's temporaries on every call, in one block that a network at
+# batch 8 makes 30-300 MiB, from a pool thread; glibc maps such a block afresh each time, and
+# the call pays a page fault per 4 KiB it touches. Asked for transparent huge pages (glibc
+# 2.35+, read at process start only), malloc advises the kernel to map them 2 MiB at a time.
+HUGE_PAGE_TUNABLE = "glibc.malloc.hugetlb=1"
+
+
+def rerun_with_huge_page_malloc(argv: Sequence[str]) -> None:
+    """Replace this process by the same bench command with HUGE_PAGE_TUNABLE in GLIBC_TUNABLES
+    (every runtime timed shares it); returns where it does not apply: --no-malloc-tuning, a C
+    library other than glibc, or the tunable already set."""
+    tunables = os.environ.get("GLIBC_TUNABLES", "")
+    if "--no-malloc-tuning" in argv or platform.libc_ver()[0] != "glibc" or "glibc.malloc.hugetlb" in tunables:
+        return
+    env = dict(os.environ, GLIBC_TUNABLES=":".join(part for part in (tunables, HUGE_PAGE_TUNABLE) if part))
+    os.execve(sys.executable, [sys.executable, "-m", "convc.tools.bench", *argv], env)
+
+
+def host_memory() -> dict[str, str | None]:
+    """What decides how this process's large allocations are mapped: the C library, its
+    tunables, and the kernel's transparent huge page mode (None where there is none to read)."""
+    libc, libc_version = platform.libc_ver()
+    try:
+        modes = Path("/sys/kernel/mm/transparent_hugepage/enabled").read_text()
+    except OSError:
+        modes = ""
+    chosen = re.search(r"\[(\w+)\]", modes)
+    return {"libc": f"{libc} {libc_version}".strip() or None, "glibc_tunables": os.environ.get("GLIBC_TUNABLES"),
+            "transparent_hugepages": chosen.group(1) if chosen else None}
+
+
+def describe_host_memory(memory: dict[str, str | None]) -> str:
+    """One line for the suite's log."""
+    return (f"{memory['libc'] or 'unknown C library'}, GLIBC_TUNABLES={memory['glibc_tunables'] or '(unset)'}, "
+            f"transparent huge pages {memory['transparent_hugepages'] or 'unknown'}")
 
 
 def tolerance(pjrt_platform: str) -> float:
@@ -817,6 +859,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    rerun_with_huge_page_malloc(sys.argv[1:])
     # the package's copy of this module, not __main__'s: the suites in bench_train/bench_models
     # import it, and their BenchError must be the class main() catches
     from convc.tools.bench import main as package_main
