@@ -786,7 +786,7 @@ def rerun_with_huge_page_malloc(argv: Sequence[str]) -> None:
     (every runtime timed shares it); returns where it does not apply: --no-malloc-tuning, a C
     library other than glibc, or the tunable already set."""
     tunables = os.environ.get("GLIBC_TUNABLES", "")
-    if "--no-malloc-tuning" in argv or platform.libc_ver()[0] != "glibc" or "glibc.malloc.hugetlb" in tunables:
+    if parse_args(argv).no_malloc_tuning or platform.libc_ver()[0] != "glibc" or "glibc.malloc.hugetlb" in tunables:
         return
     env = dict(os.environ, GLIBC_TUNABLES=":".join(part for part in (tunables, HUGE_PAGE_TUNABLE) if part))
     os.execve(sys.executable, [sys.executable, "-m", "convc.tools.bench", *argv], env)
