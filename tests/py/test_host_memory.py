@@ -83,7 +83,7 @@ def _call_faults(tunables: str | None) -> dict:
 @needs_huge_page_malloc
 def test_huge_page_malloc_faults_160_mib_of_temporaries_in_2_mib_pages_on_each_call() -> None:
     """With `bench.HUGE_PAGE_TUNABLE` a call of an executable with 160 MiB of temporaries faults
-    in under 5% of their 4 KiB pages (the kernel maps it 2 MiB at a time), and computes
+    in under 5% of their 4 KiB pages (the kernel maps them 2 MiB at a time), and computes
     the same values (the first rows against numpy's f64). With glibc's defaults the same call
     faults in at least half of them; should a future jaxlib pool its temporaries itself, that
     side is only reported."""
