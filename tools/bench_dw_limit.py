@@ -149,9 +149,7 @@ def onnx_conv_model(name: str, x_shape: Sequence[int], w: np.ndarray, y_shape: S
     graph = helper.make_graph(
         [node], name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x_shape))],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(y_shape))], [numpy_helper.from_array(w, "W")])
-    opsets = [helper.make_opsetid("", 17)]  # the oldest IR version opset 17 allows: ONNX Runtimes older than onnx refuse newer ones
-    model = helper.make_model(graph, opset_imports=opsets, ir_version=helper.find_min_ir_version_for(opsets))
-    return bytes(model.SerializeToString())
+    return bench_models.onnx_model_bytes(graph, 17)
 
 
 def convc_graph(case: DwCase, w: np.ndarray, nchw: bool, lowering: str | None) -> Any:

@@ -444,6 +444,15 @@ def saved_specs(directory: Path) -> list[ModelSpec]:
 ORT_STOP_SPINNING = ("session.force_spinning_stop", "1")
 
 
+def onnx_model_bytes(graph: Any, opset: int) -> bytes:
+    """`graph` as a serialized model of the default domain's `opset`, with the oldest IR version that
+    opset allows: an ONNX Runtime older than the onnx package refuses the newer IR versions it writes."""
+    from onnx import helper
+
+    opsets = [helper.make_opsetid("", opset)]
+    return bytes(helper.make_model(graph, opset_imports=opsets, ir_version=helper.find_min_ir_version_for(opsets)).SerializeToString())
+
+
 def ort_session(model: bytes, threads: int, provider: str = "CPUExecutionProvider") -> Any:
     """ONNX Runtime's session on `provider` with `threads` intra-op threads, one inter-op,
     sequential, its threads idle once a run returns (ORT_STOP_SPINNING)."""

@@ -262,7 +262,7 @@ def _float_conv(conv: Any, weights: np.ndarray, bias: np.ndarray | None, x_shape
     nodes[1].attribute.extend(conv.attribute)
     graph = helper.make_graph(nodes, "f32_conv", [helper.make_tensor_value_info("x", TensorProto.FLOAT, _channels_last(x_shape))],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, _channels_last(y_shape))], initializers)
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+    return bench_models.onnx_model_bytes(graph, 17)
 
 
 # --- timing ----------------------------------------------------------------------------------

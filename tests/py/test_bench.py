@@ -190,10 +190,11 @@ def test_onnxruntime_sessions_of_the_suites_stop_their_threads_spinning_when_a_r
     pytest.importorskip("onnxruntime")
     from convc.tools import bench_models
     from onnx import TensorProto, helper
+    from onnx_files import make_model
 
     graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+    model = make_model(graph, 17).SerializeToString()
     options = bench_models.ort_session(model, 2).get_session_options()
     assert options.get_session_config_entry("session.force_spinning_stop") == "1" and options.intra_op_num_threads == 2
 

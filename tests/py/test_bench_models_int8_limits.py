@@ -15,6 +15,7 @@ from convc.tools import bench, bench_models, bench_models_int8_limits
 pytest.importorskip("onnxruntime.quantization")
 import onnx  # noqa: E402
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+from onnx_files import make_model  # noqa: E402
 
 
 def _qdq_network() -> bytes:
@@ -37,14 +38,15 @@ def _qdq_network() -> bytes:
     nodes.append(helper.make_node("DequantizeLinear", ["q3", "s", "z"], ["y"]))
     graph = helper.make_graph(nodes, "qdq", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8, 6, 6])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4, 3, 3])], inits)
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()  # type: ignore[no-any-return]
+    return make_model(graph, 17).SerializeToString()  # type: ignore[no-any-return]
 
 
 def test_qdq_convs_are_cut_out_once_each_channels_last_with_their_float_conv() -> None:
     """Two equal QDQ convs and another: two pieces (counts 2 and 1), each reading and writing its 8-bit integers
     channels-last, the first one's input the network's quantized input, ONNX Runtime's copy made uint8; convc's and ONNX Runtime's int8 results of a piece within one step (checked by conv_thunks), and
     the float piece, run by ONNX Runtime on the dequantized input, within two steps of the int8 piece's dequantized
-    output (its own rounding, and the quantize's)."""
+    output (its own rounding, and the quantize's); the float piece carries opset 17's oldest IR version (an ONNX
+    Runtime older than the onnx package refuses newer ones)."""
     from convc.tools.bench_models_int8_limits import conv_thunks, qdq_convs
 
     x = np.random.default_rng(0).standard_normal((2, 8, 6, 6)).astype(np.float32)
@@ -54,6 +56,7 @@ def test_qdq_convs_are_cut_out_once_each_channels_last_with_their_float_conv() -
     assert [c.stored_input.shape for c in convs] == [(2, 6, 6, 8), (2, 6, 6, 8)]
     for conv in convs:
         assert conv.stored_input.dtype == np.int8 and set(conv_thunks(conv, 1)) == {"convc_int8", "ort_int8", "convc_f32"}
+        assert onnx.load_from_string(conv.f32_model).ir_version == helper.find_min_ir_version_for([helper.make_opsetid("", 17)])
         ort_piece = onnx.load_from_string(conv.ort_model).graph  # ONNX Runtime's uint8 form of the int8 piece
         assert conv.ort_shift == 128 and {ort_piece.input[0].type.tensor_type.elem_type, ort_piece.output[0].type.tensor_type.elem_type} == {TensorProto.UINT8}
         int8 = bench_models.ort_session(conv.int8_model, 1).run(None, {"x": conv.stored_input})[0]
