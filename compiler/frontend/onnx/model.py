@@ -109,7 +109,7 @@ def _schema_defaults(op_type: str, opset: int) -> tuple[tuple[str, Any], ...]:
 
     try:
         schema = onnx.defs.get_schema(op_type, opset)
-    except (onnx.defs.SchemaError, TypeError):  # no such op (or a name onnx cannot take): no defaults
+    except (onnx.defs.SchemaError, TypeError, ValueError):  # no such op, or a name onnx cannot take (bytes, not UTF-8): no defaults
         return ()
     return tuple((name, _decoded(onnx, onnx.helper.get_attribute_value(spec.default_value)))
                  for name, spec in schema.attributes.items() if spec.default_value.type)
