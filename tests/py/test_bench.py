@@ -306,8 +306,8 @@ def test_profile_of_a_tiny_network_agrees_with_its_lowerings_and_times_its_ops()
     """A 1x1 conv, relu and a 3x3 conv on the cpu target: the pass-by-pass count says the 1x1
     went to cpu-conv-1x1-to-dot, and the optimized HLO runs exactly as many convolutions as
     the count leaves to XLA's conv, at least one dot; the profiler's thunk events time every
-    category the census lists (or the profile says the trace has none), and the printed
-    profile names all of it."""
+    category the census lists (or the profile says the trace has none), the traced calls' wall
+    time is kept beside them, and the printed profile names all of it."""
     import convc
     import jax
     import numpy as np
@@ -331,11 +331,26 @@ def test_profile_of_a_tiny_network_agrees_with_its_lowerings_and_times_its_ops()
     assert sum(n for category, n in profile.census.items() if category == "dot" or category.startswith("fusion(dot")) >= 1
     if profile.times_ms:
         assert set(profile.times_ms) <= set(profile.census) and all(ms >= 0 for ms in profile.times_ms.values())
-        assert profile.traced_calls == bench_profile.TRACED_CALLS and profile.slowest
+        assert profile.traced_calls == bench_profile.TRACED_CALLS and profile.slowest and profile.wall_ms > 0
     text = bench_profile.format_profile("tiny", profile.as_dict())
     assert "taken by cpu-conv-1x1-to-dot 1" in text
     assert all(category in text for category in profile.census)
     assert ("thunk time per call" in text) == bool(profile.times_ms)
+
+
+def test_profile_with_xla_convolutions_prints_the_calls_wall_time_beside_their_launch_times() -> None:
+    """XLA:CPU can run its own convolutions asynchronously, and their trace events then time only the launch: a
+    profile whose census has a `convolution` prints the traced call's wall time and says where that work went; one
+    without prints no such line."""
+    from convc.tools import bench_profile
+
+    profile = bench_profile.Profile({"convs": 1, bench_profile.XLA: 1, "xla_made_by_rewrites": 0}, {"convolution": 1, "fusion(elementwise)": 1},
+                                    times_ms={"convolution": 0.04, "fusion(elementwise)": 1.0},
+                                    slowest=[("convolution.1 convolution f32[8,57,56,32]", 0.04)], traced_calls=5, wall_ms=21.25)
+    text = bench_profile.format_profile("one conv", profile.as_dict())
+    assert "a traced call took 21.25 ms; XLA's own convolutions can run asynchronously" in text
+    profile.census.pop("convolution")
+    assert "a traced call took" not in bench_profile.format_profile("no conv", profile.as_dict())
 
 
 def test_profile_is_for_the_network_suites() -> None:
