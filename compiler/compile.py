@@ -30,16 +30,21 @@ DEFAULT_MAX_BYTES = 1 << 31
 # XLA options convc's own runs of a target's modules compile with (PJRT compile options; for
 # other consumers of the module, XLA_FLAGS sets the same). cpu: XLA:CPU hands YNNPACK single
 # dots only, not the fusions of convs and elementwise ops it forms by default, which ran the
-# models suite's networks slower (docs/benchmarks.md, "YNNPACK's fusions").
-TARGET_XLA_OPTIONS: dict[str, dict[str, str]] = {"cpu": {"xla_cpu_experimental_ynn_fusion_type": "LIBRARY_FUSION_TYPE_INDIVIDUAL_DOT"}}
+# models suite's networks slower (docs/benchmarks.md, "YNNPACK's fusions"); and its own loops
+# (elementwise fusions, tap sums, requantization) prefer 512-bit vectors to the 256 bits XLA
+# prefers by default (docs/benchmarks.md, "Wider vectors for XLA's loops").
+WIDE_VECTORS = {"xla_cpu_prefer_vector_width": "512"}
+TARGET_XLA_OPTIONS: dict[str, dict[str, str]] = {
+    "cpu": {"xla_cpu_experimental_ynn_fusion_type": "LIBRARY_FUSION_TYPE_INDIVIDUAL_DOT", **WIDE_VECTORS}}
 # ... and for a module holding an integer conv (what lower-quantized leaves): XLA:CPU runs an
 # integer conv that no library takes in its generic loop (tens of times the f32 conv's time),
 # so YNNPACK is handed single convs too.
 INTEGER_CONV_XLA_OPTIONS: dict[str, dict[str, str]] = {
-    "cpu": {"xla_cpu_experimental_ynn_fusion_type": "LIBRARY_FUSION_TYPE_INDIVIDUAL_DOT,LIBRARY_FUSION_TYPE_INDIVIDUAL_CONVOLUTION"}}
+    "cpu": {"xla_cpu_experimental_ynn_fusion_type": "LIBRARY_FUSION_TYPE_INDIVIDUAL_DOT,LIBRARY_FUSION_TYPE_INDIVIDUAL_CONVOLUTION",
+            **WIDE_VECTORS}}
 # ... and for a gradient step (a module computing kernel gradients): XLA's own defaults, whose
 # YNNPACK fusions ran the training steps in about two thirds of the time of single dots only
-# (docs/benchmarks.md, "The training steps' limit").
+# (docs/benchmarks.md, "The training steps' limit"); wider vectors did not speed them up.
 GRADIENT_XLA_OPTIONS: dict[str, dict[str, str]] = {"cpu": {}}
 MLIR_BYTECODE_MAGIC = b"ML\xefR"  # how every MLIR bytecode file starts
 

@@ -104,3 +104,21 @@ def test_a_gradient_step_compiles_with_xla_defaults() -> None:
     ours, dots_only = compiler.executable(step, "cpu"), compile_stablehlo(module, "cpu", TARGET_XLA_OPTIONS["cpu"])
     for got, want in zip(ours(*arrays), dots_only(*arrays), strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
+
+
+def test_cpu_modules_ask_for_wide_vectors_and_a_quantized_conv_keeps_every_integer() -> None:
+    """The cpu target's forward modules, float and integer, ask XLA:CPU to prefer 512-bit vectors in its own loops
+    (gradient steps keep XLA's defaults); the requantizing loops of a quantized conv give the same stored integers
+    as with XLA's preferred 256 bits, both equal to the spec oracle's."""
+    from convc.compile import WIDE_VECTORS
+    from convc.reference import evaluate
+
+    assert WIDE_VECTORS.items() <= TARGET_XLA_OPTIONS["cpu"].items() and WIDE_VECTORS.items() <= INTEGER_CONV_XLA_OPTIONS["cpu"].items()
+    assert not WIDE_VECTORS.keys() & GRADIENT_XLA_OPTIONS["cpu"].keys()
+    compiler = Compiler(target="cpu")
+    graph = compiler.run_passes(_quantized_conv_graph())
+    narrow = {name: value for name, value in INTEGER_CONV_XLA_OPTIONS["cpu"].items() if name not in WIDE_VECTORS}
+    x = np.random.default_rng(2).integers(-128, 128, (1, 8, 8, 32)).astype(np.int8)
+    want = evaluate(_quantized_conv_graph(), [x])[0]
+    for options in (INTEGER_CONV_XLA_OPTIONS["cpu"], narrow):
+        np.testing.assert_array_equal(compile_stablehlo(compiler.runnable(graph), "cpu", options)(x)[0], want)
