@@ -20,6 +20,8 @@ from .emit import bindable_constants, emit_stablehlo, emits, weight_constants
 from .frontend import load_model_text
 from .ir import Graph, Op, unused_name
 from .literals import INLINE_ELEMENTS
+from .ops import view
+from .ops.conv import resolve_dimension_numbers
 from .pass_manager import Pass, PassManager, PipelineError, parse_pipeline
 from .runtime import Executable
 from .textual import parse_ir, print_graph
@@ -42,11 +44,24 @@ TARGET_XLA_OPTIONS: dict[str, dict[str, str]] = {
 INTEGER_CONV_XLA_OPTIONS: dict[str, dict[str, str]] = {
     "cpu": {"xla_cpu_experimental_ynn_fusion_type": "LIBRARY_FUSION_TYPE_INDIVIDUAL_DOT,LIBRARY_FUSION_TYPE_INDIVIDUAL_CONVOLUTION",
             **WIDE_VECTORS}}
-# ... and for a gradient step (a module computing kernel gradients): XLA's own defaults, whose
-# YNNPACK fusions ran the training steps in about two thirds of the time of single dots only
-# (docs/benchmarks.md, "The training steps' limit"); wider vectors did not speed them up.
+# ... and for a gradient step (a module computing kernel gradients) at a small batch: XLA's
+# own defaults, whose YNNPACK convs ran kernel gradients contracting a batch below
+# GRADIENT_DOTS_FROM_BATCH faster, and such training steps in about two thirds of the time
+# of single dots only; from that batch on, Eigen's conv (single dots only) ran them faster
+# (docs/benchmarks.md, "The training steps' limit", "Kernel gradients and the batch").
 GRADIENT_XLA_OPTIONS: dict[str, dict[str, str]] = {"cpu": {}}
+GRADIENT_DOTS_FROM_BATCH = 8
 MLIR_BYTECODE_MAGIC = b"ML\xefR"  # how every MLIR bytecode file starts
+
+
+def kernel_gradient_batches(graph: Graph) -> list[int]:
+    """The batch each kernel gradient (`conv_backprop_filter`) of `graph` contracts over."""
+    batches = []
+    for op in graph.ops:
+        if op.kind == "conv_backprop_filter":
+            lhs = op.operands[0].type
+            batches.append(lhs.shape[resolve_dimension_numbers(view(op).dimension_numbers, lhs.rank).lhs_spec[0]])
+    return batches
 
 
 @contextlib.contextmanager
@@ -149,7 +164,7 @@ class Compiler:
     onnx_source: tuple[bytes, str] | None = field(default=None, init=False)  # the ONNX model read (bytes, file): --check's ONNX Runtime run
     weights_larger: int | None = None  # --weights-as-inputs: constants of more than N elements become @main's leading arguments
     weights: dict[str, np.ndarray] = field(default_factory=dict, init=False)  # those arguments' arrays, in order (the last emit's)
-    gradient_step: bool = field(default=False, init=False)  # a graph run_passes lowered held a kernel gradient (xla_options)
+    gradient_batch: int | None = field(default=None, init=False)  # the smallest batch a kernel gradient run_passes lowered contracts (xla_options)
 
     def __post_init__(self) -> None:
         if self.mesh is not None:  # a malformed --mesh is a usage error before anything is read
@@ -269,17 +284,19 @@ class Compiler:
         """The XLA options to compile this compiler's lowered `graph` with on PJRT `platform`,
         when a target is named and is the platform's: its target's TARGET_XLA_OPTIONS;
         INTEGER_CONV_XLA_OPTIONS where `graph` holds an integer conv; GRADIENT_XLA_OPTIONS
-        where the graphs this compiler lowered computed kernel gradients."""
+        where the graphs this compiler lowered computed kernel gradients over a batch below
+        GRADIENT_DOTS_FROM_BATCH."""
         if self.target is None or self.target != platform:
             return {}
         integer_convs = graph is not None and any(op.kind == "conv" and is_integer(op.operands[0].type.dtype) for op in graph.ops)
-        table = INTEGER_CONV_XLA_OPTIONS if integer_convs else GRADIENT_XLA_OPTIONS if self.gradient_step else TARGET_XLA_OPTIONS
+        small_batch_gradients = self.gradient_batch is not None and self.gradient_batch < GRADIENT_DOTS_FROM_BATCH
+        table = INTEGER_CONV_XLA_OPTIONS if integer_convs else GRADIENT_XLA_OPTIONS if small_batch_gradients else TARGET_XLA_OPTIONS
         return dict(table.get(self.target, {}))
 
     def run_passes(self, graph: Graph, passes: Sequence[Pass] | None = None) -> Graph:
         from .autotune_pjrt import with_pjrt_measure  # what autotune-conv-lowering times candidates with
 
-        self.gradient_step = self.gradient_step or any(op.kind == "conv_backprop_filter" for op in graph.ops)
+        self.gradient_batch = min((b for b in (self.gradient_batch, *kernel_gradient_batches(graph)) if b is not None), default=None)
         hook = self._print_after if self.print_ir_after_all else None
         manager = PassManager([with_pjrt_measure(p, self.xla_options) for p in (self.passes() if passes is None else passes)],
                               print_after=hook)

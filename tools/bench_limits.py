@@ -23,7 +23,8 @@ left unpinned emits the same StableHLO as the candidate it chooses.
 forms' times over the step, and times them beside the whole step (compiled with convc's
 options, XLA's defaults, and YNNPACK's single convs and dots) and PyTorch's autograd step.
 A step's convs are compiled with the options convc compiles the step with ("@target": XLA's
-defaults for a gradient step, compile.GRADIENT_XLA_OPTIONS) and with single dots only ("@dots").
+defaults for a gradient step over a batch below compile.GRADIENT_DOTS_FROM_BATCH,
+compile.GRADIENT_XLA_OPTIONS) and with single dots only ("@dots").
 `--suite train-models-limits` does that for `--suite train-models`'s networks: each step
 built as that suite builds it (the ONNX export imported with its weights kept as inputs,
 `convc.grad` with respect to them), PyTorch's autograd step on the same module beside it.
@@ -119,7 +120,7 @@ def forms_and_choice(op: Any) -> tuple[list[str], str]:
 def option_sets(op: Any, platform: str, target: dict[str, str] | None = None) -> dict[str, dict[str, str]]:
     """convc's options ("target": the one-conv module's, or `target`, those of the module the
     conv is in, such as a gradient step's), XLA's ("default") and YNNPACK's single dots only
-    ("dots": compile.TARGET_XLA_OPTIONS, what convc gives a module without kernel gradients);
+    ("dots": compile.TARGET_XLA_OPTIONS, what convc gives a module without small-batch kernel gradients);
     each distinct set once, under the first of those labels."""
     from convc.autotune_pjrt import one_conv_graph
     from convc.compile import TARGET_XLA_OPTIONS, Compiler

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 from convc import Builder
-from convc.compile import GRADIENT_XLA_OPTIONS, INTEGER_CONV_XLA_OPTIONS, TARGET_XLA_OPTIONS, Compiler
+from convc.compile import GRADIENT_DOTS_FROM_BATCH, GRADIENT_XLA_OPTIONS, INTEGER_CONV_XLA_OPTIONS, TARGET_XLA_OPTIONS, Compiler
 from convc.ir import Graph
 from convc.runtime import compile_stablehlo
 
@@ -87,16 +87,17 @@ def test_float_modules_keep_the_dots_only_option() -> None:
     assert compiler.xla_options("cpu", graph) == TARGET_XLA_OPTIONS["cpu"]
 
 
-def test_a_gradient_step_compiles_with_xla_defaults() -> None:
-    """A module computing kernel gradients (convc.grad of resnet_block's weights) gets
-    GRADIENT_XLA_OPTIONS (XLA's defaults, whose YNNPACK fusions ran training steps faster), its
-    forward alone the target's; both steps compute the same to f32 rounding."""
+def test_a_gradient_step_at_batch_one_compiles_with_xla_defaults() -> None:
+    """A module computing kernel gradients over a batch of 1 (convc.grad of resnet_block's weights)
+    gets GRADIENT_XLA_OPTIONS (XLA's defaults, whose YNNPACK convs ran small-batch kernel gradients
+    faster), its forward alone the target's; both steps compute the same to f32 rounding."""
     import convc
 
     compiler = Compiler(target="cpu")
     forward = compiler.load(str(REPO_ROOT / "examples" / "resnet_block.json"))
     step = compiler.run_passes(convc.grad(forward, ["w1", "w2", "wp"]))
-    assert compiler.gradient_step and compiler.xla_options("cpu", step) == GRADIENT_XLA_OPTIONS["cpu"] == {}
+    assert compiler.gradient_batch == 1 < GRADIENT_DOTS_FROM_BATCH
+    assert compiler.xla_options("cpu", step) == GRADIENT_XLA_OPTIONS["cpu"] == {}
     assert Compiler(target="cpu").xla_options("cpu", forward) == TARGET_XLA_OPTIONS["cpu"]
     module = compiler.runnable(step)
     rng = np.random.default_rng(0)
@@ -106,9 +107,46 @@ def test_a_gradient_step_compiles_with_xla_defaults() -> None:
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
 
 
+def _conv_relu(batch: int) -> Graph:
+    """relu(conv(x, w)) over an NHWC batch: its gradient step's kernel gradient contracts `batch`."""
+    b = Builder("conv_relu")
+    x, w = b.input("x", (batch, 12, 12, 8)), b.input("w", (3, 3, 8, 16))
+    b.output(b.relu(b.conv(x, w, padding="SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))))
+    return b.build()
+
+
+def test_a_gradient_step_from_batch_eight_keeps_the_targets_options(rng: np.random.Generator) -> None:
+    """A kernel gradient contracting a batch of GRADIENT_DOTS_FROM_BATCH (8) or more gets the
+    target's options (Eigen's conv ran such kernel gradients faster than YNNPACK's), one below it
+    XLA's defaults; the batch-8 step's gradient equals jax.vjp's at HIGHEST precision."""
+    import convc
+    import jax
+    from jax import lax
+
+    assert GRADIENT_DOTS_FROM_BATCH == 8
+    below = Compiler(target="cpu")
+    below.run_passes(convc.grad(_conv_relu(7), ["w"]))
+    assert below.gradient_batch == 7 and below.xla_options("cpu") == GRADIENT_XLA_OPTIONS["cpu"]
+    compiler = Compiler(target="cpu")
+    step = compiler.run_passes(convc.grad(_conv_relu(8), ["w"]))
+    assert compiler.gradient_batch == 8 and compiler.xla_options("cpu", step) == TARGET_XLA_OPTIONS["cpu"]
+    x, w, dy = (rng.standard_normal(shape).astype(np.float32) for shape in ((8, 12, 12, 8), (3, 3, 8, 16), (8, 12, 12, 16)))
+
+    def forward(x: jax.Array, w: jax.Array) -> jax.Array:
+        y = lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"),
+                                     precision=lax.Precision.HIGHEST)
+        return jax.numpy.maximum(y, 0)
+
+    want_y, vjp = jax.vjp(forward, x, w)
+    got_y, got_dw = compiler.executable(step, "cpu")(x, w, dy)
+    np.testing.assert_allclose(got_y, want_y, rtol=1e-5, atol=1e-5 * float(np.abs(want_y).max()))
+    want_dw = vjp(dy)[1]
+    np.testing.assert_allclose(got_dw, want_dw, rtol=1e-4, atol=1e-4 * float(np.abs(want_dw).max()))
+
+
 def test_cpu_modules_ask_for_wide_vectors_and_a_quantized_conv_keeps_every_integer() -> None:
     """The cpu target's forward modules, float and integer, ask XLA:CPU to prefer 512-bit vectors in its own loops
-    (gradient steps keep XLA's defaults); the requantizing loops of a quantized conv give the same stored integers
+    (small-batch gradient steps keep XLA's defaults); the requantizing loops of a quantized conv give the same stored integers
     as with XLA's preferred 256 bits, both equal to the spec oracle's."""
     from convc.compile import WIDE_VECTORS
     from convc.reference import evaluate
