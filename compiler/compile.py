@@ -47,20 +47,24 @@ INTEGER_CONV_XLA_OPTIONS: dict[str, dict[str, str]] = {
 # ... and for a gradient step (a module computing kernel gradients) at a small batch: XLA's
 # own defaults, whose YNNPACK convs ran kernel gradients contracting a batch below
 # GRADIENT_DOTS_FROM_BATCH faster, and such training steps in about two thirds of the time
-# of single dots only; from that batch on, Eigen's conv (single dots only) ran them faster
-# (docs/benchmarks.md, "The training steps' limit", "Kernel gradients and the batch").
+# of single dots only; from that batch on, Eigen's conv (single dots only) ran them faster,
+# while depthwise ones (tap sums) kept preferring XLA's defaults (docs/benchmarks.md, "The
+# training steps' limit", "Kernel gradients and the batch").
 GRADIENT_XLA_OPTIONS: dict[str, dict[str, str]] = {"cpu": {}}
 GRADIENT_DOTS_FROM_BATCH = 8
 MLIR_BYTECODE_MAGIC = b"ML\xefR"  # how every MLIR bytecode file starts
 
 
 def kernel_gradient_batches(graph: Graph) -> list[int]:
-    """The batch each kernel gradient (`conv_backprop_filter`) of `graph` contracts over."""
+    """The batch each kernel gradient (`conv_backprop_filter`) of `graph` that is not depthwise
+    contracts over (the cpu target sums a depthwise one per tap: no conv for YNNPACK to take)."""
     batches = []
     for op in graph.ops:
         if op.kind == "conv_backprop_filter":
-            lhs = op.operands[0].type
-            batches.append(lhs.shape[resolve_dimension_numbers(view(op).dimension_numbers, lhs.rank).lhs_spec[0]])
+            v, lhs = view(op), op.operands[0].type
+            dn = resolve_dimension_numbers(v.dimension_numbers, lhs.rank)
+            if not 1 < v.feature_group_count == lhs.shape[dn.lhs_spec[1]]:
+                batches.append(lhs.shape[dn.lhs_spec[0]])
     return batches
 
 
@@ -164,7 +168,8 @@ class Compiler:
     onnx_source: tuple[bytes, str] | None = field(default=None, init=False)  # the ONNX model read (bytes, file): --check's ONNX Runtime run
     weights_larger: int | None = None  # --weights-as-inputs: constants of more than N elements become @main's leading arguments
     weights: dict[str, np.ndarray] = field(default_factory=dict, init=False)  # those arguments' arrays, in order (the last emit's)
-    gradient_batch: int | None = field(default=None, init=False)  # the smallest batch a kernel gradient run_passes lowered contracts (xla_options)
+    gradient_step: bool = field(default=False, init=False)  # a graph run_passes lowered held a kernel gradient (xla_options)
+    gradient_batch: int | None = field(default=None, init=False)  # the smallest batch such a kernel gradient, not depthwise, contracts
 
     def __post_init__(self) -> None:
         if self.mesh is not None:  # a malformed --mesh is a usage error before anything is read
@@ -284,18 +289,19 @@ class Compiler:
         """The XLA options to compile this compiler's lowered `graph` with on PJRT `platform`,
         when a target is named and is the platform's: its target's TARGET_XLA_OPTIONS;
         INTEGER_CONV_XLA_OPTIONS where `graph` holds an integer conv; GRADIENT_XLA_OPTIONS
-        where the graphs this compiler lowered computed kernel gradients over a batch below
-        GRADIENT_DOTS_FROM_BATCH."""
+        where the graphs this compiler lowered computed kernel gradients, unless every one
+        that is not depthwise contracted a batch of GRADIENT_DOTS_FROM_BATCH or more."""
         if self.target is None or self.target != platform:
             return {}
         integer_convs = graph is not None and any(op.kind == "conv" and is_integer(op.operands[0].type.dtype) for op in graph.ops)
-        small_batch_gradients = self.gradient_batch is not None and self.gradient_batch < GRADIENT_DOTS_FROM_BATCH
+        small_batch_gradients = self.gradient_step and (self.gradient_batch or 0) < GRADIENT_DOTS_FROM_BATCH
         table = INTEGER_CONV_XLA_OPTIONS if integer_convs else GRADIENT_XLA_OPTIONS if small_batch_gradients else TARGET_XLA_OPTIONS
         return dict(table.get(self.target, {}))
 
     def run_passes(self, graph: Graph, passes: Sequence[Pass] | None = None) -> Graph:
         from .autotune_pjrt import with_pjrt_measure  # what autotune-conv-lowering times candidates with
 
+        self.gradient_step = self.gradient_step or any(op.kind == "conv_backprop_filter" for op in graph.ops)
         self.gradient_batch = min((b for b in (self.gradient_batch, *kernel_gradient_batches(graph)) if b is not None), default=None)
         hook = self._print_after if self.print_ir_after_all else None
         manager = PassManager([with_pjrt_measure(p, self.xla_options) for p in (self.passes() if passes is None else passes)],

@@ -96,7 +96,7 @@ def test_a_gradient_step_at_batch_one_compiles_with_xla_defaults() -> None:
     compiler = Compiler(target="cpu")
     forward = compiler.load(str(REPO_ROOT / "examples" / "resnet_block.json"))
     step = compiler.run_passes(convc.grad(forward, ["w1", "w2", "wp"]))
-    assert compiler.gradient_batch == 1 < GRADIENT_DOTS_FROM_BATCH
+    assert compiler.gradient_step and compiler.gradient_batch == 1 < GRADIENT_DOTS_FROM_BATCH
     assert compiler.xla_options("cpu", step) == GRADIENT_XLA_OPTIONS["cpu"] == {}
     assert Compiler(target="cpu").xla_options("cpu", forward) == TARGET_XLA_OPTIONS["cpu"]
     module = compiler.runnable(step)
@@ -107,18 +107,20 @@ def test_a_gradient_step_at_batch_one_compiles_with_xla_defaults() -> None:
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
 
 
-def _conv_relu(batch: int) -> Graph:
-    """relu(conv(x, w)) over an NHWC batch: its gradient step's kernel gradient contracts `batch`."""
+def _conv_relu(batch: int, depthwise: bool = False) -> Graph:
+    """relu(conv(x, w)) over an NHWC batch (8 channels, depthwise or to 16): its gradient step's
+    kernel gradient contracts `batch`."""
     b = Builder("conv_relu")
-    x, w = b.input("x", (batch, 12, 12, 8)), b.input("w", (3, 3, 8, 16))
-    b.output(b.relu(b.conv(x, w, padding="SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))))
+    x, w = b.input("x", (batch, 12, 12, 8)), b.input("w", (3, 3, 1, 8) if depthwise else (3, 3, 8, 16))
+    b.output(b.relu(b.conv(x, w, padding="SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"), feature_group_count=8 if depthwise else 1)))
     return b.build()
 
 
 def test_a_gradient_step_from_batch_eight_keeps_the_targets_options(rng: np.random.Generator) -> None:
     """A kernel gradient contracting a batch of GRADIENT_DOTS_FROM_BATCH (8) or more gets the
-    target's options (Eigen's conv ran such kernel gradients faster than YNNPACK's), one below it
-    XLA's defaults; the batch-8 step's gradient equals jax.vjp's at HIGHEST precision."""
+    target's options (Eigen's conv ran such kernel gradients faster than YNNPACK's), one below it,
+    or a depthwise one at any batch (a tap sum, faster with them), XLA's defaults; the batch-8
+    step's gradient equals jax.vjp's at HIGHEST precision."""
     import convc
     import jax
     from jax import lax
@@ -127,6 +129,9 @@ def test_a_gradient_step_from_batch_eight_keeps_the_targets_options(rng: np.rand
     below = Compiler(target="cpu")
     below.run_passes(convc.grad(_conv_relu(7), ["w"]))
     assert below.gradient_batch == 7 and below.xla_options("cpu") == GRADIENT_XLA_OPTIONS["cpu"]
+    depthwise = Compiler(target="cpu")
+    depthwise.run_passes(convc.grad(_conv_relu(8, depthwise=True), ["w"]))
+    assert depthwise.gradient_step and depthwise.gradient_batch is None and depthwise.xla_options("cpu") == GRADIENT_XLA_OPTIONS["cpu"]
     compiler = Compiler(target="cpu")
     step = compiler.run_passes(convc.grad(_conv_relu(8), ["w"]))
     assert compiler.gradient_batch == 8 and compiler.xla_options("cpu", step) == TARGET_XLA_OPTIONS["cpu"]
