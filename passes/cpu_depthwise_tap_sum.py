@@ -12,6 +12,12 @@ accumulation type, up to MAX_TERMS terms.
 In the lhs layout, with G groups of Cgi input and Cgo output features, the feature
 dim is split into (G, Cgi) for the input and (G, Cgo) for the result; term (tap, i)
 is `slice(x, tap, i)` broadcast over Cgo, times `w[tap, i, :]` broadcast over the rest.
+
+A sum whose value several fusions would read goes behind an `optimization_barrier`: XLA:CPU
+copies a cheap producer into every fusion that reads it, and with it the whole sum, so a
+training step's depthwise sum, read through its BatchNorm by the forward clip and by the
+backward masks, was computed again inside the kernel gradient's reduce (`shared_downstream`).
+The barrier is the identity; jaxlib 0.10.2 drops it before fusing (figures: docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -32,6 +38,46 @@ def terms(facts: ConvFacts) -> int:
 # One slice-multiply-add per term: past this many the graph would flood (and its compile
 # time with it), whatever a pin asks.
 MAX_TERMS = 256
+
+# Readers XLA:CPU fuses no producer into, and the elementwise ops a value flows through
+# unchanged in size (each reads one full-size value and constants or broadcasts).
+UNFUSED_READERS = frozenset({"conv", "dot_general"})
+ELEMENTWISE_READERS = frozenset({"add", "subtract", "multiply", "divide", "bias_add", "maximum", "minimum", "clamp", "relu",
+                                 "negate", "abs", "convert", "logistic", "tanh", "exp"})
+SHARED_DEPTH = 8  # how many sole elementwise readers `shared_downstream` follows
+MEET_DEPTH = 3  # ... and `_meet`, from each reader of a shared value
+
+
+def shared_downstream(value: Value, returned: set[int]) -> bool:
+    """Whether `value`, or a value computed from it through a chain of sole elementwise readers
+    (at most SHARED_DEPTH), is read by several ops one of which XLA fuses producers into (or
+    also returned), and whose chains do not meet again in one op (a SiLU's logistic and product
+    do, in one fusion): XLA would copy the chain, and the sum behind it, into each such reader."""
+    for _ in range(SHARED_DEPTH):
+        readers = list({id(user): user for user in value.users}.values())
+        count = len(readers) + (id(value) in returned)
+        if count > 1 and any(user.kind not in UNFUSED_READERS for user in readers):
+            return id(value) in returned or not _meet(readers)
+        if count != 1 or not readers or readers[0].kind not in ELEMENTWISE_READERS:
+            return False
+        value = readers[0].result
+    return False
+
+
+def _meet(readers: list[Op]) -> bool:
+    """Whether the chains of sole elementwise readers from each of `readers` (a few ops each)
+    reach one common op: XLA then fuses them, and what they read, into one loop."""
+    reached: list[set[int]] = []
+    for op in readers:
+        chain = {id(op)}
+        for _ in range(MEET_DEPTH):
+            users = list({id(user): user for user in op.result.users}.values())
+            if len(users) != 1 or users[0].kind not in ELEMENTWISE_READERS:
+                break
+            op = users[0]
+            chain.add(id(op))
+        reached.append(chain)
+    return bool(set.intersection(*reached))
 
 
 @dataclass
@@ -97,7 +143,10 @@ class DepthwiseTapSum(ConvLowering):
             for tap in facts.taps() for i in range(per_group_in)]
         total = sum_values(rewriter, products, "sum")
         result = reshape(rewriter, total, _result_in_lhs_layout(facts), "merged")
-        rewriter.replace_anchor(relayout(rewriter, result, facts.dn.lhs_spec, facts.dn.out_spec, "layout"))
+        result = relayout(rewriter, result, facts.dn.lhs_spec, facts.dn.out_spec, "layout")
+        if shared_downstream(op.result, {id(v) for v in rewriter.graph.outputs}):
+            result = rewriter.create("optimization_barrier", result, suffix="once")
+        rewriter.replace_anchor(result)
 
     @staticmethod
     def _padded_input(x: Value, facts: ConvFacts, rewriter: Rewriter) -> Value:

@@ -75,3 +75,39 @@ module @untouched {
     func.return %dense, %dilated, %half, %wide : tensor<1x3x3x2xf32>, tensor<1x6x6x2xf32>, tensor<1x3x3x2xf16>, tensor<1x3x3x2xf32>
   }
 }
+
+// -----
+
+// A sum read, through its BatchNorm-like scale, by two readers whose chains do not meet
+// (a training step's forward clip and backward mask): behind an optimization_barrier, so
+// that XLA computes it once instead of inside each reader's fusion.
+// CHECK-LABEL: module @shared_through_scale
+// CHECK: %[[SUM:.*]] = "convc.multiply"(%c.window, %c.scale)
+// CHECK-NEXT: %c = "convc.optimization_barrier"(%[[SUM]]) : (tensor<1x2x2x3xf32>) -> tensor<1x2x2x3xf32>
+// CHECK: %scaled = "convc.multiply"(%c, %s)
+// CHECK: %clip = "convc.clamp"(%scaled)
+// CHECK: %mask = "convc.negate"(%scaled)
+module @shared_through_scale {
+  func.func @main(%x: tensor<1x2x2x3xf32>, %w: tensor<1x1x1x3xf32>, %s: tensor<1x2x2x3xf32>) -> (tensor<1x2x2x3xf32>, tensor<1x2x2x3xf32>) {
+    %c = "convc.conv"(%x, %w) {dimension_numbers = #convc.dims<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>, feature_group_count = 3 : i64, padding = dense<0> : tensor<2x2xi64>} : (tensor<1x2x2x3xf32>, tensor<1x1x1x3xf32>) -> tensor<1x2x2x3xf32>
+    %scaled = "convc.multiply"(%c, %s) : (tensor<1x2x2x3xf32>, tensor<1x2x2x3xf32>) -> tensor<1x2x2x3xf32>
+    %clip = "convc.clamp"(%scaled) {min = 0.0 : f64, max = 6.0 : f64} : (tensor<1x2x2x3xf32>) -> tensor<1x2x2x3xf32>
+    %mask = "convc.negate"(%scaled) : (tensor<1x2x2x3xf32>) -> tensor<1x2x2x3xf32>
+    func.return %clip, %mask : tensor<1x2x2x3xf32>, tensor<1x2x2x3xf32>
+  }
+}
+
+// -----
+
+// A SiLU's two readers meet again in its product, which XLA fuses into one loop: no barrier.
+// CHECK-LABEL: module @silu_readers_meet
+// CHECK-NOT: optimization_barrier
+// CHECK: %silu = "convc.multiply"(%c, %gate)
+module @silu_readers_meet {
+  func.func @main(%x: tensor<1x2x2x3xf32>, %w: tensor<1x1x1x3xf32>) -> tensor<1x2x2x3xf32> {
+    %c = "convc.conv"(%x, %w) {dimension_numbers = #convc.dims<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>, feature_group_count = 3 : i64, padding = dense<0> : tensor<2x2xi64>} : (tensor<1x2x2x3xf32>, tensor<1x1x1x3xf32>) -> tensor<1x2x2x3xf32>
+    %gate = "convc.logistic"(%c) : (tensor<1x2x2x3xf32>) -> tensor<1x2x2x3xf32>
+    %silu = "convc.multiply"(%c, %gate) : (tensor<1x2x2x3xf32>, tensor<1x2x2x3xf32>) -> tensor<1x2x2x3xf32>
+    func.return %silu : tensor<1x2x2x3xf32>
+  }
+}

@@ -462,3 +462,33 @@ def test_integer_sum_as_dot_at_the_f32_bound(elements: int, rewritten: bool, run
     assert ("stablehlo.dot_general" in text) == rewritten and ("stablehlo.reduce" in text) != rewritten
     (got,) = run_stablehlo(text, [np.full((1, elements), -128, np.int8)], "cpu")
     np.testing.assert_array_equal(got, [-128 * elements])
+
+
+def test_a_depthwise_sum_read_by_a_training_steps_clip_and_mask_is_computed_once_and_matches_jax_vjp(
+        rng: np.random.Generator, run_stablehlo: RunStablehlo) -> None:
+    """The gradient step of relu6(depthwise(x, w) * s) (a MobileNet block's depthwise conv, BatchNorm scale and clip),
+    with respect to w, emitted for the cpu target: the depthwise tap sum is read by the forward clip and by the
+    backward mask, so cpu-depthwise-tap-sum puts it behind one optimization_barrier; the step's output and kernel
+    gradient equal jax.vjp's at HIGHEST precision."""
+    import jax
+    from jax import lax
+
+    b = convc.Builder("dw_clip")
+    x, w, s = b.input("x", (2, 8, 8, 16)), b.input("w", (3, 3, 1, 16)), b.input("s", (16,))
+    y = b.conv(x, w, padding="SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"), feature_group_count=16)
+    b.output(b.clamp(b.multiply(y, b.broadcast_in_dim(s, shape=(2, 8, 8, 16), broadcast_dimensions=(3,))), min=0.0, max=6.0))
+    step = convc.grad(b.build(), ["w"])
+    text = convc.compile_graph(step, target="cpu")
+    assert text.count("stablehlo.optimization_barrier") == 1
+    arrays = [rng.standard_normal(shape).astype(np.float32) for shape in ((2, 8, 8, 16), (3, 3, 1, 16), (16,), (2, 8, 8, 16))]
+
+    def forward(x: jax.Array, w: jax.Array, s: jax.Array) -> jax.Array:
+        y = lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"), feature_group_count=16,
+                                     precision=lax.Precision.HIGHEST)
+        return jax.numpy.clip(y * s, 0.0, 6.0)
+
+    want_y, vjp = jax.vjp(forward, *arrays[:3])
+    got_y, got_dw = run_stablehlo(text, arrays, "cpu")
+    want_dw = vjp(arrays[3])[1]
+    np.testing.assert_allclose(got_y, want_y, rtol=1e-5, atol=1e-5 * float(np.abs(want_y).max()))
+    np.testing.assert_allclose(got_dw, want_dw, rtol=1e-4, atol=1e-4 * float(np.abs(want_dw).max()))
