@@ -768,7 +768,8 @@ module @resnext_grad_step {
     %dw.sum_29 = stablehlo.add %dw.sum_28, %dw.term_30 : tensor<4x4x3x3x4xf32> loc("dw.sum_29")
     %dw.sum_30 = stablehlo.add %dw.sum_29, %dw.term_31 : tensor<4x4x3x3x4xf32> loc("dw.sum_30")
     %dw.merged_1 = stablehlo.reshape %dw.sum_30 : (tensor<4x4x3x3x4xf32>) -> tensor<16x3x3x4xf32> loc("dw.merged_1")
-    %dw = stablehlo.transpose %dw.merged_1, dims = [1, 2, 3, 0] : (tensor<16x3x3x4xf32>) -> tensor<3x3x4x16xf32> loc("dw")
+    %dw.layout = stablehlo.transpose %dw.merged_1, dims = [1, 2, 3, 0] : (tensor<16x3x3x4xf32>) -> tensor<3x3x4x16xf32> loc("dw.layout")
+    %dw = stablehlo.optimization_barrier %dw.layout : tensor<3x3x4x16xf32> loc("dw")
     %step = stablehlo.multiply %dw, %minus_lr : tensor<3x3x4x16xf32> loc("step")
     %w_next = stablehlo.add %w, %step : tensor<3x3x4x16xf32> loc("w_next")
     return %y, %dx, %dw, %w_next : tensor<2x4x4x16xf32>, tensor<2x8x8x16xf32>, tensor<3x3x4x16xf32>, tensor<3x3x4x16xf32>
