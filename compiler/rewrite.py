@@ -12,6 +12,11 @@ from .ir import Graph, Op, Value, unused_name
 from .pass_manager import Pass
 from .verify import coerce_attrs, infer_type
 
+# The ops XLA:CPU fuses no producer into (library calls): a value only they read is computed
+# once whatever its producer, which the rewrites that keep XLA from copying a producer into
+# every reader rely on.
+UNFUSED_READERS = frozenset({"conv", "dot_general"})
+
 
 class _Sweep:
     """What one `apply_patterns` sweep shares with its rewriters, so that no rewrite

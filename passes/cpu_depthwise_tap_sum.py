@@ -28,7 +28,7 @@ from convc.builders import DimRange, pad_along, relayout, reshape, slice_along, 
 from convc.conv_facts import WIDE_FLOATS, ConvFacts
 from convc.conv_lowering import ConvLowering
 from convc.ir import Op, Value
-from convc.rewrite import Rewriter, pattern_pass
+from convc.rewrite import UNFUSED_READERS, Rewriter, pattern_pass
 
 
 def terms(facts: ConvFacts) -> int:
@@ -39,9 +39,8 @@ def terms(facts: ConvFacts) -> int:
 # time with it), whatever a pin asks.
 MAX_TERMS = 256
 
-# Readers XLA:CPU fuses no producer into, and the elementwise ops a value flows through
-# unchanged in size (each reads one full-size value and constants or broadcasts).
-UNFUSED_READERS = frozenset({"conv", "dot_general"})
+# The elementwise ops a value flows through unchanged in size (each reads one full-size value
+# and constants or broadcasts).
 ELEMENTWISE_READERS = frozenset({"add", "subtract", "multiply", "divide", "bias_add", "maximum", "minimum", "clamp", "relu",
                                  "negate", "abs", "convert", "logistic", "tanh", "exp"})
 SHARED_DEPTH = 8  # how many sole elementwise readers `shared_downstream` follows

@@ -22,10 +22,7 @@ from __future__ import annotations
 
 from convc.dtypes import is_float
 from convc.ir import Graph, Op
-from convc.rewrite import RewritePattern, Rewriter, pattern_pass
-
-# readers XLA:CPU fuses no producer into: a relu that only they read is computed once anyway
-UNFUSED_READERS = frozenset({"conv", "dot_general"})
+from convc.rewrite import UNFUSED_READERS, RewritePattern, Rewriter, pattern_pass
 
 
 def copied_into_readers(op: Op, graph: Graph) -> bool:
