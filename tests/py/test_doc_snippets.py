@@ -66,10 +66,11 @@ NOT_RUN: list[tuple[re.Pattern[str], str]] = [
 # Heavy commands run at a smaller size: (module, options appended unless the command already
 # has them, why). argparse lets a later option win, so an appended `--sizes` replaces a documented one.
 SMALLER: list[tuple[str, list[list[str]], str]] = [
-    ("convc.tools.bench", [["--quick"], ["--budget", "0.05"], ["--no-peak"]],
+    ("convc.tools.bench", [["--quick"], ["--budget", "0.05"], ["--no-peak"], ["--batch", "1"], ["--size", "64"]],
      "all cases at full size take minutes (about 2 for the conv suite, 1.5 for --suite train on 2 cores); "
      "--quick, the docs' smoke-test flag, runs the same cases at small shapes, and a 50 ms timing budget without "
-     "the sgemm peak still checks every result against JAX"),
+     "the sgemm peak still checks every result against JAX; the network suites run one batch of 64x64 inputs "
+     "(each network at batch 8 and at a documented --size again took most of the suite's slowest snippet)"),
     ("convc.tools.bench_frontend", [["--sizes", "100"], ["--repeat", "1"]],
      "chains of 1000 and 10000 convs, five times, take about 20 s; one chain of 100 runs the same code once"),
     ("convc.tools.bench_folds", [["--cases", "resnet"], ["--size", "32"], ["--budget", "0.05"]],
@@ -281,7 +282,9 @@ def test_commands_are_read_as_a_shell_would_and_console_errors_expect_failure() 
     console = Snippet("doc.md", 1, "console", "$ convc ok.json\nout: [1] f32\n$ convc bad.json\nbad.json: error: no [J1]\n")
     assert [(c.text, c.fails) for c in commands(console)] == [("convc ok.json", False), ("convc bad.json", True)]
     assert _argv("CONVC_SOAK=1 python -m pytest a.py")[:2] == ({"CONVC_SOAK": "1"}, ["python", "-m", "pytest", "a.py"])
-    assert _argv("python -m convc.tools.bench --quick")[1] == ["python", "-m", "convc.tools.bench", "--quick", "--budget", "0.05", "--no-peak"]
+    assert _argv("python -m convc.tools.bench --quick")[1] == ["python", "-m", "convc.tools.bench", "--quick", "--budget", "0.05", "--no-peak",
+                                                               "--batch", "1", "--size", "64"]
+    assert _argv("python -m convc.tools.bench --batch 1,8 --size 160")[1][-4:] == ["--batch", "1", "--size", "64"]  # the later one wins
 
 
 def test_every_marker_is_on_a_runnable_block_with_a_reason() -> None:
