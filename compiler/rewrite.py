@@ -84,6 +84,13 @@ class Rewriter:
             value.name = old.name
         self.changed = True
 
+    def erase(self, op: Op) -> None:
+        """Erase `op`, an op the rewrite left unread (not the anchor: `replace_anchor` erases that)."""
+        self.graph.erase_op(op)
+        if self._sweep is not None:
+            self._sweep.erased.add(id(op))
+        self.changed = True
+
     def _anchor_index(self) -> int:
         if self._sweep is None:
             return self.graph.ops.index(self.anchor)

@@ -29,6 +29,7 @@ from .cpu_depthwise_tap_sum import CpuDepthwiseTapSum
 from .cpu_integer_sum_as_dot import CpuIntegerSumAsDot
 from .cpu_layout_nhwc import CpuLayoutNhwc
 from .cpu_materialize_shared_relu import CpuMaterializeSharedRelu
+from .cpu_pad_before_pointwise import CpuPadBeforePointwise
 from .cpu_small_map_im2col import CpuSmallMapIm2col
 from .cpu_transposed_conv_phases import CpuTransposedConvPhases
 from .dce import DeadCodeElimination
@@ -57,6 +58,7 @@ ALL_PASSES: tuple[type[Pass], ...] = (
     FoldConvAffine,
     DropPaddingTaps,
     CpuLayoutNhwc,
+    CpuPadBeforePointwise,
     CpuConv1x1ToDot,
     CpuDepthwiseTapSum,
     CpuBatchGroupTapReduce,
@@ -101,10 +103,11 @@ _SIMPLIFY = ("drop-padding-taps",)
 # numbers and pads, whichever lowering produced them; cpu-layout-nhwc first, so the conv
 # rewrites build on channels-last convs (their transposes then cancel or vanish);
 # cpu-conv-eigen-path last of the conv rewrites, so it also sees the 2-D convs the phase and 3-D rewrites
-# create; then cpu-integer-sum-as-dot, on the channels-last sums the layout pass left; then
+# create; cpu-pad-before-pointwise before the 1x1 and depthwise rewrites, so they build on the
+# convs it makes; then cpu-integer-sum-as-dot, on the channels-last sums the layout pass left; then
 # cpu-materialize-shared-relu, once every rewrite has made its readers (a 1x1 conv's reshape).
 _CPU = ("cpu-layout-nhwc", "cpu-crop-negative-padding", "cpu-batch-group-tap-reduce", "cpu-batch-group-to-feature-group", "cpu-transposed-conv-phases",
-        "cpu-conv3d-as-conv2d-sum", "cpu-conv-1x1-to-dot", "cpu-depthwise-tap-sum", "cpu-small-map-im2col", "cpu-conv-eigen-path",
+        "cpu-conv3d-as-conv2d-sum", "cpu-pad-before-pointwise", "cpu-conv-1x1-to-dot", "cpu-depthwise-tap-sum", "cpu-small-map-im2col", "cpu-conv-eigen-path",
         "cpu-integer-sum-as-dot", "cpu-materialize-shared-relu", "dce")
 
 
