@@ -119,12 +119,12 @@ class PadBeforePointwise(RewritePattern):
         found = _chain(x, op, {id(v) for v in rewriter.graph.outputs})
         if found is None or not self._profitable(facts):
             return
-        chain, pointwise = found
+        chain, pointwise = sorted(found[0], key=rewriter.graph.ops.index), found[1]  # graph order: producers first
         bordered = _bordered_chain(chain, pointwise, x, facts, rewriter)
         masked = rewriter.create("multiply", bordered, _mask(bordered, facts, rewriter), suffix="masked")
         unpadded = tuple((0, 0) for _ in facts.pads)
         rewriter.replace_anchor(rewriter.create("conv", masked, op.operands[1], suffix="unpadded", **facts.with_attrs(op, padding=unpadded, lowering=pin)))
-        for dead in sorted([*chain, pointwise], key=rewriter.graph.ops.index, reverse=True):
+        for dead in (*reversed(chain), pointwise):
             rewriter.erase(dead)
 
     def _profitable(self, facts: ConvFacts) -> bool:
@@ -143,7 +143,7 @@ def _takes(facts: ConvFacts) -> bool:
 
 def _bordered_chain(chain: list[Op], pointwise: Op, x: Value, facts: ConvFacts, rewriter: Rewriter) -> Value:
     """`x` computed again at the depthwise conv's padded size: the 1x1 conv over its input
-    padded as the depthwise conv pads `x`, then each chain op in graph order."""
+    padded as the depthwise conv pads `x`, then each chain op (`chain` is in graph order)."""
     inner = conv_facts(pointwise)
     assert inner is not None
     # Each spatial dim of `x` (the 1x1 conv's result) is the same-numbered spatial dim of its input.
@@ -152,7 +152,7 @@ def _bordered_chain(chain: list[Op], pointwise: Op, x: Value, facts: ConvFacts, 
     padded_input = pad_along(rewriter, pointwise.operands[0], pads, "bordered")
     values = {id(pointwise.result): rewriter.create("conv", padded_input, pointwise.operands[1], suffix="bordered",
                                                     **inner.with_attrs(pointwise, lowering=view(pointwise).lowering))}
-    for link in sorted(chain, key=rewriter.graph.ops.index):
+    for link in chain:
         operands = [values.get(id(v), v) for v in link.operands]
         values[id(link.result)] = rewriter.create(link.kind, *operands, suffix="bordered", **dict(link.attrs))
     return values[id(x)]
