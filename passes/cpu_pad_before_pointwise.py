@@ -6,17 +6,18 @@ A depthwise conv that `cpu-depthwise-tap-sum` turns into a sum of shifted slices
 input padded, and XLA:CPU writes that padded copy as a fusion of its own (the chain, typically
 a BatchNorm'd ReLU6, with it): one more pass over the largest tensors of a MobileNet. Padding
 the 1x1 conv's input instead (a few features, where the conv's result has many) makes the 1x1
-conv, a dot for XLA, write the padded size itself; the chain (bias, clamp) and the mask, a
-product with a constant of ones inside and zeros on the border, fuse into the sum's loop, which
-then slices the un-copied dot result. The 1x1 conv does the border's extra rows of work.
+conv, a dot for XLA, write the padded size itself; the chain and the mask fuse into the sum's
+loop, which then slices the un-copied dot result. The 1x1 conv does the border's extra rows of
+work, and the chain runs again for each tap that reads an element, so only chains of cheap ops
+are taken (`CHAIN_KINDS`).
 
-The same values as the padded conv where the chain ends in a relu or a clamp with a lower bound
-of at least 0 and its weights and biases are finite constants (checked): inside, the chain's
-values times 1; on the border, a finite value times 0, a zero as padding is. Other chains are
-not taken (a negative border value would still be a zero, but a kernel's inf times a padded
-zero would be NaN, which the padded conv never reads). Profitable (the cost model)
-where the padded size adds at most `max_extra` rows of 1x1 work per 1000 (large feature maps,
-where the copy costs most). Figures: docs/benchmarks.md.
+The same values as the padded conv, whatever the chain computes: inside, a 1x1 conv reads only
+its own position, so the chain's values are the unpadded ones; on the border, the mask is a
+select (`relu_grad` of a constant, ones inside and zeros on the border), which gives the +0 that
+padding is whatever the chain made there (a negative value, -0, inf or NaN from a bias or a
+kernel's inf times a padded zero). Profitable (the cost model) where the padded size adds at
+most `max_extra` rows of 1x1 work per 1000 (large feature maps, where the copy costs most).
+Figures: docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -25,15 +26,17 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from convc.builders import constant_array, pad_along
+from convc.builders import pad_along
 from convc.conv_facts import ConvFacts, conv_facts
 from convc.ir import Op, Value
 from convc.ops import view
 from convc.rewrite import RewritePattern, Rewriter, pattern_pass
 
 # The elementwise ops the chain may hold, each of the full size, the rest of their operands
-# per-feature vectors (bias_add) or scalars.
-CHAIN_KINDS = frozenset({"bias_add", "clamp", "relu", "add", "multiply", "subtract", "maximum", "minimum", "logistic", "tanh", "negate"})
+# per-feature vectors (bias_add's). Only ops cheap enough to compute again: XLA fuses the chain
+# into each tap's slice of the sum, so an input element's chain runs once per tap that reads it.
+# A SiLU's logistic is not: EfficientNet-B0's SiLU chains taken ran no faster (benchmarks.md).
+CHAIN_KINDS = frozenset({"bias_add", "clamp", "relu", "add", "multiply", "subtract", "maximum", "minimum", "negate"})
 MAX_CHAIN = 16  # ops a chain may hold: the walk back from each depthwise conv stays short
 
 
@@ -50,24 +53,9 @@ def _is_pointwise_conv(op: Op) -> bool:
             and facts.feature_groups == facts.batch_groups == 1 and facts.accumulates_in_input_type())
 
 
-def _ends_nonnegative(op: Op) -> bool:
-    """A relu, or a clamp whose lower bound is at least 0: its zeros are +0, as padding's are."""
-    return op.kind == "relu" or (op.kind == "clamp" and view(op).min >= 0.0)
-
-
-def _finite_constant(value: Value) -> bool:
-    array = constant_array(value)
-    return array is not None and bool(np.isfinite(array).all())
-
-
-def _small_constant(value: Value) -> bool:
-    """A finite constant scalar or vector: what a chain op may read besides full-size values."""
-    return value.type.rank <= 1 and _finite_constant(value)
-
-
 def _chain(x: Value, reader: Op, returned: set[int]) -> tuple[list[Op], Op] | None:
     """The elementwise ops that compute `x` from one 1x1 conv's result, and that conv. None
-    unless the rest of their operands are small constants and each full-size value among
+    unless the rest of their operands are vectors (read as they are at any spatial size) and each full-size value among
     them is read only inside the chain (`x` only by `reader`) and none is returned, so the rewrite
     leaves none alive."""
     shape = x.type.shape
@@ -81,7 +69,7 @@ def _chain(x: Value, reader: Op, returned: set[int]) -> tuple[list[Op], Op] | No
         if id(op) in chain or op is pointwise:
             continue
         if op.kind == "conv":
-            if pointwise is not None or not _is_pointwise_conv(op) or not _finite_constant(op.operands[1]):
+            if pointwise is not None or not _is_pointwise_conv(op):
                 return None
             pointwise = op
             continue
@@ -91,7 +79,7 @@ def _chain(x: Value, reader: Op, returned: set[int]) -> tuple[list[Op], Op] | No
         for operand in op.operands:
             if operand.type.shape == shape:
                 pending.append(operand)
-            elif not _small_constant(operand):
+            elif operand.type.rank > 1:
                 return None
     if pointwise is None:
         return None
@@ -113,15 +101,14 @@ class PadBeforePointwise(RewritePattern):
         facts = conv_facts(op)
         x = op.operands[0]
         pin = view(op).lowering
-        if (facts is None or not _takes(facts) or pin not in (None, TAP_SUM) or x.producer is None
-                or not _ends_nonnegative(x.producer)):
+        if facts is None or not _takes(facts) or pin not in (None, TAP_SUM):
             return
         found = _chain(x, op, {id(v) for v in rewriter.graph.outputs})
         if found is None or not self._profitable(facts):
             return
         chain, pointwise = sorted(found[0], key=rewriter.graph.ops.index), found[1]  # graph order: producers first
         bordered = _bordered_chain(chain, pointwise, x, facts, rewriter)
-        masked = rewriter.create("multiply", bordered, _mask(bordered, facts, rewriter), suffix="masked")
+        masked = rewriter.create("relu_grad", bordered, _mask(bordered, facts, rewriter), suffix="masked")  # bordered where mask > 0, else +0
         unpadded = tuple((0, 0) for _ in facts.pads)
         rewriter.replace_anchor(rewriter.create("conv", masked, op.operands[1], suffix="unpadded", **facts.with_attrs(op, padding=unpadded, lowering=pin)))
         for dead in (*reversed(chain), pointwise):
@@ -170,5 +157,5 @@ def _mask(value: Value, facts: ConvFacts, rewriter: Rewriter) -> Value:
 
 
 CpuPadBeforePointwise = pattern_pass(
-    PadBeforePointwise, "a depthwise conv over a nonnegative elementwise chain of a 1x1 conv reads no padded copy: the 1x1 conv's input is padded "
-    "instead, and a mask zeroes the border")
+    PadBeforePointwise, "a depthwise conv over an elementwise chain of a 1x1 conv reads no padded copy: the 1x1 conv's input is padded "
+    "instead, and a select on a constant mask zeroes the border")

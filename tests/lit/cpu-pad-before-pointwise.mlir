@@ -3,8 +3,9 @@
 
 // A depthwise conv over a 1x1 conv's bias and ReLU6 reads no padded copy: the 1x1 conv's
 // input is padded as the depthwise conv pads, the 1x1 conv and the chain run at the padded
-// size, a mask (ones inside, zeros on the border) zeroes what the chain made of the border,
-// and the depthwise conv runs unpadded. The old 1x1 conv and chain are gone.
+// size, a select on a mask (ones inside, zeros on the border: `relu_grad` keeps what is over a
+// positive mask) puts padding's +0 wherever the chain made the border, and the depthwise conv
+// runs unpadded. The old 1x1 conv and chain are gone.
 
 // CHECK-LABEL: module @relu6_chain
 // CHECK: %[[P:.*]] = "convc.pad"(%x) {padding_config = dense<{{\[\[}}0, 0, 0], [1, 1, 0], [1, 1, 0], [0, 0, 0]]>
@@ -18,14 +19,14 @@
 // CHECK-SAME: -> tensor<6x6xf32>
 // CHECK-NEXT: %[[BORDER:.*]] = "convc.pad"(%[[IN]]) {padding_config = dense<{{\[\[}}1, 1, 0], [1, 1, 0]]>
 // CHECK-NEXT: %[[MASK:.*]] = "convc.broadcast_in_dim"(%[[BORDER]]) {broadcast_dimensions = array<i64: 1, 2>, shape = array<i64: 1, 8, 8, 4>}
-// CHECK-NEXT: %[[M:.*]] = "convc.multiply"(%[[R]], %[[MASK]])
+// CHECK-NEXT: %[[M:.*]] = "convc.relu_grad"(%[[R]], %[[MASK]])
 // CHECK-NEXT: %d = "convc.conv"(%[[M]], %k)
 // CHECK-SAME: feature_group_count = 4 : i64, padding = dense<{{\[\[}}0, 0], [0, 0]]>
 // CHECK-SAME: (tensor<1x8x8x4xf32>, tensor<3x3x1x4xf32>) -> tensor<1x6x6x4xf32>
 // CHECK-NEXT: func.return %d
 // Six rows of 1x1 work on 36 is more than max_extra = 80 per 1000 allows (LIMIT).
 // LIMIT-LABEL: module @relu6_chain
-// LIMIT-NOT: convc.multiply
+// LIMIT-NOT: convc.relu_grad
 module @relu6_chain {
   func.func @main(%x: tensor<1x6x6x2xf32>, %k: tensor<3x3x1x4xf32>) -> tensor<1x6x6x4xf32> {
     %w = "convc.constant"() {value = dense<0.5> : tensor<1x1x2x4xf32>} : () -> tensor<1x1x2x4xf32>
@@ -45,8 +46,8 @@ module @relu6_chain {
 // CHECK-LABEL: module @nchw_strided_relu
 // CHECK: "convc.pad"(%x) {padding_config = dense<{{\[\[}}0, 0, 0], [0, 0, 0], [0, 1, 0], [0, 1, 0]]>
 // CHECK-SAME: -> tensor<2x3x7x7xf32>
-// CHECK: "convc.relu"
-// CHECK: "convc.multiply"
+// CHECK: %[[R:.*]] = "convc.relu"
+// CHECK: "convc.relu_grad"(%[[R]],
 // CHECK: %d = "convc.conv"
 // CHECK-SAME: padding = dense<{{\[\[}}0, 0], [0, 0]]>
 // CHECK-SAME: window_strides = array<i64: 2, 2>
@@ -65,7 +66,7 @@ module @nchw_strided_relu {
 
 // A depthwise conv pinned to the tap sum (by --autotune or by hand) keeps its pin.
 // CHECK-LABEL: module @pinned_to_the_tap_sum
-// CHECK: "convc.multiply"
+// CHECK: "convc.relu_grad"
 // CHECK: %d = "convc.conv"
 // CHECK-SAME: lowering = "cpu-depthwise-tap-sum"
 // CHECK-SAME: padding = dense<{{\[\[}}0, 0], [0, 0]]>
@@ -81,24 +82,51 @@ module @pinned_to_the_tap_sum {
 
 // -----
 
-// Left alone: the chain's value also returned (%shared); a chain ending in no relu or
-// nonnegative clamp (%signed: a clamp from -1); a 1x1 kernel that is not a constant
-// (%free); a dense, not depthwise, 3x3 conv (%dense); a strided 1x1 conv (%strided_1x1); a
-// depthwise conv without padding (%valid); a depthwise conv pinned to XLA's own conv (%pinned).
+// A chain that may end below zero (a clamp from -1) over a 1x1 conv whose kernel is an
+// argument: its border values may be negative, -0, inf or NaN, and the select makes each the +0
+// that padding is, so any chain of cheap ops and any kernel are taken.
+// CHECK-LABEL: module @signed_chain
+// CHECK: %[[P:.*]] = "convc.pad"(%x)
+// CHECK-NEXT: %[[E:.*]] = "convc.conv"(%[[P]], %w)
+// CHECK-SAME: -> tensor<1x8x8x4xf32>
+// CHECK-NEXT: %[[B:.*]] = "convc.bias_add"(%[[E]], %b)
+// CHECK-NEXT: %[[Y:.*]] = "convc.clamp"(%[[B]]) {max = 6.0 : f64, min = -1.0 : f64}
+// CHECK: %[[MASK:.*]] = "convc.broadcast_in_dim"{{.*}}shape = array<i64: 1, 8, 8, 4>
+// CHECK-NEXT: %[[M:.*]] = "convc.relu_grad"(%[[Y]], %[[MASK]])
+// CHECK-NEXT: %d = "convc.conv"(%[[M]], %k)
+// CHECK-SAME: padding = dense<{{\[\[}}0, 0], [0, 0]]>
+// CHECK-NEXT: func.return %d
+module @signed_chain {
+  func.func @main(%x: tensor<1x6x6x2xf32>, %w: tensor<1x1x2x4xf32>, %b: tensor<4xf32>, %k: tensor<3x3x1x4xf32>) -> tensor<1x6x6x4xf32> {
+    %e = "convc.conv"(%x, %w) {dimension_numbers = #convc.dims<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>, padding = dense<[[0, 0], [0, 0]]> : tensor<2x2xi64>} : (tensor<1x6x6x2xf32>, tensor<1x1x2x4xf32>) -> tensor<1x6x6x4xf32>
+    %eb = "convc.bias_add"(%e, %b) {axis = 3 : i64} : (tensor<1x6x6x4xf32>, tensor<4xf32>) -> tensor<1x6x6x4xf32>
+    %y = "convc.clamp"(%eb) {max = 6.0 : f64, min = -1.0 : f64} : (tensor<1x6x6x4xf32>) -> tensor<1x6x6x4xf32>
+    %d = "convc.conv"(%y, %k) {dimension_numbers = #convc.dims<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>, feature_group_count = 4 : i64, padding = dense<[[1, 1], [1, 1]]> : tensor<2x2xi64>} : (tensor<1x6x6x4xf32>, tensor<3x3x1x4xf32>) -> tensor<1x6x6x4xf32>
+    func.return %d : tensor<1x6x6x4xf32>
+  }
+}
+
+// -----
+
+// Left alone: the chain's value also returned (%shared); a chain that also reads a full-size
+// value from outside it (%foreign); a SiLU chain, whose logistic is no cheap op (%silu); a dense, not depthwise, 3x3 conv (%dense); a strided 1x1
+// conv (%strided_1x1); a depthwise conv without padding (%valid); a depthwise conv pinned to
+// XLA's own conv (%pinned).
 // CHECK-LABEL: module @untouched
-// CHECK-NOT: convc.multiply
+// CHECK-NOT: convc.relu_grad
 module @untouched {
-  func.func @main(%x: tensor<1x6x6x2xf32>, %wf: tensor<1x1x2x4xf32>, %k: tensor<3x3x1x4xf32>, %kd: tensor<3x3x4x4xf32>, %x2: tensor<1x12x12x2xf32>) -> (tensor<1x6x6x4xf32>, tensor<1x6x6x4xf32>, tensor<1x6x6x4xf32>, tensor<1x6x6x4xf32>, tensor<1x6x6x4xf32>, tensor<1x6x6x4xf32>, tensor<1x4x4x4xf32>, tensor<1x6x6x4xf32>) {
+  func.func @main(%x: tensor<1x6x6x2xf32>, %y: tensor<1x6x6x4xf32>, %k: tensor<3x3x1x4xf32>, %kd: tensor<3x3x4x4xf32>, %x2: tensor<1x12x12x2xf32>) -> (tensor<1x6x6x4xf32>, tensor<1x6x6x4xf32>, tensor<1x6x6x4xf32>, tensor<1x6x6x4xf32>, tensor<1x6x6x4xf32>, tensor<1x6x6x4xf32>, tensor<1x4x4x4xf32>, tensor<1x6x6x4xf32>) {
     %w = "convc.constant"() {value = dense<0.5> : tensor<1x1x2x4xf32>} : () -> tensor<1x1x2x4xf32>
     %e1 = "convc.conv"(%x, %w) {dimension_numbers = #convc.dims<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>, padding = dense<[[0, 0], [0, 0]]> : tensor<2x2xi64>} : (tensor<1x6x6x2xf32>, tensor<1x1x2x4xf32>) -> tensor<1x6x6x4xf32>
     %r1 = "convc.relu"(%e1) : (tensor<1x6x6x4xf32>) -> tensor<1x6x6x4xf32>
     %shared = "convc.conv"(%r1, %k) {dimension_numbers = #convc.dims<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>, feature_group_count = 4 : i64, padding = dense<[[1, 1], [1, 1]]> : tensor<2x2xi64>} : (tensor<1x6x6x4xf32>, tensor<3x3x1x4xf32>) -> tensor<1x6x6x4xf32>
     %e2 = "convc.conv"(%x, %w) {dimension_numbers = #convc.dims<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>, padding = dense<[[0, 0], [0, 0]]> : tensor<2x2xi64>} : (tensor<1x6x6x2xf32>, tensor<1x1x2x4xf32>) -> tensor<1x6x6x4xf32>
-    %r2 = "convc.clamp"(%e2) {max = 6.0 : f64, min = -1.0 : f64} : (tensor<1x6x6x4xf32>) -> tensor<1x6x6x4xf32>
-    %signed = "convc.conv"(%r2, %k) {dimension_numbers = #convc.dims<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>, feature_group_count = 4 : i64, padding = dense<[[1, 1], [1, 1]]> : tensor<2x2xi64>} : (tensor<1x6x6x4xf32>, tensor<3x3x1x4xf32>) -> tensor<1x6x6x4xf32>
-    %e3 = "convc.conv"(%x, %wf) {dimension_numbers = #convc.dims<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>, padding = dense<[[0, 0], [0, 0]]> : tensor<2x2xi64>} : (tensor<1x6x6x2xf32>, tensor<1x1x2x4xf32>) -> tensor<1x6x6x4xf32>
-    %r3 = "convc.relu"(%e3) : (tensor<1x6x6x4xf32>) -> tensor<1x6x6x4xf32>
-    %free = "convc.conv"(%r3, %k) {dimension_numbers = #convc.dims<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>, feature_group_count = 4 : i64, padding = dense<[[1, 1], [1, 1]]> : tensor<2x2xi64>} : (tensor<1x6x6x4xf32>, tensor<3x3x1x4xf32>) -> tensor<1x6x6x4xf32>
+    %r2 = "convc.add"(%e2, %y) : (tensor<1x6x6x4xf32>, tensor<1x6x6x4xf32>) -> tensor<1x6x6x4xf32>
+    %foreign = "convc.conv"(%r2, %k) {dimension_numbers = #convc.dims<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>, feature_group_count = 4 : i64, padding = dense<[[1, 1], [1, 1]]> : tensor<2x2xi64>} : (tensor<1x6x6x4xf32>, tensor<3x3x1x4xf32>) -> tensor<1x6x6x4xf32>
+    %e3 = "convc.conv"(%x, %w) {dimension_numbers = #convc.dims<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>, padding = dense<[[0, 0], [0, 0]]> : tensor<2x2xi64>} : (tensor<1x6x6x2xf32>, tensor<1x1x2x4xf32>) -> tensor<1x6x6x4xf32>
+    %s3 = "convc.logistic"(%e3) : (tensor<1x6x6x4xf32>) -> tensor<1x6x6x4xf32>
+    %r3 = "convc.multiply"(%e3, %s3) : (tensor<1x6x6x4xf32>, tensor<1x6x6x4xf32>) -> tensor<1x6x6x4xf32>
+    %silu = "convc.conv"(%r3, %k) {dimension_numbers = #convc.dims<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>, feature_group_count = 4 : i64, padding = dense<[[1, 1], [1, 1]]> : tensor<2x2xi64>} : (tensor<1x6x6x4xf32>, tensor<3x3x1x4xf32>) -> tensor<1x6x6x4xf32>
     %e4 = "convc.conv"(%x, %w) {dimension_numbers = #convc.dims<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>, padding = dense<[[0, 0], [0, 0]]> : tensor<2x2xi64>} : (tensor<1x6x6x2xf32>, tensor<1x1x2x4xf32>) -> tensor<1x6x6x4xf32>
     %r4 = "convc.relu"(%e4) : (tensor<1x6x6x4xf32>) -> tensor<1x6x6x4xf32>
     %dense = "convc.conv"(%r4, %kd) {dimension_numbers = #convc.dims<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>, padding = dense<[[1, 1], [1, 1]]> : tensor<2x2xi64>} : (tensor<1x6x6x4xf32>, tensor<3x3x4x4xf32>) -> tensor<1x6x6x4xf32>
@@ -111,6 +139,6 @@ module @untouched {
     %e7 = "convc.conv"(%x, %w) {dimension_numbers = #convc.dims<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>, padding = dense<[[0, 0], [0, 0]]> : tensor<2x2xi64>} : (tensor<1x6x6x2xf32>, tensor<1x1x2x4xf32>) -> tensor<1x6x6x4xf32>
     %r7 = "convc.relu"(%e7) : (tensor<1x6x6x4xf32>) -> tensor<1x6x6x4xf32>
     %pinned = "convc.conv"(%r7, %k) {dimension_numbers = #convc.dims<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>, feature_group_count = 4 : i64, lowering = "xla", padding = dense<[[1, 1], [1, 1]]> : tensor<2x2xi64>} : (tensor<1x6x6x4xf32>, tensor<3x3x1x4xf32>) -> tensor<1x6x6x4xf32>
-    func.return %shared, %r1, %signed, %free, %dense, %strided_1x1, %valid, %pinned : tensor<1x6x6x4xf32>, tensor<1x6x6x4xf32>, tensor<1x6x6x4xf32>, tensor<1x6x6x4xf32>, tensor<1x6x6x4xf32>, tensor<1x6x6x4xf32>, tensor<1x4x4x4xf32>, tensor<1x6x6x4xf32>
+    func.return %shared, %r1, %foreign, %silu, %dense, %strided_1x1, %valid, %pinned : tensor<1x6x6x4xf32>, tensor<1x6x6x4xf32>, tensor<1x6x6x4xf32>, tensor<1x6x6x4xf32>, tensor<1x6x6x4xf32>, tensor<1x6x6x4xf32>, tensor<1x4x4x4xf32>, tensor<1x6x6x4xf32>
   }
 }

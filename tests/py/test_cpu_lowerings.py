@@ -345,7 +345,7 @@ def test_rewrite_matches_canonical_form(rewrite: Rewrite, seed: int, run_stableh
 # the cpu rewrites of ops other than convs, each with its own numeric test: one in this file, or a test file of its own
 NON_CONV_REWRITES = {"cpu-integer-sum-as-dot": "test_integer_sum_as_dot_equals_numpy",
                      "cpu-materialize-shared-relu": "test_cpu_materialize_shared_relu.py",
-                     "cpu-pad-before-pointwise": "test_a_depthwise_conv_over_a_1x1_convs_relu6_padded_upstream_matches_jax_lax"}
+                     "cpu-pad-before-pointwise": "test_a_depthwise_conv_over_a_1x1_convs_activation_padded_upstream_matches_jax_lax"}
 
 
 def test_every_cpu_pass_is_registered_and_tested() -> None:
@@ -495,33 +495,36 @@ def test_a_depthwise_sum_read_by_a_training_steps_clip_and_mask_is_computed_once
     np.testing.assert_allclose(got_dw, want_dw, rtol=1e-4, atol=1e-4 * float(np.abs(want_dw).max()))
 
 
+@pytest.mark.parametrize("chain", ["relu6", "signed"])
 @pytest.mark.parametrize("stride", [1, 2])
-def test_a_depthwise_conv_over_a_1x1_convs_relu6_padded_upstream_matches_jax_lax(
-        stride: int, rng: np.random.Generator, run_stablehlo: RunStablehlo) -> None:
-    """A MobileNet block's first half (1x1 conv with constant weights and bias, ReLU6, SAME 3x3 depthwise conv at
-    `stride`) through the cpu pipeline with cpu-pad-before-pointwise taking it (the cost model opened up): the
-    depthwise conv reads the masked result of a 1x1 conv over the padded input, and XLA CPU's run equals jax.lax
-    at HIGHEST precision."""
+def test_a_depthwise_conv_over_a_1x1_convs_activation_padded_upstream_matches_jax_lax(
+        stride: int, chain: str, rng: np.random.Generator, run_stablehlo: RunStablehlo) -> None:
+    """A MobileNet block's first half (1x1 conv, bias, then ReLU6 with constant weights, or a clamp to [-1, 6] with the
+    1x1 kernel an input, SAME 3x3 depthwise conv at `stride`) through the cpu pipeline with cpu-pad-before-pointwise
+    taking it (the cost model opened up): the depthwise conv reads the masked result of a 1x1 conv over the padded
+    input, and XLA CPU's run equals jax.lax at HIGHEST precision. The biases are standard normal, so the signed clamp's
+    border values are negative in some features: the mask must make them padding's zeros."""
     from jax import lax
 
     w1 = rng.standard_normal((1, 1, 3, 8)).astype(np.float32)
     bias = rng.standard_normal(8).astype(np.float32)
     b = convc.Builder("expand_depthwise")
     x, k = b.input("x", (2, 9, 9, 3)), b.input("k", (3, 3, 1, 8))
+    kernel = b.constant("w1", w1) if chain == "relu6" else b.input("w1", w1.shape)
     dn = ("NHWC", "HWIO", "NHWC")
-    expanded = b.clamp(b.bias_add(b.conv(x, b.constant("w1", w1), padding="VALID", dimension_numbers=dn), b.constant("b1", bias), axis=3),
-                       min=0.0, max=6.0)
+    biased = b.bias_add(b.conv(x, kernel, padding="VALID", dimension_numbers=dn), b.constant("b1", bias), axis=3)
+    expanded = b.clamp(biased, min=0.0 if chain == "relu6" else -1.0, max=6.0)
     b.output(b.conv(expanded, k, window_strides=(stride, stride), padding="SAME", dimension_numbers=dn, feature_group_count=8))
     graph = b.build()
     pipeline = default_pipeline("cpu").replace("cpu-pad-before-pointwise", "cpu-pad-before-pointwise{max_extra=1000}")
     text = convc.compile_graph(graph, pipeline=pipeline)
     untaken = convc.compile_graph(graph, target="cpu")
-    assert "stablehlo.multiply" in text and "tensor<2x11x11x3xf32>" in text, "the 1x1 conv's input was not padded"
+    assert "stablehlo.select" in text and "tensor<2x11x11x3xf32>" in text, "the 1x1 conv's input was not padded"
     assert "tensor<2x11x11x3xf32>" not in untaken, "the cost model took a 9x9 map"
     arrays = [rng.standard_normal(shape).astype(np.float32) for shape in ((2, 9, 9, 3), (3, 3, 1, 8))]
-    e = np.clip(lax.conv_general_dilated(arrays[0], w1, (1, 1), "VALID", dimension_numbers=dn, precision=lax.Precision.HIGHEST) + bias,
-                0.0, 6.0)
+    e = lax.conv_general_dilated(arrays[0], w1, (1, 1), "VALID", dimension_numbers=dn, precision=lax.Precision.HIGHEST) + bias
+    e = np.clip(e, 0.0 if chain == "relu6" else -1.0, 6.0)
     want = lax.conv_general_dilated(e, arrays[1], (stride, stride), "SAME", dimension_numbers=dn, feature_group_count=8,
                                     precision=lax.Precision.HIGHEST)
-    (got,) = run_stablehlo(text, arrays, "cpu")
+    (got,) = run_stablehlo(text, arrays if chain == "relu6" else [*arrays, w1], "cpu")
     np.testing.assert_allclose(got, np.asarray(want), rtol=1e-5, atol=1e-5 * float(np.abs(want).max()))
