@@ -576,7 +576,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                              "interleaved with the rest (a pass's before and after, in one process)")
     parser.add_argument("--profile", action="store_true",
                         help="--suite models, train-models: per network, the conv lowerings convc chose, the ops of XLA's optimized "
-                             "HLO and their times per call (a profiler trace of a few calls, after the timing)")
+                             "HLO and their times per call (a profiler trace of a few calls, after the timing); --suite models on "
+                             "the CPU: ONNX Runtime's kernel times by op type too (its own profiler)")
     parser.add_argument("--int8", action="store_true",
                         help="--suite models: each network quantized by onnxruntime's quantize_static (QDQ, per-channel); "
                              "convc int8 against ONNX Runtime int8 and convc f32; --suite models-limits: the same networks' "

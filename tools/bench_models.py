@@ -104,6 +104,7 @@ class ModelResult(NetworkTiming):
     checked: list[str] = field(default_factory=list)  # the implementations compared with ONNX Runtime
     ratio_vs_without: float | None = None  # convc over convc without --without-pass's pass
     profile: dict[str, Any] | None = None  # --profile: bench_profile.Profile of convc's executable
+    ort_profile: dict[str, Any] | None = None  # --profile on the CPU: bench_profile.OrtProfile of ONNX Runtime's session
 
 
 # --- the networks --------------------------------------------------------------------------
@@ -453,12 +454,16 @@ def onnx_model_bytes(graph: Any, opset: int) -> bytes:
     return bytes(helper.make_model(graph, opset_imports=opsets, ir_version=helper.find_min_ir_version_for(opsets)).SerializeToString())
 
 
-def ort_session(model: bytes, threads: int, provider: str = "CPUExecutionProvider") -> Any:
+def ort_session(model: bytes, threads: int, provider: str = "CPUExecutionProvider", profile_prefix: str | None = None) -> Any:
     """ONNX Runtime's session on `provider` with `threads` intra-op threads, one inter-op,
-    sequential, its threads idle once a run returns (ORT_STOP_SPINNING)."""
+    sequential, its threads idle once a run returns (ORT_STOP_SPINNING); with `profile_prefix`,
+    its profiler on, writing under that prefix."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()
+    if profile_prefix is not None:
+        options.enable_profiling = True
+        options.profile_file_prefix = profile_prefix
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
@@ -563,13 +568,16 @@ def run_model(spec: ModelSpec, target: str, budget_s: float, use_torch: bool, th
     samples = bench.Timer(budget_s).run(thunks)
     medians, best, iqr = bench.summarize(samples)
     report = bench_profile.profile_executable(executable, buffers, lowerings).as_dict() if lowerings is not None else None
+    ort_report = None
+    if profile and provider == "CPUExecutionProvider":
+        ort_report = bench_profile.profile_ort(lambda prefix: ort_session(model, threads, provider, prefix), {"x": x}).as_dict()
     return ModelResult(
         spec.name, spec.source, spec.batch, spec.describe(), medians, best, iqr, len(samples["convc"]),
         medians["convc"] / medians["ort"] if "ort" in medians else None,
         medians["convc"] / medians["torch"] if "torch" in medians else None, error, torch_error,
         imported - start, compiled - imported, _node_count(model),
         ["convc", *(["torch"] if use_torch else []), *(["convc_without"] if baseline is not None else [])],
-        medians["convc"] / medians["convc_without"] if "convc_without" in medians else None, report)
+        medians["convc"] / medians["convc_without"] if "convc_without" in medians else None, report, ort_report)
 
 
 def torch_thunk(module: Any, x: np.ndarray, platform: str) -> Callable[[], Any]:
@@ -684,6 +692,8 @@ def run_models_suite(args: Any, info: dict[str, Any], target: str, budget: float
             + f"; import {result.import_s:.2f} s, compile {result.compile_s:.2f} s ({result.rounds} rounds)")
         if result.profile is not None:
             log(bench_profile.format_profile(f"{spec.name} batch {spec.batch}", result.profile))
+        if result.ort_profile is not None:
+            log(bench_profile.format_ort_profile(result.ort_profile))
         results.append(result)
     info["load_average_after"] = list(os.getloadavg())
     table = format_table(results) + (f"\n{not_timed}" if not_timed else "") if results else ""

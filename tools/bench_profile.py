@@ -15,17 +15,24 @@
   a jaxlib records none, the profile says so and gives the census alone. An XLA convolution
   that runs asynchronously on the intra-op pool is timed at its launch only; the traced
   calls' wall time is kept beside the events, and printed where the census has a convolution.
+* **ONNX Runtime's side** (`--suite models` on the CPU): its own profiler over a few runs of
+  the same ONNX bytes (a session like the timed one, with profiling on), each kernel's time
+  per run summed by op type as its graph optimizer left them (fused kernels under their own
+  names, its layout reorders as ops of their own), and its slowest nodes: what the convc
+  categories above compare with.
 """
 
 from __future__ import annotations
 
 import glob
+import json
 import re
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 COMPUTATION = re.compile(r"^(ENTRY\s+)?%([\w.\-]+)\s.*\{\s*$")
@@ -37,6 +44,7 @@ HEAVY = ("convolution", "dot", "reduce-window", "reduce", "scatter", "gather", "
 LAYOUT = re.compile(r"\{[^{}]*\}|/\*.*?\*/")  # layouts and /*index=N*/ comments
 ARRAY = re.compile(r"[a-z]+[0-9]*\[[0-9,]*\]")
 TRACED_CALLS = 5
+ORT_KERNEL = "_kernel_time"  # how ONNX Runtime's profile names a node's kernel event
 XLA = "xla"  # the lowerings' key for the convs left to XLA's own convolution
 
 
@@ -208,3 +216,59 @@ def format_profile(title: str, profile: dict[str, Any]) -> str:
         lines.append(f"    a traced call took {profile['wall_ms']:.2f} ms; XLA's own convolutions can run asynchronously on its "
                      "thread pool, and then their events time only the launch: their work is in that wall time, not above")
     return "\n".join(lines)
+
+
+@dataclass
+class OrtProfile:
+    """ONNX Runtime's profile of one network: per run, each op type's kernel time and the slowest nodes."""
+
+    runs: int
+    times_ms: dict[str, float]  # op type (as ONNX Runtime's optimized graph names it) -> ms per run, most first
+    slowest: list[tuple[str, float]]  # ("<op type> <node> <output shape>", ms per run)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def ort_kernel_times(events: Sequence[Mapping[str, Any]], slowest: int = 5) -> OrtProfile:
+    """ONNX Runtime's profile events (its JSON) summed per run: the kernel events after the first
+    `model_run` (a warm-up, untimed), over the `model_run`s that follow it."""
+    runs = sorted((e for e in events if e.get("cat") == "Session" and e.get("name") == "model_run"), key=lambda e: e["ts"])
+    if len(runs) < 2:
+        return OrtProfile(0, {}, [])
+    warm = runs[0]["ts"] + runs[0]["dur"]
+    by_type: Counter[str] = Counter()
+    by_node: Counter[str] = Counter()
+    for event in events:
+        name = str(event.get("name", ""))
+        if event.get("cat") != "Node" or not name.endswith(ORT_KERNEL) or event["ts"] < warm:
+            continue
+        args = event.get("args", {})
+        shapes = [list(shape.values())[0] for shape in args.get("output_type_shape", []) if shape]
+        by_type[args.get("op_name", "?")] += event["dur"]
+        by_node[f"{args.get('op_name', '?')} {name[:-len(ORT_KERNEL)]} {shapes[0] if len(shapes) == 1 else shapes}"] += event["dur"]
+    count = len(runs) - 1
+    return OrtProfile(count, {op: us / count / 1e3 for op, us in by_type.most_common()},
+                      [(what, us / count / 1e3) for what, us in by_node.most_common(slowest)])
+
+
+def profile_ort(session_with_profile: Callable[[str], Any], feeds: Mapping[str, Any], runs: int = TRACED_CALLS) -> OrtProfile:
+    """Run a session that `session_with_profile(prefix)` makes with ONNX Runtime's profiling on
+    (its file under that prefix) once untimed and `runs` times, and sum its kernel events."""
+    with tempfile.TemporaryDirectory() as directory:
+        session = session_with_profile(f"{directory}/ort")
+        for _ in range(runs + 1):
+            session.run(None, dict(feeds))
+        events = json.loads(Path(session.end_profiling()).read_text())
+    return ort_kernel_times(events)
+
+
+def format_ort_profile(profile: Mapping[str, Any]) -> str:
+    """Two lines under convc's profile: ONNX Runtime's time per run by op type, and its slowest nodes."""
+    times = profile["times_ms"]
+    if not times:
+        return "    ONNX Runtime's profile: no kernel events"
+    total = sum(times.values()) or 1e-12
+    return (f"    ONNX Runtime's kernels per run (its profiler, {profile['runs']} runs, {total:.2f} ms in all): "
+            + ", ".join(f"{op} {ms:.2f} ms ({100 * ms / total:.0f}%)" for op, ms in times.items())
+            + "\n    its slowest: " + "; ".join(f"{what} {ms:.2f} ms" for what, ms in profile["slowest"]))

@@ -162,7 +162,7 @@ def test_quick_models_suite_checks_against_onnxruntime(tmp_path: Path) -> None:
     census among them."""
     pytest.importorskip("onnxruntime")
     pytest.importorskip("torch")
-    from convc.tools import bench_models
+    from convc.tools import bench_models, bench_profile
 
     out = tmp_path / "models.json"
     code = bench.main(["--suite", "models", "--quick", "--platform", "cpu", "--target", "cpu", "--batch", "1",
@@ -182,6 +182,8 @@ def test_quick_models_suite_checks_against_onnxruntime(tmp_path: Path) -> None:
     assert case["ratio_vs_ort"] == case["ms"]["convc"] / case["ms"]["ort"]
     assert report["geomean_convc_over_ort"] == pytest.approx(case["ratio_vs_ort"])
     assert case["profile"]["lowerings"]["convs"] > 0 and case["profile"]["census"]  # --profile's census
+    ort_profile = case["ort_profile"]  # ... and ONNX Runtime's own, of the same model
+    assert ort_profile["runs"] == bench_profile.TRACED_CALLS and ort_profile["times_ms"]["Conv"] > 0 and ort_profile["slowest"]
 
 
 def test_onnxruntime_sessions_of_the_suites_stop_their_threads_spinning_when_a_run_returns() -> None:
@@ -351,6 +353,32 @@ def test_profile_with_xla_convolutions_prints_the_calls_wall_time_beside_their_l
     assert "a traced call took 21.25 ms; XLA's own convolutions can run asynchronously" in text
     profile.census.pop("convolution")
     assert "a traced call took" not in bench_profile.format_profile("no conv", profile.as_dict())
+
+
+def test_onnxruntime_profile_sums_kernel_events_per_run_after_the_warm_up() -> None:
+    """ONNX Runtime's profile events (hand-written, as its JSON spells them): the kernel events of the first model_run
+    (the warm-up) are left out, the rest summed per op type and per node and divided by the runs that follow; fence
+    events and session events count for nothing; the printed lines name each op type with its share."""
+    from convc.tools import bench_profile
+
+    def run(ts: int) -> dict[str, object]:
+        return {"cat": "Session", "name": "model_run", "ts": ts, "dur": 90}
+
+    def kernel(node: str, op: str, ts: int, us: int) -> dict[str, object]:
+        return {"cat": "Node", "name": f"{node}_kernel_time", "ts": ts, "dur": us,
+                "args": {"op_name": op, "output_type_shape": [{"float": [1, 8, 4, 4]}]}}
+
+    events = [run(0), kernel("conv1", "Conv", 10, 5000),  # the warm-up: left out
+              run(100), kernel("conv1", "Conv", 110, 600), kernel("relu", "Relu", 120, 100),
+              {"cat": "Node", "name": "conv1_fence_before", "ts": 111, "dur": 9999},
+              run(200), kernel("conv1", "Conv", 210, 400), kernel("relu", "Relu", 220, 300)]
+    profile = bench_profile.ort_kernel_times(events)
+    assert profile.runs == 2
+    assert profile.times_ms == {"Conv": 0.5, "Relu": 0.2}
+    assert profile.slowest == [("Conv conv1 [1, 8, 4, 4]", 0.5), ("Relu relu [1, 8, 4, 4]", 0.2)]
+    text = bench_profile.format_ort_profile(profile.as_dict())
+    assert "2 runs, 0.70 ms in all): Conv 0.50 ms (71%), Relu 0.20 ms (29%)" in text and "its slowest: Conv conv1" in text
+    assert bench_profile.ort_kernel_times(events[:2]).runs == 0  # a warm-up alone: nothing to report
 
 
 def test_profile_is_for_the_network_suites() -> None:
