@@ -103,6 +103,21 @@ def sum_values(rewriter: OpFactory, terms: Sequence[Value], suffix: str) -> Valu
     return total
 
 
+def sum_as_dot(rewriter: OpFactory, x: Value, axes: Sequence[int], suffix: str) -> Value:
+    """`reduce_sum(x, axes)` as a `dot_general` of ones (x's float type) with `x`: the kept dims
+    before the first summed one are batch dims (ones of their sizes too), so a channels-last
+    operand summed over its spatial dims needs no transpose (ones [N, H, W], result [N, C]); the
+    result's dims are the reduce's, in order."""
+    summed = sorted(axes)
+    batch = [dim for dim in range(summed[0]) if dim not in summed]
+    ones = np.ones([x.type.shape[dim] for dim in (*batch, *summed)], numpy_dtype(x.type.dtype))
+    return rewriter.create(
+        "dot_general", rewriter.create("constant", suffix=f"{suffix}_ones", value=ones), x, suffix=suffix,
+        lhs_batching_dimensions=tuple(range(len(batch))), rhs_batching_dimensions=tuple(batch),
+        lhs_contracting_dimensions=tuple(range(len(batch), ones.ndim)), rhs_contracting_dimensions=tuple(summed),
+        precision="HIGHEST")
+
+
 def rounded_quotient(rewriter: OpFactory, x: Value, divisor: Value, suffix: str) -> Value:
     """`x / divisor` rounded once to x's type (f32, f16 or bf16), as IEEE division rounds it,
     whatever XLA does to a division: it makes one by a constant a product with the constant's

@@ -18,6 +18,7 @@ summed over H and W, the ones are [N, H, W] and the result [N, C] as the reduce'
 from __future__ import annotations
 
 import numpy as np
+from convc.builders import sum_as_dot
 from convc.dtypes import is_integer
 from convc.integer_range import F32_EXACT, integer_range, largest_magnitude
 from convc.ir import Op
@@ -42,16 +43,8 @@ class IntegerSumAsDot(RewritePattern):
     def match_and_rewrite(self, op: Op, rewriter: Rewriter) -> None:
         if not exact_in_f32(op):
             return
-        x = op.operands[0]
-        axes = sorted(view(op).axes)
-        batch = [dim for dim in range(axes[0]) if dim not in axes]
-        ones = np.ones([x.type.shape[dim] for dim in (*batch, *axes)], np.float32)
-        sums = rewriter.create(
-            "dot_general", rewriter.create("constant", suffix="ones", value=ones),
-            rewriter.create("convert", x, suffix="f32", new_dtype="f32"), suffix="sums",
-            lhs_batching_dimensions=tuple(range(len(batch))), rhs_batching_dimensions=tuple(batch),
-            lhs_contracting_dimensions=tuple(range(len(batch), ones.ndim)), rhs_contracting_dimensions=tuple(axes),
-            precision="HIGHEST")
+        real = rewriter.create("convert", op.operands[0], suffix="f32", new_dtype="f32")
+        sums = sum_as_dot(rewriter, real, view(op).axes, "sums")
         rewriter.replace_anchor(rewriter.create("convert", sums, suffix="sum", new_dtype=op.result.type.dtype))
 
 

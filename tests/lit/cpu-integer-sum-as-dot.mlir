@@ -7,8 +7,8 @@
 // QLinearGlobalAveragePool's sum, NHWC: int8 values less a zero point (|x| <= 162) over 4x4
 // positions: the ones are [N, H, W], batch [0] x [0], and the result [N, C] as the reduce's.
 // CHECK-LABEL: module @channels_last_pool
-// CHECK: %[[ONES:.*]] = "convc.constant"() {value = dense<1.0> : tensor<2x4x4xf32>}
-// CHECK-NEXT: %[[REAL:.*]] = "convc.convert"(%[[X:.*]]) {new_dtype = f32} : (tensor<2x4x4x8xi32>) -> tensor<2x4x4x8xf32>
+// CHECK: %[[REAL:.*]] = "convc.convert"(%[[X:.*]]) {new_dtype = f32} : (tensor<2x4x4x8xi32>) -> tensor<2x4x4x8xf32>
+// CHECK-NEXT: %[[ONES:.*]] = "convc.constant"() {value = dense<1.0> : tensor<2x4x4xf32>}
 // CHECK-NEXT: %[[SUMS:.*]] = "convc.dot_general"(%[[ONES]], %[[REAL]])
 // CHECK-SAME: lhs_batching_dimensions = array<i64: 0>, lhs_contracting_dimensions = array<i64: 1, 2>
 // CHECK-SAME: precision = "HIGHEST", rhs_batching_dimensions = array<i64: 0>, rhs_contracting_dimensions = array<i64: 1, 2>

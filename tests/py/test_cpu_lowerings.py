@@ -344,6 +344,7 @@ def test_rewrite_matches_canonical_form(rewrite: Rewrite, seed: int, run_stableh
 
 # the cpu rewrites of ops other than convs, each with its own numeric test: one in this file, or a test file of its own
 NON_CONV_REWRITES = {"cpu-integer-sum-as-dot": "test_integer_sum_as_dot_equals_numpy",
+                     "cpu-float-sum-as-dot": "test_float_sum_as_dot_equals_an_f64_sum",
                      "cpu-materialize-shared-relu": "test_cpu_materialize_shared_relu.py",
                      "cpu-pad-before-pointwise": "test_a_depthwise_conv_over_a_1x1_convs_activation_padded_upstream_matches_jax_lax"}
 
@@ -463,6 +464,32 @@ def test_integer_sum_as_dot_at_the_f32_bound(elements: int, rewritten: bool, run
     assert ("stablehlo.dot_general" in text) == rewritten and ("stablehlo.reduce" in text) != rewritten
     (got,) = run_stablehlo(text, [np.full((1, elements), -128, np.int8)], "cpu")
     np.testing.assert_array_equal(got, [-128 * elements])
+
+
+@pytest.mark.parametrize("seed", range(CASES_PER_PASS))
+def test_float_sum_as_dot_equals_an_f64_sum(seed: int, run_stablehlo: RunStablehlo) -> None:
+    """cpu-float-sum-as-dot on random f32 or f64 sums over middle dims (rank 3-5, one kept dim or more on each side
+    of the summed ones, the sum of a SiLU as a squeeze-excite pool's): the reduce is gone, a dot_general of ones
+    stands for it, and XLA CPU's run equals numpy's f64 sum of the same values within the operand type's rounding
+    of a sum of that many terms."""
+    rng = np.random.default_rng(seed)
+    rank = int(rng.integers(3, 6))
+    shape = _ints(rng, rank, 1, 9)
+    first = int(rng.integers(1, rank - 1))
+    axes = tuple(range(first, int(rng.integers(first + 1, rank))))
+    dtype = "f64" if rng.integers(4) == 0 else "f32"
+    b = convc.Builder("pool")
+    x = b.input("x", shape, dtype=dtype)
+    b.output(b.reduce_sum(b.multiply(x, b.logistic(x)), axes=axes))
+    text = convc.compile_graph(b.build(), target="cpu")
+    assert "stablehlo.reduce" not in text and "stablehlo.dot_general" in text, text
+    values = (rng.standard_normal(shape) * 3).astype(np.float64 if dtype == "f64" else np.float32)
+    (got,) = run_stablehlo(text, [values], "cpu")
+    wide = values.astype(np.float64)
+    terms = (wide / (1 + np.exp(-wide))).sum(axis=axes)
+    eps = np.finfo(values.dtype).eps
+    summed = int(np.prod([shape[a] for a in axes]))
+    np.testing.assert_allclose(got, terms, rtol=0, atol=4 * eps * summed * float(np.abs(values).max()))
 
 
 def test_a_depthwise_sum_read_by_a_training_steps_clip_and_mask_is_computed_once_and_matches_jax_vjp(
