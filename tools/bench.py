@@ -471,6 +471,13 @@ def sgemm_peak_gflops(size: int = 2048, repeats: int = 5, pjrt_platform: str | N
     return 2 * size**3 / best / 1e9
 
 
+def measured_peak(args: argparse.Namespace) -> float | None:
+    """The sgemm rate beside a suite's figures (None with --no-peak): a GPU's on an 8192 matmul, --quick's on 512."""
+    if args.no_peak:
+        return None
+    return sgemm_peak_gflops(512 if args.quick else 8192 if args.platform == "gpu" else 2048, pjrt_platform=args.platform)
+
+
 def machine(pjrt_platform: str = "cpu") -> dict[str, Any]:
     """The machine, the device the suite runs on, and the versions of everything timed."""
     import jax
@@ -713,8 +720,7 @@ def run_suite(args: argparse.Namespace, log: Callable[[str], None] = print) -> d
         from convc.tools import bench_limits
 
         return bench_limits.run_limits_suite(args, info, target, budget, use_torch, log)
-    peak_size = 512 if args.quick else 8192 if args.platform == "gpu" else 2048
-    peak = None if args.no_peak else sgemm_peak_gflops(peak_size, pjrt_platform=args.platform)
+    peak = measured_peak(args)
     log(f"machine: {info['cpu']}, {info['cores']} cores, {info['device_kind']}, jax {info['jax']}, torch {info['torch']}; "
         f"platform {args.platform}, target {target}, batch x{args.batch_scale}; load {info['load_average'][0]:.2f}"
         + (f"; sgemm peak {peak:.0f} GFLOP/s" if peak else ""))

@@ -672,13 +672,15 @@ def run_models_suite(args: Any, info: dict[str, Any], target: str, budget: float
     source = specs[0].source if specs else ("torchvision" if has_torchvision() else "fallback")
     info["onnxruntime"], info["threads"], info["onnxruntime_provider"] = (
         onnxruntime.__version__, threads, gpu_ort or ("CPUExecutionProvider" if platform == "cpu" else None))
+    peak = bench.measured_peak(args)  # the machine's speed now
     not_timed = f"PyTorch not timed: the networks are the ONNX files in {saved_dir} (--onnx-dir)" if saved_dir else None
     origin = (f" from the ONNX files in {saved_dir}" if saved_dir else "" if source == "torchvision"
               else f" (torchvision not importable): {', '.join(FALLBACK_NETWORKS)}")
     log(f"networks: {source}{origin}"
         + ("; convc with --autotune" if args.autotune else "")
         + f"; XLA and ONNX Runtime on {threads} intra-op threads"
-        + (f", PyTorch on {info.get('torch_threads')}" if use_torch else "") + ("; PyTorch not timed" if saved_dir else ""))
+        + (f", PyTorch on {info.get('torch_threads')}" if use_torch else "") + ("; PyTorch not timed" if saved_dir else "")
+        + (f"; XLA's sgemm {peak:.0f} GFLOP/s" if peak else ""))
     modules: dict[str, Any] = {}
     results = []
     for spec in specs:
@@ -700,7 +702,7 @@ def run_models_suite(args: Any, info: dict[str, Any], target: str, budget: float
     return {
         "machine": info, "suite": "models", "platform": platform, "target": target, "networks_from": source,
         "quick": args.quick, "budget_s": budget, "input_size": size, "batches": list(args.batch), "tolerance": TOLERANCE,
-        "onnx_dir": saved_dir, "torch_not_timed": not_timed,
+        "sgemm_peak_gflops": peak, "onnx_dir": saved_dir, "torch_not_timed": not_timed,
         "cases": [vars(r) for r in results],
         "geomean_convc_over_ort": bench.geomean([r.ratio_vs_ort for r in results if r.ratio_vs_ort is not None]),
         "geomean_convc_over_torch": bench.geomean([r.ratio_vs_torch for r in results if r.ratio_vs_torch is not None]),

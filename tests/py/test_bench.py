@@ -172,6 +172,7 @@ def test_quick_models_suite_checks_against_onnxruntime(tmp_path: Path) -> None:
     assert (report["suite"], report["input_size"], report["batches"]) == ("models", bench_models.QUICK_SIZE, [1])
     assert report["networks_from"] in ("torchvision", "fallback")
     assert report["machine"]["threads"] == os.cpu_count()
+    assert report["sgemm_peak_gflops"] > 0  # the machine's speed, beside the ratios
     [case] = report["cases"]
     assert case["name"].startswith("mobilenet_v2") and (case["batch"], case["shape"]) == (1, "1x3x64x64")
     assert case["checked"] == ["convc", "torch"]
