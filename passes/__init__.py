@@ -106,9 +106,9 @@ _SIMPLIFY = ("drop-padding-taps",)
 # rewrites build on channels-last convs (their transposes then cancel or vanish);
 # cpu-conv-eigen-path last of the conv rewrites, so it also sees the 2-D convs the phase and 3-D rewrites
 # create; cpu-pad-before-pointwise before the 1x1 and depthwise rewrites, so they build on the
-# convs it makes; then cpu-integer-sum-as-dot and cpu-float-sum-as-dot, on the channels-last sums the
-# layout pass left; then
-# cpu-materialize-shared-relu, once every rewrite has made its readers (a 1x1 conv's reshape).
+# convs it makes; then cpu-integer-sum-as-dot and cpu-float-sum-as-dot, on the channels-last
+# sums the layout pass left; then cpu-materialize-shared-relu, once every rewrite has made its
+# readers (a 1x1 conv's reshape).
 _CPU = ("cpu-layout-nhwc", "cpu-crop-negative-padding", "cpu-batch-group-tap-reduce", "cpu-batch-group-to-feature-group", "cpu-transposed-conv-phases",
         "cpu-conv3d-as-conv2d-sum", "cpu-pad-before-pointwise", "cpu-conv-1x1-to-dot", "cpu-depthwise-tap-sum", "cpu-small-map-im2col", "cpu-conv-eigen-path",
         "cpu-integer-sum-as-dot", "cpu-float-sum-as-dot", "cpu-materialize-shared-relu", "dce")

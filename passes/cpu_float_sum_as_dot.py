@@ -3,17 +3,17 @@ over each image's spatial dims, channels-last) becomes a `dot_general` of ones w
 
 XLA:CPU runs such a reduce as a loop over the kept elements that reads the summed dims with a
 stride (the feature count), and splits large ones into a `reduce-window` of 32x32 blocks and a
-second reduce (its tree reduction); ONNX Runtime's GlobalAveragePool took 1.0 ms of
-EfficientNet-B0 at batch 8 where convc's squeeze-excite pools took 9.6. As a dot (ones [N, H, W]
-batched over N against x [N, H, W, C]) the sum is a matrix-vector product per image, read
-once in order (figures in docs/benchmarks.md).
+second reduce (its tree reduction): a network's squeeze-excite pools took several times ONNX
+Runtime's GlobalAveragePool. As a dot (ones [N, H, W] batched over N against x [N, H, W, C])
+the sum is a matrix-vector product per image, read once in order (figures in
+docs/benchmarks.md).
 
 The same sums in another order: XLA's dot adds the terms in blocks along the summed dims where
-its reduce adds them in a tree, so a result may differ in its last bits (the largest relative
-difference from an f64 sum measured 6e-6 over 50,176 terms, 4e-7 for the reduce). Taken where
-a kept dim comes before the summed ones (the dot's batch dims: each image's own sum) and
-another after them (the free dims, so the ones are smaller than the operand by their size);
-sums over the batch (a gradient's bias or kernel sums) are left.
+its reduce adds them in a tree, so a result may differ in its last bits, more often the more
+terms it sums (measured against an f64 sum: docs/passes.md). Taken where a kept dim comes
+before the summed ones (the dot's batch dims: each image's own sum) and another after them (the
+free dims, so the ones are smaller than the operand by their size); sums over the batch (a
+gradient's bias or kernel sums) are left.
 """
 
 from __future__ import annotations

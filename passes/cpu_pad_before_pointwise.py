@@ -55,9 +55,9 @@ def _is_pointwise_conv(op: Op) -> bool:
 
 def _chain(x: Value, reader: Op, returned: set[int]) -> tuple[list[Op], Op] | None:
     """The elementwise ops that compute `x` from one 1x1 conv's result, and that conv. None
-    unless the rest of their operands are vectors (read as they are at any spatial size) and each full-size value among
-    them is read only inside the chain (`x` only by `reader`) and none is returned, so the rewrite
-    leaves none alive."""
+    unless the rest of their operands are vectors (read as they are at any spatial size) and
+    each full-size value among them is read only inside the chain (`x` only by `reader`) and none
+    is returned, so the rewrite leaves none alive."""
     shape = x.type.shape
     chain: dict[int, Op] = {}
     pointwise: Op | None = None
