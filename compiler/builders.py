@@ -44,18 +44,21 @@ def leading(rewriter: OpFactory, value: Value, shape: Sequence[int], suffix: str
     return slice_along(rewriter, value, {dim: (0, size) for dim, size in enumerate(shape)}, suffix)
 
 
-def pad_along(rewriter: OpFactory, value: Value, pads: Mapping[int, tuple[int, int, int]], suffix: str) -> Value:
-    """`value` padded with zeros along the dims `pads` names, each (low, high, interior)."""
+def pad_along(rewriter: OpFactory, value: Value, pads: Mapping[int, tuple[int, int, int]], suffix: str,
+              padding_value: float = 0.0) -> Value:
+    """`value` padded with `padding_value` (zeros) along the dims `pads` names, each (low, high, interior)."""
     config = [(0, 0, 0)] * value.type.rank
     for dim, row in pads.items():
         config[dim] = row
-    return pad(rewriter, value, config, suffix)
+    return pad(rewriter, value, config, suffix, padding_value)
 
 
-def pad(rewriter: OpFactory, value: Value, config: Sequence[tuple[int, int, int]], suffix: str) -> Value:
+def pad(rewriter: OpFactory, value: Value, config: Sequence[tuple[int, int, int]], suffix: str, padding_value: float = 0.0) -> Value:
+    """`value` padded with `padding_value` (zeros; -0.0 counts as the default 0.0) as `config` says."""
     if all(row == (0, 0, 0) for row in config):
         return value
-    return rewriter.create("pad", value, suffix=suffix, padding_config=tuple(config))
+    fill = {"padding_value": padding_value} if padding_value != 0.0 else {}
+    return rewriter.create("pad", value, suffix=suffix, padding_config=tuple(config), **fill)
 
 
 def zeros(rewriter: OpFactory, shape: Sequence[int], dtype: str, suffix: str) -> Value:
@@ -97,9 +100,14 @@ def permutation_between(source: Sequence[Hashable], target: Sequence[Hashable]) 
 
 
 def sum_values(rewriter: OpFactory, terms: Sequence[Value], suffix: str) -> Value:
+    return combine_values(rewriter, terms, "add", suffix)
+
+
+def combine_values(rewriter: OpFactory, terms: Sequence[Value], kind: str, suffix: str) -> Value:
+    """`terms` folded left to right by the binary op `kind` (add, maximum)."""
     total = terms[0]
     for term in terms[1:]:
-        total = rewriter.create("add", total, term, suffix=suffix)
+        total = rewriter.create(kind, total, term, suffix=suffix)
     return total
 
 

@@ -30,6 +30,7 @@ from .cpu_float_sum_as_dot import CpuFloatSumAsDot
 from .cpu_integer_sum_as_dot import CpuIntegerSumAsDot
 from .cpu_layout_nhwc import CpuLayoutNhwc
 from .cpu_materialize_shared_relu import CpuMaterializeSharedRelu
+from .cpu_max_pool_tap_max import CpuMaxPoolTapMax
 from .cpu_pad_before_pointwise import CpuPadBeforePointwise
 from .cpu_small_map_im2col import CpuSmallMapIm2col
 from .cpu_transposed_conv_phases import CpuTransposedConvPhases
@@ -71,6 +72,7 @@ ALL_PASSES: tuple[type[Pass], ...] = (
     CpuCropNegativePadding,
     CpuIntegerSumAsDot,
     CpuFloatSumAsDot,
+    CpuMaxPoolTapMax,
     CpuMaterializeSharedRelu,
     AutotuneConvLowering,
 )
@@ -106,12 +108,12 @@ _SIMPLIFY = ("drop-padding-taps",)
 # rewrites build on channels-last convs (their transposes then cancel or vanish);
 # cpu-conv-eigen-path last of the conv rewrites, so it also sees the 2-D convs the phase and 3-D rewrites
 # create; cpu-pad-before-pointwise before the 1x1 and depthwise rewrites, so they build on the
-# convs it makes; then cpu-integer-sum-as-dot and cpu-float-sum-as-dot, on the channels-last
-# sums the layout pass left; then cpu-materialize-shared-relu, once every rewrite has made its
-# readers (a 1x1 conv's reshape).
+# convs it makes; then cpu-integer-sum-as-dot, cpu-float-sum-as-dot and cpu-max-pool-tap-max, on
+# the channels-last sums and pools the layout pass left; then cpu-materialize-shared-relu, once
+# every rewrite has made its readers (a 1x1 conv's reshape).
 _CPU = ("cpu-layout-nhwc", "cpu-crop-negative-padding", "cpu-batch-group-tap-reduce", "cpu-batch-group-to-feature-group", "cpu-transposed-conv-phases",
         "cpu-conv3d-as-conv2d-sum", "cpu-pad-before-pointwise", "cpu-conv-1x1-to-dot", "cpu-depthwise-tap-sum", "cpu-small-map-im2col", "cpu-conv-eigen-path",
-        "cpu-integer-sum-as-dot", "cpu-float-sum-as-dot", "cpu-materialize-shared-relu", "dce")
+        "cpu-integer-sum-as-dot", "cpu-float-sum-as-dot", "cpu-max-pool-tap-max", "cpu-materialize-shared-relu", "dce")
 
 
 P = TypeVar("P", bound=RewritePattern)

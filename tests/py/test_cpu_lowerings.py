@@ -345,6 +345,7 @@ def test_rewrite_matches_canonical_form(rewrite: Rewrite, seed: int, run_stableh
 # the cpu rewrites of ops other than convs, each with its own numeric test: one in this file, or a test file of its own
 NON_CONV_REWRITES = {"cpu-integer-sum-as-dot": "test_integer_sum_as_dot_equals_numpy",
                      "cpu-float-sum-as-dot": "test_float_sum_as_dot_equals_an_f64_sum",
+                     "cpu-max-pool-tap-max": "test_max_pool_tap_max_equals_jax_lax_reduce_window",
                      "cpu-materialize-shared-relu": "test_cpu_materialize_shared_relu.py",
                      "cpu-pad-before-pointwise": "test_a_depthwise_conv_over_a_1x1_convs_activation_padded_upstream_matches_jax_lax"}
 
@@ -490,6 +491,33 @@ def test_float_sum_as_dot_equals_an_f64_sum(seed: int, run_stablehlo: RunStableh
     eps = np.finfo(values.dtype).eps
     summed = int(np.prod([shape[a] for a in axes]))
     np.testing.assert_allclose(got, terms, rtol=0, atol=4 * eps * summed * float(np.abs(values).max()))
+
+
+@pytest.mark.parametrize("seed", range(CASES_PER_PASS))
+def test_max_pool_tap_max_equals_jax_lax_reduce_window(seed: int, run_stablehlo: RunStablehlo) -> None:
+    """cpu-max-pool-tap-max on random 2-D f32 max pools, NHWC (windows 1-3, strides 1-3, window dilations 1-2, SAME,
+    SAME_LOWER or VALID), of a ReLU'd input (a ResNet stem's) for even seeds and of signed values for odd ones (where a
+    padded zero would win over negative values): the reduce_window is gone, strided slices and maxima stand for it,
+    and XLA CPU's run equals jax.lax.reduce_window's max, element for element."""
+    from jax import lax
+
+    rng = np.random.default_rng(seed)
+    window = (1, *_ints(rng, 2, 1, 3), 1)
+    strides = (1, *_ints(rng, 2, 1, 3), 1)
+    dilation = (1, *_ints(rng, 2, 1, 2), 1)
+    padding = ("SAME", "SAME_LOWER", "VALID")[int(rng.integers(3))]
+    shape = (int(rng.integers(1, 3)), *_ints(rng, 2, 5, 10), int(rng.integers(1, 5)))
+    relu = seed % 2 == 0
+    b = convc.Builder("pool")
+    x_in = b.input("x", shape)
+    b.output(b.max_pool(b.relu(x_in) if relu else x_in, window_dimensions=window, window_strides=strides, window_dilation=dilation,
+                        padding=padding))
+    text = convc.compile_graph(b.build(), target="cpu")
+    assert "reduce_window" not in text and "stablehlo.maximum" in text, text
+    x = rng.standard_normal(shape).astype(np.float32)
+    (got,) = run_stablehlo(text, [x], "cpu")
+    want = lax.reduce_window(np.maximum(x, 0) if relu else x, -np.inf, lax.max, window, strides, padding, window_dilation=dilation)
+    np.testing.assert_array_equal(got, np.asarray(want))
 
 
 def test_a_depthwise_sum_read_by_a_training_steps_clip_and_mask_is_computed_once_and_matches_jax_vjp(
