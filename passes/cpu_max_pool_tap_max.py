@@ -6,8 +6,9 @@ the taps' slices and maxima are one elementwise loop instead, which also takes i
 make the pool's input (a stem conv's bias and ReLU). The same values: max is exact in any order
 and propagates NaN as the pool's body does; only a zero's sign can differ where -0 and +0 meet
 in one window. Taken without base dilation or negative padding (a crop), up to `max_taps`
-window positions (the cost model: a 3x3 pool's 9; a global pool's many taps are left). Figures:
-docs/benchmarks.md.
+window positions (a 3x3 pool's 9; a global pool's many taps are left) over at most
+`max_elements` input elements: the cost model, as a batch-1 stem's pool gained and a batch-8
+one did not (an int8 network's lost). Figures: docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -29,13 +30,15 @@ class MaxPoolTapMax(RewritePattern):
     kind = "max_pool"
     name = "cpu-max-pool-tap-max"
     max_taps: int = 9  # window positions a pool may have
+    max_elements: int = 1 << 21  # input elements a pool may have (a 1x112x112x64 stem's is 802,816)
 
     def match_and_rewrite(self, op: Op, rewriter: Rewriter) -> None:
         v = view(op)
         x = op.operands[0]
         pads = pool_padding(v)
         if (not is_float(x.type.dtype) or any(d != 1 for d in v.base_dilation) or any(lo < 0 or hi < 0 for lo, hi in pads)
-                or math.prod(v.window_dimensions) > self.max_taps or op.result.type.num_elements() == 0):
+                or math.prod(v.window_dimensions) > self.max_taps or x.type.num_elements() > self.max_elements
+                or op.result.type.num_elements() == 0):
             return
         padded = pad(rewriter, x, [(lo, hi, 0) for lo, hi in pads], "padded", padding_value=float("-inf"))
         taps = [_tap(rewriter, padded, tap, v.window_dilation, v.window_strides, op.result.type.shape)

@@ -1,5 +1,6 @@
 // RUN: convc-opt %s -p cpu-max-pool-tap-max --split-input-file | filecheck %s
 // RUN: convc-opt %s -p "cpu-max-pool-tap-max{max_taps=4}" --split-input-file | filecheck %s --check-prefix=LIMIT
+// RUN: convc-opt %s -p "cpu-max-pool-tap-max{max_elements=500}" --split-input-file | filecheck %s --check-prefix=SIZE
 
 // A float max pool becomes the maximum of its window's taps: the input padded with -inf as
 // the pool pads it, one strided slice per window position (row-major), folded by maximum.
@@ -21,6 +22,9 @@
 // Nine window positions are more than max_taps = 4 allows (LIMIT).
 // LIMIT-LABEL: module @stem_pool
 // LIMIT: convc.max_pool
+// Its input's 648 elements are more than max_elements = 500 allows (SIZE).
+// SIZE-LABEL: module @stem_pool
+// SIZE: convc.max_pool
 module @stem_pool {
   func.func @main(%x: tensor<2x9x9x4xf32>) -> tensor<2x5x5x4xf32> {
     %m = "convc.max_pool"(%x) {padding = "SAME", window_dimensions = array<i64: 1, 3, 3, 1>, window_strides = array<i64: 1, 2, 2, 1>} : (tensor<2x9x9x4xf32>) -> tensor<2x5x5x4xf32>
@@ -42,6 +46,8 @@ module @stem_pool {
 // CHECK-SAME: -> tensor<1x3x4x3xf32>
 // LIMIT-LABEL: module @dilated_valid
 // LIMIT-NOT: convc.max_pool
+// SIZE-LABEL: module @dilated_valid
+// SIZE-NOT: convc.max_pool
 module @dilated_valid {
   func.func @main(%x: tensor<1x7x8x3xf32>) -> tensor<1x3x4x3xf32> {
     %m = "convc.max_pool"(%x) {window_dilation = array<i64: 1, 2, 1, 1>, window_dimensions = array<i64: 1, 2, 2, 1>, window_strides = array<i64: 1, 2, 2, 1>} : (tensor<1x7x8x3xf32>) -> tensor<1x3x4x3xf32>
@@ -56,6 +62,7 @@ module @dilated_valid {
 // CHECK-LABEL: module @untouched
 // CHECK-COUNT-4: convc.max_pool
 // LIMIT-LABEL: module @untouched
+// SIZE-LABEL: module @untouched
 // CHECK-NOT: convc.maximum
 module @untouched {
   func.func @main(%x: tensor<1x7x7x3xf32>, %i: tensor<1x7x7x3xi32>) -> (tensor<1x3x3x3xi32>, tensor<1x12x12x3xf32>, tensor<1x3x3x3xf32>, tensor<1x1x1x3xf32>) {
