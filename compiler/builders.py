@@ -37,6 +37,12 @@ def constant_array(value: Value) -> np.ndarray | None:
     return np.asarray(op.attrs["value"]) if op is not None and op.kind == "constant" else None
 
 
+def tap_range(tap: int, dilation: int, stride: int, out: int) -> tuple[int, int, int]:
+    """The (start, limit, stride) of the input positions a window's `tap`-th position reads, `dilation`
+    apart within the window, for `out` outputs `stride` apart: what a conv's or a pool's tap slices."""
+    return tap * dilation, tap * dilation + (out - 1) * stride + 1, stride
+
+
 def leading(rewriter: OpFactory, value: Value, shape: Sequence[int], suffix: str) -> Value:
     """The first `shape[d]` elements of `value` along every dim d (none when that is all of it)."""
     if tuple(shape) == value.type.shape:
@@ -44,13 +50,12 @@ def leading(rewriter: OpFactory, value: Value, shape: Sequence[int], suffix: str
     return slice_along(rewriter, value, {dim: (0, size) for dim, size in enumerate(shape)}, suffix)
 
 
-def pad_along(rewriter: OpFactory, value: Value, pads: Mapping[int, tuple[int, int, int]], suffix: str,
-              padding_value: float = 0.0) -> Value:
-    """`value` padded with `padding_value` (zeros) along the dims `pads` names, each (low, high, interior)."""
+def pad_along(rewriter: OpFactory, value: Value, pads: Mapping[int, tuple[int, int, int]], suffix: str) -> Value:
+    """`value` padded with zeros along the dims `pads` names, each (low, high, interior)."""""
     config = [(0, 0, 0)] * value.type.rank
     for dim, row in pads.items():
         config[dim] = row
-    return pad(rewriter, value, config, suffix, padding_value)
+    return pad(rewriter, value, config, suffix)
 
 
 def pad(rewriter: OpFactory, value: Value, config: Sequence[tuple[int, int, int]], suffix: str, padding_value: float = 0.0) -> Value:

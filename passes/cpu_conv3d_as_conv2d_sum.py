@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from convc.builders import pad_along, permutation_between, reshape, slice_along, sum_values, transpose
+from convc.builders import pad_along, permutation_between, reshape, slice_along, sum_values, tap_range, transpose
 from convc.conv_facts import ConvFacts
 from convc.conv_lowering import ConvLowering
 from convc.ir import Op, Value
@@ -88,7 +88,7 @@ class Conv3dAsConv2dSum(ConvLowering):
         """The input rows tap `tap` reads, for every output row, merged into the batch."""
         dim, batch = facts.dn.lhs_spec[2 + axis], facts.dn.lhs_spec[0]
         out_size, stride, dilation = facts.out_spatial[axis], facts.strides[axis], facts.rhs_dilation[axis]
-        rows = slice_along(rewriter, x, {dim: (tap * dilation, tap * dilation + (out_size - 1) * stride + 1, stride)}, "rows")
+        rows = slice_along(rewriter, x, {dim: tap_range(tap, dilation, stride, out_size)}, "rows")
         order = _after_batch(x.type.rank, batch, dim)
         moved = transpose(rewriter, rows, order, "rows_after_batch")
         shape = [moved.type.shape[d] for d in range(x.type.rank)]

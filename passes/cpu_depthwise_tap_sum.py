@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from convc.builders import DimRange, pad_along, relayout, reshape, slice_along, split_dim, sum_values
+from convc.builders import DimRange, pad_along, relayout, reshape, slice_along, split_dim, sum_values, tap_range
 from convc.conv_facts import WIDE_FLOATS, ConvFacts
 from convc.conv_lowering import ConvLowering
 from convc.ir import Op, Value
@@ -156,7 +156,7 @@ class DepthwiseTapSum(ConvLowering):
         """The input window at `tap` (strided like the conv), input feature i of every group."""
         f = layout.facts
         ranges: dict[int, DimRange] = {
-            dim: (k * dilation, k * dilation + (out - 1) * stride + 1, stride)
+            dim: tap_range(k, dilation, stride, out)
             for dim, k, out, stride, dilation in zip(layout.spatial_dims(), tap, f.out_spatial, f.strides, f.rhs_dilation)}
         if layout.split:
             ranges[layout.feature + 1] = (i, i + 1, 1)

@@ -17,7 +17,7 @@ import itertools
 import math
 from dataclasses import dataclass
 
-from convc.builders import DimRange, combine_values, pad, slice_along
+from convc.builders import DimRange, combine_values, pad, slice_along, tap_range
 from convc.dtypes import is_float
 from convc.ir import Op, Value
 from convc.ops import view
@@ -49,8 +49,7 @@ class MaxPoolTapMax(RewritePattern):
 def _tap(rewriter: Rewriter, padded: Value, tap: tuple[int, ...], dilation: tuple[int, ...], strides: tuple[int, ...],
          out: tuple[int, ...]) -> Value:
     """The padded input's elements at window position `tap` of every output element: a strided slice."""
-    ranges: dict[int, DimRange] = {dim: (k * d, k * d + (n - 1) * s + 1, s)
-                                   for dim, (k, d, s, n) in enumerate(zip(tap, dilation, strides, out))}
+    ranges: dict[int, DimRange] = {dim: tap_range(*at) for dim, at in enumerate(zip(tap, dilation, strides, out))}
     return slice_along(rewriter, padded, ranges, "tap")
 
 
