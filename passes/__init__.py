@@ -24,6 +24,7 @@ from .cpu_batch_group_to_feature_group import CpuBatchGroupToFeatureGroup
 from .cpu_conv3d_as_conv2d_sum import CpuConv3dAsConv2dSum
 from .cpu_conv_1x1_to_dot import CpuConv1x1ToDot
 from .cpu_conv_eigen_path import CpuConvEigenPath
+from .cpu_conv_winograd import CpuConvWinograd
 from .cpu_crop_negative_padding import CpuCropNegativePadding
 from .cpu_depthwise_tap_sum import CpuDepthwiseTapSum
 from .cpu_float_sum_as_dot import CpuFloatSumAsDot
@@ -68,6 +69,7 @@ ALL_PASSES: tuple[type[Pass], ...] = (
     CpuTransposedConvPhases,
     CpuConv3dAsConv2dSum,
     CpuSmallMapIm2col,
+    CpuConvWinograd,
     CpuConvEigenPath,
     CpuCropNegativePadding,
     CpuIntegerSumAsDot,
@@ -112,7 +114,8 @@ _SIMPLIFY = ("drop-padding-taps",)
 # the channels-last sums and pools the layout pass left; then cpu-materialize-shared-relu, once
 # every rewrite has made its readers (a 1x1 conv's reshape).
 _CPU = ("cpu-layout-nhwc", "cpu-crop-negative-padding", "cpu-batch-group-tap-reduce", "cpu-batch-group-to-feature-group", "cpu-transposed-conv-phases",
-        "cpu-conv3d-as-conv2d-sum", "cpu-pad-before-pointwise", "cpu-conv-1x1-to-dot", "cpu-depthwise-tap-sum", "cpu-small-map-im2col", "cpu-conv-eigen-path",
+        "cpu-conv3d-as-conv2d-sum", "cpu-pad-before-pointwise", "cpu-conv-1x1-to-dot", "cpu-depthwise-tap-sum", "cpu-small-map-im2col", "cpu-conv-winograd",
+        "cpu-conv-eigen-path",
         "cpu-integer-sum-as-dot", "cpu-float-sum-as-dot", "cpu-max-pool-tap-max", "cpu-materialize-shared-relu", "dce")
 
 

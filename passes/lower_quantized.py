@@ -307,7 +307,8 @@ class _Lowering:
             stored_lhs, attrs = self.padded_storage(op, b, attrs, q_lhs, wide)
             shifted_lhs = _shifted(b, stored_lhs, q_lhs, None, wide, "lhs")
             shifted_rhs = _shifted(b, self.storage(rhs), q_rhs, None if q_rhs.axis is None else dn.rhs_spec[0], wide, "rhs")
-            acc = b.create("conv", shifted_lhs, shifted_rhs, suffix="acc", **attrs)
+            exact = {"precision": "HIGHEST"} if wide == "f32" else {}  # no regrouping of the exact sums (cpu-conv-winograd)
+            acc = b.create("conv", shifted_lhs, shifted_rhs, suffix="acc", **{**attrs, **exact})
             if wide == "f32" and _is_grouped(op):
                 self.tap_sums.add(id(acc))
         if is_accumulator(q_lhs, q_rhs, q_out):
@@ -537,6 +538,8 @@ def _float_conv(graph: Graph, op: Op, dtype: str, kernel: np.ndarray | None = No
     rhs = (b.create("convert", rhs, suffix=f"rhs_{dtype}", new_dtype=dtype) if kernel is None
            else b.create("constant", suffix=f"rhs_{dtype}", value=kernel.astype(numpy_dtype(dtype))))
     attrs = {name: value for name, value in op.attrs.items() if name != "preferred_element_type"}
+    if op.kind == "conv" and dtype == "f32":  # the direct sums, exact, not a regrouping of them (cpu-conv-winograd)
+        attrs["precision"] = "HIGHEST"
     sums = b.create(op.kind, lhs, rhs, suffix=f"sums_{dtype}", **attrs)
     b.replace_anchor(b.create("convert", sums, suffix="sums", new_dtype=op.result.type.dtype))
 

@@ -262,6 +262,7 @@ module @u8_operands {
 // so it is the f32 conv of the shifted operands, which the cpu pipeline turns into a tap sum:
 // no integer conv is left. Its padding goes on the stored i8 values, as the zero point (-8),
 // which the shift makes the real 0: a pad of bytes, not of f32 values, and the conv pads nothing.
+// The conv asks for HIGHEST precision: the direct sums, which no rewrite regroups (cpu-conv-winograd).
 // F32-LABEL: module @depthwise_in_f32
 // F32: %[[XP:[^ ]+]] = "convc.pad"(%x) {padding_config = dense<[[0, 0, 0], [0, 0, 0], [1, 1, 0], [1, 1, 0]]> : tensor<4x3xi64>, padding_value = -8.0 : f64}
 // F32-SAME: -> tensor<1x4x8x8xi8>
@@ -270,7 +271,7 @@ module @u8_operands {
 // F32: %[[WF:[^ ]+]] = "convc.convert"(%w) {new_dtype = f32}
 // F32: %[[WS:[^ ]+]] = "convc.subtract"(%[[WF]], %{{[^)]+}})
 // F32: %[[ACC:[^ ]+]] = "convc.conv"(%[[XS]], %[[WS]])
-// F32-SAME: {dimension_numbers = ["NCHW", "OIHW", "NCHW"], feature_group_count = 4 : i64}
+// F32-SAME: {dimension_numbers = ["NCHW", "OIHW", "NCHW"], feature_group_count = 4 : i64, precision = "HIGHEST"}
 // F32-SAME: -> tensor<1x4x6x6xf32>
 // F32-NEXT: "convc.convert"(%[[ACC]]) {new_dtype = f64}
 // The quantized result is an optimization_barrier's, so that XLA computes the tap sum once

@@ -4,13 +4,13 @@
 // A conv's `lowering` pin, wrong: each case is one located line, the whole file exits 1.
 // P1 (the verifier) is checked as the IR is read; P2 when the pass the pin names runs.
 // STATUS-NOT: Traceback
-// STATUS-COUNT-5: {{^}}{{.*}}verify-conv-lowering.mlir:{{[0-9]+}}:{{[0-9]+}}: error: 'c' (conv): {{.*}}
-// STATUS-NEXT: {{^}}exit status: 1, output lines: 5{{$}}
+// STATUS-COUNT-6: {{^}}{{.*}}verify-conv-lowering.mlir:{{[0-9]+}}:{{[0-9]+}}: error: 'c' (conv): {{.*}}
+// STATUS-NEXT: {{^}}exit status: 1, output lines: 6{{$}}
 
 // P1: the pin names "xla" or a cpu rewrite pass.
 module @p1_unknown {
   func.func @main(%x: tensor<1x4x4x2xf32>, %w: tensor<1x1x2x2xf32>) -> tensor<1x4x4x2xf32> {
-    // expected-error@+1 {{'c' (conv): lowering must be one of xla, cpu-batch-group-tap-reduce, cpu-batch-group-to-feature-group, cpu-transposed-conv-phases, cpu-conv3d-as-conv2d-sum, cpu-conv-1x1-to-dot, cpu-depthwise-tap-sum, cpu-small-map-im2col, cpu-conv-eigen-path, got 'cpu-winograd' [P1]}}
+    // expected-error@+1 {{'c' (conv): lowering must be one of xla, cpu-batch-group-tap-reduce, cpu-batch-group-to-feature-group, cpu-transposed-conv-phases, cpu-conv3d-as-conv2d-sum, cpu-conv-1x1-to-dot, cpu-depthwise-tap-sum, cpu-small-map-im2col, cpu-conv-winograd, cpu-conv-eigen-path, got 'cpu-winograd' [P1]}}
     %c = "convc.conv"(%x, %w) {dimension_numbers = #convc.dims<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>, lowering = "cpu-winograd"} : (tensor<1x4x4x2xf32>, tensor<1x1x2x2xf32>) -> tensor<1x4x4x2xf32>
     func.return %c : tensor<1x4x4x2xf32>
   }
@@ -57,5 +57,16 @@ module @p2_no_batch_groups {
     // expected-error@+1 {{'c' (conv): lowering "cpu-batch-group-to-feature-group" cannot compute this conv exactly: it needs a batch-grouped conv (batch_group_count > 1) [P2]}}
     %c = "convc.conv"(%x, %w) {dimension_numbers = ["NHWC", "HWIO", "NHWC"], lowering = "cpu-batch-group-to-feature-group"} : (tensor<1x4x4x2xf32>, tensor<3x3x2x2xf32>) -> tensor<1x2x2x2xf32>
     func.return %c : tensor<1x2x2x2xf32>
+  }
+}
+
+// -----
+
+// P2: Winograd's F(2x2, 3x3) tiles a stride-1 output.
+module @p2_strided_winograd {
+  func.func @main(%x: tensor<1x6x6x2xf32>, %w: tensor<3x3x2x2xf32>) -> tensor<1x3x3x2xf32> {
+    // expected-error@+1 {{'c' (conv): lowering "cpu-conv-winograd" cannot compute this conv exactly: it needs an ungrouped channels-last 2-D f32/f64 conv with a 3x3 kernel, stride 1, no dilation, non-negative pads, no wider accumulation type and no HIGHEST precision [P2]}}
+    %c = "convc.conv"(%x, %w) {dimension_numbers = ["NHWC", "HWIO", "NHWC"], padding = [[1, 1], [1, 1]], window_strides = [2, 2], lowering = "cpu-conv-winograd"} : (tensor<1x6x6x2xf32>, tensor<3x3x2x2xf32>) -> tensor<1x3x3x2xf32>
+    func.return %c : tensor<1x3x3x2xf32>
   }
 }

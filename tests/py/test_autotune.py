@@ -35,6 +35,7 @@ from convc.runtime_inputs import compare, random_inputs, tolerance_for
 NHWC = ("NHWC", "HWIO", "NHWC")
 TAP_SUM, TAP_REDUCE, REGROUP = "cpu-depthwise-tap-sum", "cpu-batch-group-tap-reduce", "cpu-batch-group-to-feature-group"
 PHASES, DOT, EIGEN = "cpu-transposed-conv-phases", "cpu-conv-1x1-to-dot", "cpu-conv-eigen-path"
+WINOGRAD = "cpu-conv-winograd"
 BUDGET_MS = 5  # timing per candidate: the tests check choices, not speed
 
 
@@ -95,7 +96,7 @@ CASES: dict[str, tuple[Callable[[], convc.Graph], set[str]]] = {
     "depthwise_weight_grad": (depthwise_weight_grad, {"xla", TAP_REDUCE, REGROUP}),
     "conv1x1": (conv1x1, {"xla", DOT, EIGEN}),
     "transposed_s2": (transposed_s2, {"xla", PHASES}),
-    "dense3x3": (dense3x3, {"xla", EIGEN}),
+    "dense3x3": (dense3x3, {"xla", EIGEN, WINOGRAD}),
     "dense1d": (dense1d, {"xla"}),
 }
 TUNED = [name for name, (_, legal) in CASES.items() if len(legal) > 1]
@@ -166,6 +167,7 @@ PINNED_SHAPE: dict[str, Callable[[list[convc.Op]], bool]] = {
     DOT: lambda ops: not any(op.kind == "conv" for op in ops) and any(op.kind == "dot_general" for op in ops),
     PHASES: lambda ops: not any(any(d > 1 for d in op.attrs.get("lhs_dilation") or ()) for op in ops if op.kind == "conv"),
     EIGEN: lambda ops: [op.kind for op in ops if op.kind in ("conv", "slice")] == ["conv", "slice"],
+    WINOGRAD: lambda ops: not any(op.kind == "conv" for op in ops) and [op.kind for op in ops].count("dot_general") == 2,
 }
 
 

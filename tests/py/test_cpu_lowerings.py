@@ -215,6 +215,20 @@ def window_larger_than_input_conv(rng: np.random.Generator) -> Conv:
     return Conv(lhs, rhs, layouts, strides, pads, (1,) * n, rhs_dilation)
 
 
+def winograd_conv(rng: np.random.Generator) -> Conv:
+    """A 3x3 stride-1 undilated conv, channels-last input and output in the kernel's spatial
+    order, the kernel in any layout, pads 0-3 per side (whole or partial 2x2 output blocks)."""
+    kernel_layout = "".join(rng.permutation(list("OIHW")))
+    letters = "".join(c for c in kernel_layout if c in "HW")
+    pads = _pads(rng, 2, 3)
+    spatial = {letter: int(rng.integers(max(1, 3 - lo - hi), 8)) for letter, (lo, hi) in zip(letters, pads, strict=True)}
+    in_features, out_features = int(rng.integers(1, 6)), int(rng.integers(1, 6))
+    lhs = (int(rng.integers(1, 3)), *spatial.values(), in_features)
+    rhs = _place(kernel_layout, {"O": out_features, "I": in_features, "H": 3, "W": 3})
+    layout = "N" + letters + "C"
+    return Conv(lhs, rhs, (layout, kernel_layout, layout), (1, 1), pads, (1, 1), (1, 1))
+
+
 def _drops_taps(conv: Conv) -> bool:
     """Whether some spatial dim of `conv` has a kernel tap at either end that meets only padding
     and that padding covers (drop-padding-taps's `dead_ends`)."""
@@ -311,6 +325,7 @@ REWRITES = (
     Rewrite("cpu-crop-negative-padding", negatively_padded_conv, no_negative_pad_left, xla_runs_canonical_right=False),
     Rewrite("cpu-layout-nhwc", channels_first_conv, channels_last_outputs),
     Rewrite("cpu-small-map-im2col", window_larger_than_input_conv, no_conv_left),
+    Rewrite("cpu-conv-winograd", winograd_conv, no_conv_left, "min_features=1"),
     Rewrite("drop-padding-taps", padded_small_map_conv, kernel_sliced),
 )
 
@@ -583,3 +598,32 @@ def test_a_depthwise_conv_over_a_1x1_convs_activation_padded_upstream_matches_ja
                                     precision=lax.Precision.HIGHEST)
     (got,) = run_stablehlo(text, arrays if chain == "relu6" else [*arrays, w1], "cpu")
     np.testing.assert_allclose(got, np.asarray(want), rtol=1e-5, atol=1e-5 * float(np.abs(want).max()))
+
+
+WINOGRAD_CASES = 4
+
+
+@pytest.mark.parametrize("seed", range(WINOGRAD_CASES))
+def test_winograd_with_a_constant_kernel_is_as_close_to_an_f64_conv_as_xlas_conv(seed: int, run_stablehlo: RunStablehlo) -> None:
+    """cpu-conv-winograd at its default cost model on a SAME 3x3 NHWC conv of 128-160 features with a constant kernel
+    (what an imported network's conv is; the kernel transformed in f64 by the pass): no conv is left, and XLA CPU's run
+    is within twice XLA's own conv's largest error against jax.lax's conv accumulated in f64 (`convc.reference`;
+    ReLU'd inputs for even seeds, signed ones for odd), relative to the output's largest magnitude."""
+    rng = np.random.default_rng(seed)
+    size, in_features, out_features = int(rng.integers(5, 10)), int(rng.integers(128, 161)), int(rng.integers(128, 161))
+    values = rng.standard_normal((2, size, size, in_features)).astype(np.float32)
+    if seed % 2 == 0:
+        values = np.maximum(values, 0)
+    kernel = (rng.standard_normal((3, 3, in_features, out_features)) / np.sqrt(9 * in_features)).astype(np.float32)
+    b = convc.Builder("winograd")
+    x = b.input("x", values.shape)
+    b.output(b.conv(x, b.constant("w", kernel), padding=((1, 1), (1, 1)), dimension_numbers=("NHWC", "HWIO", "NHWC")))
+    graph = b.build()
+    rewritten, direct = convc.compile_graph(graph, target="cpu"), convc.compile_graph(graph, target="generic")
+    assert no_conv_left(rewritten) and not no_conv_left(direct)
+    (want,) = evaluate(graph, [values])  # jax.lax accumulating in f64, rounded once to f32
+    scale = float(np.abs(want).max())
+    (got,) = run_stablehlo(rewritten, [values], "cpu")
+    (xla,) = run_stablehlo(direct, [values], "cpu")
+    winograd_error, xla_error = (float(np.abs(r.astype(np.float64) - want).max()) / scale for r in (got, xla))
+    assert winograd_error <= 2 * xla_error + 1e-7, f"Winograd {winograd_error:.2e}, XLA's conv {xla_error:.2e}"
