@@ -15,9 +15,10 @@ conv is measured in docs/passes.md).
 
 Legal on ungrouped channels-last 2-D f32/f64 convs with a 3x3 kernel, stride 1, no dilation,
 non-negative pads and no wider accumulation type, whose precision is not HIGHEST (which asks
-for the direct sum: `lower-quantized`'s exact f32 sums of integers ask it). Profitable (the cost model) with at least
-`min_features` input and output features each, where the GEMMs' saving outweighs the
-transforms' traffic (docs/benchmarks.md).
+for the direct sum: `lower-quantized`'s exact f32 sums of integers ask it). Profitable (the cost model) with a constant
+kernel (an imported network's; `any_kernel` takes the others too) and at least `min_features`
+input and output features each, where the GEMMs' saving outweighs the transforms' traffic
+(docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 from convc.builders import constant_array, leading, pad_along, reshape, slice_along, tap_range, transpose
 from convc.conv_facts import WIDE_FLOATS, ConvFacts
-from convc.conv_lowering import ConvLowering
+from convc.conv_lowering import LOWERING, ConvLowering
 from convc.dtypes import numpy_dtype
 from convc.ir import Op, Value
 from convc.rewrite import Rewriter, pattern_pass
@@ -93,6 +94,7 @@ class ConvWinograd(ConvLowering):
     requires = ("an ungrouped channels-last 2-D f32/f64 conv with a 3x3 kernel, stride 1, no dilation, "
                 "non-negative pads, no wider accumulation type and no HIGHEST precision")
     min_features: int = 128  # the fewest input and output features each worth the transforms
+    any_kernel: bool = False  # also convs whose kernel is not a constant (a training step's, --weights-as-inputs)
 
     @classmethod
     def legal(cls, facts: ConvFacts) -> bool:
@@ -105,6 +107,12 @@ class ConvWinograd(ConvLowering):
 
     def profitable(self, facts: ConvFacts) -> bool:
         return min(facts.in_features, facts.out_features) >= self.min_features
+
+    def match_and_rewrite(self, op: Op, rewriter: Rewriter) -> None:
+        """The cost model also asks for a constant kernel (unless `any_kernel`): a training step
+        whose kernels are arguments ran slower with the transform (docs/benchmarks.md)."""
+        if self.any_kernel or LOWERING in op.attrs or constant_array(op.operands[1]) is not None:
+            super().match_and_rewrite(op, rewriter)
 
     def rewrite(self, op: Op, facts: ConvFacts, rewriter: Rewriter) -> None:
         lhs, rhs = op.operands

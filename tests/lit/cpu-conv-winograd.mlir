@@ -1,11 +1,13 @@
-// RUN: convc-opt %s -p "cpu-conv-winograd{min_features=1}" --split-input-file | filecheck %s
+// RUN: convc-opt %s -p "cpu-conv-winograd{min_features=1 any_kernel=true}" --split-input-file | filecheck %s
+// RUN: convc-opt %s -p "cpu-conv-winograd{min_features=1}" --split-input-file | filecheck %s --check-prefix=CONSTANT
 // RUN: convc-opt %s -p cpu-conv-winograd --split-input-file | filecheck %s --check-prefix=DEFAULT
 
 // A 3x3 stride-1 channels-last conv becomes Winograd F(2x2, 3x3): the input padded to whole
 // 2x2 output blocks, sixteen stride-2 slices (the 4x4 tile's positions, row-major), their
 // input transform (adds and subtracts) joined into [16, tiles, C], one dot_general batched
 // over the 16 with the transformed kernel, the output transform, and the blocks interleaved
-// back into rows. The default cost model leaves these small convs alone.
+// back into rows. The cost model takes only constant kernels (CONSTANT), and by default
+// leaves these small convs alone.
 
 // A SAME conv, 2 features in and 3 out, the kernel an argument: its transform is a dot_general
 // with the constant G (x) G.
@@ -31,6 +33,8 @@
 // CHECK: %[[MAP:[^ ]+]] = "convc.reshape"(%[[BLOCKS]]) {new_sizes = array<i64: 1, 4, 4, 3>}
 // CHECK: func.return %[[MAP]]
 // CHECK-NOT: convc.conv
+// CONSTANT-LABEL: module @same_conv
+// CONSTANT: "convc.conv"
 // DEFAULT-LABEL: module @same_conv
 // DEFAULT: "convc.conv"
 module @same_conv {
@@ -52,6 +56,11 @@ module @same_conv {
 // CHECK: %[[MAP:[^ ]+]] = "convc.reshape"({{.*}}) {new_sizes = array<i64: 1, 4, 4, 1>}
 // CHECK: %c = "convc.slice"(%[[MAP]]) {limit_indices = array<i64: 1, 3, 3, 1>, start_indices = array<i64: 0, 0, 0, 0>}
 // CHECK: func.return %c
+// CONSTANT-LABEL: module @constant_kernel_odd_output
+// CONSTANT-NOT: convc.conv
+// CONSTANT: func.return %c
+// DEFAULT-LABEL: module @constant_kernel_odd_output
+// DEFAULT: "convc.conv"
 module @constant_kernel_odd_output {
   func.func @main(%x: tensor<1x3x3x1xf32>) -> tensor<1x3x3x1xf32> {
     %w = "convc.constant"() {value = dense<1.0> : tensor<3x3x1x1xf32>} : () -> tensor<3x3x1x1xf32>

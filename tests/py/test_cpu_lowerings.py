@@ -325,7 +325,7 @@ REWRITES = (
     Rewrite("cpu-crop-negative-padding", negatively_padded_conv, no_negative_pad_left, xla_runs_canonical_right=False),
     Rewrite("cpu-layout-nhwc", channels_first_conv, channels_last_outputs),
     Rewrite("cpu-small-map-im2col", window_larger_than_input_conv, no_conv_left),
-    Rewrite("cpu-conv-winograd", winograd_conv, no_conv_left, "min_features=1"),
+    Rewrite("cpu-conv-winograd", winograd_conv, no_conv_left, "min_features=1 any_kernel=true"),
     Rewrite("drop-padding-taps", padded_small_map_conv, kernel_sliced),
 )
 
