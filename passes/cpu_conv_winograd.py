@@ -94,7 +94,7 @@ class ConvWinograd(ConvLowering):
     requires = ("an ungrouped channels-last 2-D f32/f64 conv with a 3x3 kernel, stride 1, no dilation, "
                 "non-negative pads, no wider accumulation type and no HIGHEST precision")
     min_features: int = 128  # the fewest input and output features each worth the transforms
-    any_kernel: bool = False  # also convs whose kernel is not a constant (a training step's, --weights-as-inputs)
+    any_kernel: bool = False  # also convs whose kernel is not a constant (a training step's, a kernel given as input)
 
     @classmethod
     def legal(cls, facts: ConvFacts) -> bool:
