@@ -54,6 +54,12 @@ class ConvFacts:
         """Every kernel position, row-major over the kernel's spatial dims."""
         return list(product(*(range(k) for k in self.kernel_spatial)))
 
+    def channels_last(self) -> bool:
+        """Whether the input and the output both read [batch, spatial..., feature] (the spatial
+        dims in the kernel's order)."""
+        rank = self.lhs.rank
+        return all(tuple(spec) == (0, rank - 1, *range(1, rank - 1)) for spec in (self.dn.lhs_spec, self.dn.out_spec))
+
     def accumulates_in_input_type(self) -> bool:
         """Rewrites that sum in the operand type keep the conv's result type only then."""
         return self.preferred_element_type in (None, self.lhs.dtype)

@@ -40,10 +40,6 @@ KERNEL_TRANSFORM = np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0
 OUTPUT_TRANSFORM = np.array([[1, 1, 1, 0], [0, 1, -1, -1]])  # Aᵀ
 
 
-def _channels_last(spec: tuple[int, ...]) -> bool:
-    return tuple(spec) == (0, 3, 1, 2)
-
-
 def asks_highest(precision: object) -> bool:
     """Whether a conv's `precision` asks for HIGHEST on either operand: the direct sum, which
     Winograd's regrouping (its fractions and larger partial sums) is not; `lower-quantized`
@@ -102,7 +98,7 @@ class ConvWinograd(ConvLowering):
                 and facts.strides == facts.lhs_dilation == facts.rhs_dilation == (1, 1)
                 and all(lo >= 0 and hi >= 0 for lo, hi in facts.pads)
                 and facts.lhs.dtype in WIDE_FLOATS and facts.accumulates_in_input_type()
-                and _channels_last(facts.dn.lhs_spec) and _channels_last(facts.dn.out_spec)
+                and facts.channels_last()
                 and not asks_highest(facts.precision))
 
     def profitable(self, facts: ConvFacts) -> bool:

@@ -23,12 +23,6 @@ from convc.ir import Op
 from convc.rewrite import Rewriter, pattern_pass
 
 
-def _channels_last(spec: tuple[int, ...]) -> bool:
-    """A spec (batch, feature, spatial...) that reads [batch, spatial..., feature]."""
-    rank = len(spec)
-    return tuple(spec) == (0, rank - 1, *range(1, rank - 1))
-
-
 def _window_larger_than_input(facts: ConvFacts) -> bool:
     sizes = [facts.lhs.shape[d] for d in facts.dn.lhs_spec[2:]]
     return any((k - 1) * r + 1 > size for k, r, size in zip(facts.kernel_spatial, facts.rhs_dilation, sizes))
@@ -46,7 +40,7 @@ class SmallMapIm2col(ConvLowering):
         return (facts.feature_groups == facts.batch_groups == 1
                 and all(d == 1 for d in facts.lhs_dilation)
                 and all(lo >= 0 and hi >= 0 for lo, hi in facts.pads)
-                and _channels_last(facts.dn.lhs_spec) and _channels_last(facts.dn.out_spec)
+                and facts.channels_last()
                 and _window_larger_than_input(facts))
 
     def profitable(self, facts: ConvFacts) -> bool:
