@@ -119,9 +119,7 @@ class ConvWinograd(ConvLowering):
         tile = [[slice_along(rewriter, padded, {1: tap_range(i, 1, OUT, tiles[0]), 2: tap_range(j, 1, OUT, tiles[1])}, "tile")
                  for j in range(TILE)] for i in range(TILE)]
         positions = batch * tiles[0] * tiles[1]
-        transformed = [reshape(rewriter, v, (1, positions, features), "winograd_input")
-                       for row in transform_2d(rewriter, INPUT_TRANSFORM, tile, "winograd_input") for v in row]
-        inputs = rewriter.create("concatenate", *transformed, suffix="winograd_inputs", dimension=0)
+        inputs = stacked_tiles(rewriter, transform_2d(rewriter, INPUT_TRANSFORM, tile, "winograd_input"), positions, features)
         products = rewriter.create(
             "dot_general", inputs, transformed_kernel(rewriter, rhs, facts), suffix="winograd_products",
             lhs_batching_dimensions=(0,), rhs_batching_dimensions=(0,), lhs_contracting_dimensions=(2,),
@@ -131,6 +129,17 @@ class ConvWinograd(ConvLowering):
                                  blocks, "product") for q in range(TILE)] for p in range(TILE)]
         outputs = transform_2d(rewriter, OUTPUT_TRANSFORM, product_tile, "winograd_output")
         rewriter.replace_anchor(leading(rewriter, interleaved(rewriter, outputs, blocks), facts.out.shape, "winograd_rows"))
+
+
+def stacked_tiles(rewriter: Rewriter, transformed: list[list[Value]], positions: int, features: int) -> Value:
+    """The 4x4 transformed tiles (each [N, TH, TW, C]) as [16, positions, C], row-major: a
+    concatenate of four concatenates of four, which XLA:CPU fuses with the transform into one
+    loop (it does not fuse one of more than eight operands, and then writes sixteen buffers and
+    copies them; docs/benchmarks.md)."""
+    rows = [rewriter.create("concatenate", *(reshape(rewriter, v, (1, 1, positions, features), "winograd_input") for v in row),
+                            suffix="winograd_input_row", dimension=1) for row in transformed]
+    joined = rewriter.create("concatenate", *rows, suffix="winograd_inputs", dimension=0)
+    return reshape(rewriter, joined, (TILE * TILE, positions, features), "winograd_inputs")
 
 
 def interleaved(rewriter: Rewriter, outputs: list[list[Value]], blocks: tuple[int, ...]) -> Value:

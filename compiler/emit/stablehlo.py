@@ -29,6 +29,7 @@ class EmitContext:
     def __init__(self) -> None:
         self._names: dict[int, str] = {}
         self._taken: set[str] = set()
+        self._next_index: dict[str, int] = {}  # per base, the first suffix not yet tried: naming stays linear
         self.lines: list[str] = []
         self.loc = ""
 
@@ -38,10 +39,14 @@ class EmitContext:
         return name
 
     def fresh(self, base: str) -> str:
-        name, index = base, 0
+        """`base`, else `base_1`, `base_2`, ...: the first name not taken (every suffix tried
+        before stays taken, so the search resumes where it last stopped)."""
+        index = self._next_index.get(base, 0)
+        name = f"{base}_{index}" if index else base
         while name in self._taken or name.isdigit():
             index += 1
             name = f"{base}_{index}"
+        self._next_index[base] = index + 1
         self._taken.add(name)
         return f"%{name}"
 

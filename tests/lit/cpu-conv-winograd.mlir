@@ -4,7 +4,7 @@
 
 // A 3x3 stride-1 channels-last conv becomes Winograd F(2x2, 3x3): the input padded to whole
 // 2x2 output blocks, sixteen stride-2 slices (the 4x4 tile's positions, row-major), their
-// input transform (adds and subtracts) joined into [16, tiles, C], one dot_general batched
+// input transform (adds and subtracts) joined into [16, tiles, C] (four rows of four), one dot_general batched
 // over the 16 with the transformed kernel, the output transform, and the blocks interleaved
 // back into rows. The cost model takes only constant kernels (CONSTANT), and by default
 // leaves these small convs alone.
@@ -18,8 +18,12 @@
 // CHECK: %[[T15:[^ ]+]] = "convc.slice"(%[[PAD]]) {limit_indices = array<i64: 1, 6, 6, 2>, start_indices = array<i64: 0, 3, 3, 0>, strides = array<i64: 1, 2, 2, 1>}
 // CHECK: "convc.subtract"(%[[T0]], %{{[^ ]+}})
 // CHECK-NOT: convc.negate
-// CHECK: %[[V:[^ ]+]] = "convc.concatenate"({{.*}}) {dimension = 0 : i64}
-// CHECK-SAME: -> tensor<16x4x2xf32>
+// CHECK: %[[ROW0:[^ ]+]] = "convc.concatenate"({{.*}}) {dimension = 1 : i64}
+// CHECK-SAME: -> tensor<1x4x4x2xf32>
+// CHECK-COUNT-3: "convc.concatenate"({{.*}}) {dimension = 1 : i64}
+// CHECK: %[[ROWS:[^ ]+]] = "convc.concatenate"(%[[ROW0]], %{{[^ ]+}}, %{{[^ ]+}}, %{{[^ ]+}}) {dimension = 0 : i64}
+// CHECK-SAME: -> tensor<4x4x4x2xf32>
+// CHECK: %[[V:[^ ]+]] = "convc.reshape"(%[[ROWS]]) {new_sizes = array<i64: 16, 4, 2>}
 // CHECK: %[[TAPS:[^ ]+]] = "convc.reshape"(%w) {new_sizes = array<i64: 9, 6>}
 // CHECK: %[[G:[^ ]+]] = "convc.constant"()
 // CHECK-SAME: tensor<16x9xf32>

@@ -52,3 +52,15 @@ def test_every_golden_file_has_a_case() -> None:
     """A stale golden file (a removed example or target) fails rather than lingering."""
     expected = {f"{m.stem}.{t}.{ext}" for m in EXAMPLES for t in TARGETS for ext in KINDS.values()}
     assert {p.name for p in GOLDEN.iterdir()} <= expected
+
+
+def test_fresh_ssa_names_take_the_first_free_suffix_when_a_suffixed_name_is_already_taken() -> None:
+    """The emitter's SSA names: `base`, then `base_1`, `base_2`, ... skipping any taken by
+    another value (here a value named `v_2`), also when it resumes after earlier ones."""
+    from convc.emit.stablehlo import EmitContext
+
+    context = EmitContext()
+    first = [context.fresh("v") for _ in range(2)]
+    taken = context.fresh("v_2")
+    assert first + [taken] + [context.fresh("v") for _ in range(2)] == ["%v", "%v_1", "%v_2", "%v_3", "%v_4"]
+    assert [context.fresh("0"), context.fresh("0")] == ["%0_1", "%0_2"]  # a bare number is no SSA name of its own
