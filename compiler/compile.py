@@ -5,7 +5,9 @@ convc IR or portable bytecode. `Compiler` is what both command lines (`convc.cli
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
+import re
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -52,7 +54,24 @@ INTEGER_CONV_XLA_OPTIONS: dict[str, dict[str, str]] = {
 # training steps' limit", "Kernel gradients and the batch").
 GRADIENT_XLA_OPTIONS: dict[str, dict[str, str]] = {"cpu": {}}
 GRADIENT_DOTS_FROM_BATCH = 8
+# ... and for a forward module (no kernel gradient, no integer conv) on a host whose CPU lacks
+# AVX-512: no YNNPACK fusions at all. There Eigen's dots ran the imported networks faster than
+# YNNPACK's (Winograd's batched dots most), and the conv suite as fast (docs/benchmarks.md,
+# "YNNPACK's dots on a host without AVX-512"); with AVX-512, single dots were measured faster.
+WITHOUT_AVX512_XLA_OPTIONS: dict[str, dict[str, str]] = {"cpu": {"xla_cpu_experimental_ynn_fusion_type": "", **WIDE_VECTORS}}
 MLIR_BYTECODE_MAGIC = b"ML\xefR"  # how every MLIR bytecode file starts
+
+
+@functools.cache
+def host_has_avx512() -> bool | None:
+    """Whether this host's CPU has AVX-512 (the `avx512f` flag /proc/cpuinfo lists, as XLA's
+    LLVM sees the CPU); None where that file does not say (not Linux, not x86)."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return None
+    flags = re.search(r"^flags\s*:(.*)$", text, re.M)
+    return None if flags is None else "avx512f" in flags.group(1).split()
 
 
 def kernel_gradient_batches(graph: Graph) -> list[int]:
@@ -290,12 +309,15 @@ class Compiler:
         when a target is named and is the platform's: its target's TARGET_XLA_OPTIONS;
         INTEGER_CONV_XLA_OPTIONS where `graph` holds an integer conv; GRADIENT_XLA_OPTIONS
         where the graphs this compiler lowered computed kernel gradients, unless every one
-        that is not depthwise contracted a batch of GRADIENT_DOTS_FROM_BATCH or more."""
+        that is not depthwise contracted a batch of GRADIENT_DOTS_FROM_BATCH or more;
+        WITHOUT_AVX512_XLA_OPTIONS for a forward module on a CPU host without AVX-512."""
         if self.target is None or self.target != platform:
             return {}
         integer_convs = graph is not None and any(op.kind == "conv" and is_integer(op.operands[0].type.dtype) for op in graph.ops)
         small_batch_gradients = self.gradient_step and (self.gradient_batch or 0) < GRADIENT_DOTS_FROM_BATCH
-        table = INTEGER_CONV_XLA_OPTIONS if integer_convs else GRADIENT_XLA_OPTIONS if small_batch_gradients else TARGET_XLA_OPTIONS
+        forward = WITHOUT_AVX512_XLA_OPTIONS if platform == "cpu" and host_has_avx512() is False else TARGET_XLA_OPTIONS
+        table = (INTEGER_CONV_XLA_OPTIONS if integer_convs else GRADIENT_XLA_OPTIONS if small_batch_gradients
+                 else TARGET_XLA_OPTIONS if self.gradient_step else forward)
         return dict(table.get(self.target, {}))
 
     def run_passes(self, graph: Graph, passes: Sequence[Pass] | None = None) -> Graph:

@@ -120,7 +120,8 @@ def forms_and_choice(op: Any) -> tuple[list[str], str]:
 def option_sets(op: Any, platform: str, target: dict[str, str] | None = None) -> dict[str, dict[str, str]]:
     """convc's options ("target": the one-conv module's, or `target`, those of the module the
     conv is in, such as a gradient step's), XLA's ("default") and YNNPACK's single dots only
-    ("dots": compile.TARGET_XLA_OPTIONS, what convc gives a module without small-batch kernel gradients);
+    ("dots": compile.TARGET_XLA_OPTIONS, what convc gives a gradient step from batch 8, and a forward
+    module on a host with AVX-512);
     each distinct set once, under the first of those labels."""
     from convc.autotune_pjrt import one_conv_graph
     from convc.compile import TARGET_XLA_OPTIONS, Compiler

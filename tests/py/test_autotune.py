@@ -418,12 +418,11 @@ def test_candidates_are_timed_with_the_xla_options_the_module_is_compiled_with(t
     """convc's Compiler hands autotune a measure that compiles every candidate with the cpu
     target's own XLA options on the CPU (what the chosen form will run under), names them in
     the cache's device key, and still times real candidates with them."""
-    from convc.compile import TARGET_XLA_OPTIONS
 
     tune = AutotuneConvLowering(cache=str(tmp_path / "cache.json"), platform="cpu", budget_ms=BUDGET_MS)
     measured = autotune_pjrt.with_pjrt_measure(tune, Compiler(target="cpu").xla_options)
     measure = measured._measure  # type: ignore[attr-defined]  # the InitVar the pass keeps
-    assert dict(measure.xla_options) == TARGET_XLA_OPTIONS["cpu"] != {}
+    assert dict(measure.xla_options) == Compiler(target="cpu").xla_options("cpu") != {}
     assert measure.device().startswith(device_key("cpu") + "; XLA options ")
     assert autotune_pjrt.with_pjrt_measure(tune)._measure.xla_options == ()  # type: ignore[attr-defined]
     graph, lines = canonical(depthwise()), []

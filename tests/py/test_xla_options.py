@@ -7,12 +7,27 @@ import re
 from pathlib import Path
 
 import numpy as np
-from convc import Builder
-from convc.compile import GRADIENT_DOTS_FROM_BATCH, GRADIENT_XLA_OPTIONS, INTEGER_CONV_XLA_OPTIONS, TARGET_XLA_OPTIONS, Compiler
+import pytest
+from convc import Builder, compile
+from convc.compile import (
+    GRADIENT_DOTS_FROM_BATCH,
+    GRADIENT_XLA_OPTIONS,
+    INTEGER_CONV_XLA_OPTIONS,
+    TARGET_XLA_OPTIONS,
+    WITHOUT_AVX512_XLA_OPTIONS,
+    Compiler,
+    host_has_avx512,
+)
 from convc.ir import Graph
 from convc.runtime import compile_stablehlo
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def avx512_host(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The option rules as on a host whose CPU has AVX-512 (whatever this one has)."""
+    monkeypatch.setattr(compile, "host_has_avx512", lambda: True)
 
 
 def _ynnpack_fusion_bodies(hlo: str) -> list[str]:
@@ -37,7 +52,7 @@ def test_cpu_target_runs_keep_convs_out_of_ynnpack_fusions(rng: np.random.Genera
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * float(np.abs(want).max()))
 
 
-def test_xla_options_apply_to_the_targets_own_platform_only() -> None:
+def test_xla_options_apply_to_the_targets_own_platform_only(avx512_host: None) -> None:
     """A target's options go with its platform's compiles: not with another platform's, not
     with the generic target's, and not with a -p pipeline that names no target."""
     assert Compiler(target="cpu").xla_options("cpu") == TARGET_XLA_OPTIONS["cpu"]
@@ -79,15 +94,15 @@ def test_a_module_with_integer_convs_hands_ynnpack_its_convs() -> None:
         np.testing.assert_array_equal(ran(x)[0], want)
 
 
-def test_float_modules_keep_the_dots_only_option() -> None:
-    """A module without integer convs keeps TARGET_XLA_OPTIONS (float convs measured faster
-    outside YNNPACK's fusions)."""
+def test_float_modules_keep_the_dots_only_option_on_an_avx512_host(avx512_host: None) -> None:
+    """On a host with AVX-512, a module without integer convs keeps TARGET_XLA_OPTIONS (float
+    convs measured faster outside YNNPACK's fusions)."""
     compiler = Compiler(target="cpu")
     graph = compiler.run_passes(compiler.load(str(REPO_ROOT / "examples" / "resnet_block.json")))
     assert compiler.xla_options("cpu", graph) == TARGET_XLA_OPTIONS["cpu"]
 
 
-def test_a_gradient_step_at_batch_one_compiles_with_xla_defaults() -> None:
+def test_a_gradient_step_at_batch_one_compiles_with_xla_defaults(avx512_host: None) -> None:
     """A module computing kernel gradients over a batch of 1 (convc.grad of resnet_block's weights)
     gets GRADIENT_XLA_OPTIONS (XLA's defaults, whose YNNPACK convs ran small-batch kernel gradients
     faster), its forward alone the target's; both steps compute the same to f32 rounding."""
@@ -165,3 +180,48 @@ def test_cpu_modules_ask_for_wide_vectors_and_a_quantized_conv_keeps_every_integ
     want = evaluate(_quantized_conv_graph(), [x])[0]
     for options in (INTEGER_CONV_XLA_OPTIONS["cpu"], narrow):
         np.testing.assert_array_equal(compile_stablehlo(compiler.runnable(graph), "cpu", options)(x)[0], want)
+
+
+@pytest.mark.parametrize("avx512", [True, False, None], ids=["avx512", "no-avx512", "unknown-cpu"])
+def test_forward_modules_hand_ynnpack_nothing_only_on_a_host_without_avx512(avx512: bool | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A forward float module gets WITHOUT_AVX512_XLA_OPTIONS (no YNNPACK fusion) exactly where
+    the host is known to lack AVX-512, TARGET_XLA_OPTIONS where it has it or cannot tell; a
+    gradient step from batch 8 and an integer conv keep their own options on any host."""
+    import convc
+
+    monkeypatch.setattr(compile, "host_has_avx512", lambda: avx512)
+    compiler = Compiler(target="cpu")
+    forward = compiler.run_passes(compiler.load(str(REPO_ROOT / "examples" / "resnet_block.json")))
+    want = WITHOUT_AVX512_XLA_OPTIONS if avx512 is False else TARGET_XLA_OPTIONS
+    assert compiler.xla_options("cpu", forward) == want["cpu"]
+    assert Compiler(target="cpu").xla_options("gpu", forward) == {}
+    step_compiler = Compiler(target="cpu")
+    step = step_compiler.run_passes(convc.grad(_conv_relu(8), ["w"]))
+    assert step_compiler.xla_options("cpu", step) == TARGET_XLA_OPTIONS["cpu"]
+    integer = Compiler(target="cpu")
+    assert integer.xla_options("cpu", integer.run_passes(_quantized_conv_graph())) == INTEGER_CONV_XLA_OPTIONS["cpu"]
+
+
+def test_without_avx512_options_leave_ynnpack_no_fusion_and_compute_the_same(rng: np.random.Generator) -> None:
+    """resnet_block compiled with WITHOUT_AVX512_XLA_OPTIONS has no YNNPACK fusion at all (its
+    dots and convs are XLA's), and its outputs equal those under the target's options to f32
+    rounding."""
+    compiler = Compiler(target="cpu")
+    graph = compiler.run_passes(compiler.load(str(REPO_ROOT / "examples" / "resnet_block.json")))
+    module = compiler.runnable(graph)
+    without, target = (compile_stablehlo(module, "cpu", table["cpu"]) for table in (WITHOUT_AVX512_XLA_OPTIONS, TARGET_XLA_OPTIONS))
+    assert "__ynn_fusion" not in without.hlo_text() and "__ynn_fusion" in target.hlo_text()
+    x = rng.standard_normal(graph.inputs[0].type.shape).astype(np.float32)
+    (got,), (want,) = without(x), target(x)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * float(np.abs(want).max()))
+
+
+def test_host_has_avx512_is_the_avx512f_flag_of_proc_cpuinfo() -> None:
+    """On Linux x86 the answer is whether the `flags` line of /proc/cpuinfo lists avx512f;
+    elsewhere (no such file or line) it is None."""
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+    except OSError:
+        lines = []
+    flags = [line.split(":", 1)[1].split() for line in lines if line.startswith("flags")]
+    assert host_has_avx512() == (("avx512f" in flags[0]) if flags else None)
