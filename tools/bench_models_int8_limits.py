@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from convc.frontend.onnx.check import onnxruntime_saturates_u8_by_s8
 
 from . import bench, bench_models, bench_models_int8
 
@@ -297,7 +298,8 @@ def conv_thunks(conv: QdqConv, threads: int) -> dict[str, Callable[[], None]]:
     ort_input = (conv.stored_input.astype(np.int16) + conv.ort_shift).astype(np.uint8 if conv.ort_shift else conv.stored_input.dtype)
     theirs, reference = _ort_thunk(conv.ort_model, ort_input, threads)
     steps = np.abs(mine.astype(np.int64) + conv.ort_shift - reference.astype(np.int64))
-    if mine.shape != reference.shape or steps.max(initial=0) > STEP_TOLERANCE:
+    exact = not onnxruntime_saturates_u8_by_s8()  # else ONNX Runtime's sums saturate on this host: only the shapes checked
+    if mine.shape != reference.shape or exact and steps.max(initial=0) > STEP_TOLERANCE:
         raise bench.BenchError(f"{conv.name} ({conv.signature}): convc's int8 conv is up to {steps.max(initial=0)} steps "
                                f"from ONNX Runtime's (the bar: {STEP_TOLERANCE})")
     f32, _ = _convc_thunk(conv.f32_model, conv.name, conv.real_input)
@@ -356,6 +358,9 @@ def run_int8_limits_suite(args: Any, info: dict[str, Any], budget: float, log: C
     onnxruntime.set_default_logger_severity(3)
     threads = os.cpu_count() or 1
     info["onnxruntime"], info["threads"] = onnxruntime.__version__, threads
+    info["onnxruntime_saturates_8_bit_products"] = onnxruntime_saturates_u8_by_s8()
+    if info["onnxruntime_saturates_8_bit_products"]:
+        log("ONNX Runtime's 8-bit products saturate on this CPU (no VNNI): its int8 outputs are timed, not used to check convc's")
     log(f"int8 networks' limits: quantize_static QDQ per-channel; XLA and ONNX Runtime on {threads} intra-op threads; "
         f"load {info['load_average'][0]:.2f}")
     results = []

@@ -13,7 +13,12 @@ from convc.compile import GRADIENT_XLA_OPTIONS
 from convc.tools import bench, bench_limits
 
 
-def test_quick_limits_case_times_every_legal_form_with_both_option_sets(tmp_path: Path) -> None:
+def test_quick_limits_case_times_every_legal_form_with_both_option_sets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a host with AVX-512 (pinned: elsewhere a forward conv's options are a third set), the quick limits case times
+    every legal form under the target's options and XLA's defaults."""
+    from convc import compile as compile_module
+
+    monkeypatch.setattr(compile_module, "host_has_avx512", lambda: True)
     out = tmp_path / "limits.json"
     code = bench.main(["--suite", "limits", "--quick", "--platform", "cpu", "--cases", "weight_grad_depthwise",
                        "--budget", "0.05", "--json", str(out)])

@@ -824,3 +824,22 @@ def test_dilated_qdq_average_pool_stays_its_ops() -> None:
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     (theirs,) = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"]).run(None, feeds)
     assert np.abs(ours.astype(int) - theirs.astype(int)).max() <= 1
+
+
+def test_the_saturation_probe_says_whether_onnxruntime_multiplies_uint8_by_int8_exactly() -> None:
+    """`onnxruntime_saturates_u8_by_s8` (a 2-long product) agrees with ONNX Runtime's MatMulInteger of 64-long uint8 and
+    int8 vectors near their limits against numpy's exact int64 sum; `onnxruntime_unfit` names a model with 8-bit
+    products exactly where the probe saturates, and never one of 8-bit tensors without products or a float model."""
+    from convc.frontend.onnx.check import onnxruntime_saturates_u8_by_s8, onnxruntime_unfit
+
+    rng = np.random.default_rng(7)
+    a, b = rng.integers(200, 256, (1, 64)).astype(np.uint8), rng.integers(100, 128, (64, 1)).astype(np.int8)
+    product = _model([helper.make_node("MatMulInteger", ["a", "b"], ["y"])], {"a": (1, 64)}, ["y"], {"b": b}, dtype=TensorProto.UINT8)
+    session = ort.InferenceSession(product, providers=["CPUExecutionProvider"])
+    exact = int(a.astype(np.int64) @ b.astype(np.int64))
+    assert onnxruntime_saturates_u8_by_s8() == (int(session.run(None, {"a": a})[0][0, 0]) != exact)
+    assert (onnxruntime_unfit(product) is not None) == onnxruntime_saturates_u8_by_s8()
+    no_product = _model([helper.make_node("DequantizeLinear", ["a", "s"], ["y"])], {"a": (1, 64)}, ["y"], {"s": np.float32(0.5)},
+                        dtype=TensorProto.UINT8)
+    float_product = _model([helper.make_node("MatMul", ["a", "w"], ["y"])], {"a": (1, 64)}, ["y"], {"w": b.astype(np.float32)})
+    assert onnxruntime_unfit(no_product) is None and onnxruntime_unfit(float_product) is None
