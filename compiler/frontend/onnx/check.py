@@ -92,7 +92,7 @@ def onnxruntime_unfit(source: bytes | str) -> str | None:
     """Why ONNX Runtime is no oracle for this model on this host, or None: its 8-bit products
     saturate here (measured on uint8 by int8; its int8 convs shift their input to uint8) and
     the model has some."""
-    if has_8_bit_products(source) and onnxruntime_saturates_u8_by_s8():
+    if onnxruntime_saturates_u8_by_s8() and has_8_bit_products(source):  # the probe first: it is cached, a model is parsed
         return ("its CPU kernels add 8-bit integer products in 16 bits on this CPU (no VNNI), which saturate, "
                 "and this model has 8-bit products")
     return None
