@@ -836,7 +836,7 @@ def test_the_saturation_probe_says_whether_onnxruntime_multiplies_uint8_by_int8_
     a, b = rng.integers(200, 256, (1, 64)).astype(np.uint8), rng.integers(100, 128, (64, 1)).astype(np.int8)
     product = _model([helper.make_node("MatMulInteger", ["a", "b"], ["y"])], {"a": (1, 64)}, ["y"], {"b": b}, dtype=TensorProto.UINT8)
     session = ort.InferenceSession(product, providers=["CPUExecutionProvider"])
-    exact = int(a.astype(np.int64) @ b.astype(np.int64))
+    exact = int((a.astype(np.int64) @ b.astype(np.int64))[0, 0])
     assert onnxruntime_saturates_u8_by_s8() == (int(session.run(None, {"a": a})[0][0, 0]) != exact)
     assert (onnxruntime_unfit(product) is not None) == onnxruntime_saturates_u8_by_s8()
     no_product = _model([helper.make_node("DequantizeLinear", ["a", "s"], ["y"])], {"a": (1, 64)}, ["y"], {"s": np.float32(0.5)},
