@@ -26,11 +26,15 @@ def _tiny_network() -> Any:
                          nn.Conv2d(8, 8, 3, 1, 1, groups=8), nn.Conv2d(8, 16, 1)).eval()
 
 
-def test_network_limit_times_each_distinct_conv_in_every_form_beside_ort_and_torch() -> None:
+def test_network_limit_times_each_distinct_conv_in_every_form_beside_ort_and_torch(monkeypatch: pytest.MonkeyPatch) -> None:
     """Four convs, three distinct (the depthwise pair counted twice): each distinct conv in
-    every legal form with the network's options and XLA's defaults, all agreeing with XLA's
+    every legal form with the network's options and XLA's defaults (as on a host with AVX-512,
+    pinned: elsewhere a forward conv's options are a third set), all agreeing with XLA's
     conv; ONNX Runtime's one-node conv agreeing with it too; the network's ORT and PyTorch
     runs checked against convc's; the sums and ratios are of those medians."""
+    from convc import compile as compile_module
+
+    monkeypatch.setattr(compile_module, "host_has_avx512", lambda: True)
     spec = bench_models.ModelSpec("tiny", "test", 1, (1, 3, 16, 16))
     step = bench_models_limits.network(spec, _tiny_network(), threads=1, use_torch=True)
     result = bench_limits.run_step_limit_case(step, budget_s=0.02)

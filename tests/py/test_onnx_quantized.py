@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from convc.dtypes import is_quantized
 from test_lower_quantized import I8_CPU_PIPELINE  # every 8-bit quantized conv an i8 one (the default makes some exact f32 convs)
-from test_onnx_import import OPSET, _model, _onnxruntime, _random, ort
+from test_onnx_import import OPSET, _model, _onnxruntime, _random, _skip_where_check_did_not_compare_with_onnxruntime, ort
 
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper  # noqa: E402
@@ -265,7 +265,8 @@ def test_check_of_a_model_whose_output_qlinear_conv_writes_compares_with_onnxrun
                                                                                    capsys: pytest.CaptureFixture[str]) -> None:
     """`convc m.onnx --check --target cpu` where a QLinearConv writes the graph's uint8 output y, from a uint8 graph
     input or from a QuantizeLinear of a float one: the lowered module's output keeps the name y, so ONNX Runtime is
-    asked for y and compared (every element equal), beside the spec oracle; exit 0."""
+    asked for y and compared (every element equal), beside the spec oracle; exit 0 (where ONNX Runtime's 8-bit products
+    saturate, the check says it did not compare with it)."""
     from convc.cli import main as convc_main
 
     inits, _ = _conv_case("plain", np.uint8)
@@ -278,6 +279,7 @@ def test_check_of_a_model_whose_output_qlinear_conv_writes_compares_with_onnxrun
     assert convc_main([str(path), "--check", "--target", "cpu"]) == 0
     out = capsys.readouterr().out
     assert "y: 100.00% identical, at most 0 quantization steps apart vs jax.lax (ok)" in out
+    _skip_where_check_did_not_compare_with_onnxruntime(path.read_bytes(), out)
     assert "y: max abs error vs onnxruntime 0 (ok)" in out
 
 

@@ -284,13 +284,11 @@ def test_run_check_on_a_qdq_file_compares_with_both_oracles(tmp_path: Path, caps
     Runtime agree, exit 0; where ONNX Runtime's 8-bit kernels saturate (x86 without VNNI) the check says it
     did not compare with it, and still exits 0."""
     from convc.cli import main as convc_main
-    from convc.frontend.onnx.check import onnxruntime_unfit
+    from test_onnx_import import _skip_where_check_did_not_compare_with_onnxruntime
 
     (tmp_path / "int8.onnx").write_bytes(_quantized("small_resnet", "qdq_per_channel"))
     assert convc_main([str(tmp_path / "int8.onnx"), "--run", "--check", "--target", "cpu", "-o", str(tmp_path / "int8.mlir")]) == 0
     out = capsys.readouterr().out
     assert "y: 100.00% identical, at most 0 quantization steps apart vs jax.lax (ok)" in out
-    if onnxruntime_unfit((tmp_path / "int8.onnx").read_bytes()) is not None:  # this host's ONNX Runtime saturates 8-bit products
-        assert "(not compared with onnxruntime: its CPU kernels add 8-bit integer products in 16 bits" in out
-        pytest.skip("ONNX Runtime is no oracle for this int8 model on this host: only the spec oracle compared")
+    _skip_where_check_did_not_compare_with_onnxruntime((tmp_path / "int8.onnx").read_bytes(), out)
     assert "y: max abs error vs onnxruntime" in out and "(ok)" in out.split("vs onnxruntime")[1]
