@@ -138,6 +138,14 @@ def on_grid(output: np.ndarray, grid: tuple[float, int] | None) -> bool | None:
     return bool(np.all(np.abs(steps - np.round(steps)) <= GRID_TOLERANCE))
 
 
+def record_onnxruntime_saturation(info: dict[str, Any], log: Callable[[str], None]) -> None:
+    """Whether ONNX Runtime's 8-bit products saturate on this host, into the report (and said, where they do): then its
+    int8 outputs are timed but no reference for convc's."""
+    info["onnxruntime_saturates_8_bit_products"] = onnxruntime_saturates_u8_by_s8()
+    if info["onnxruntime_saturates_8_bit_products"]:
+        log("ONNX Runtime's 8-bit products saturate on this CPU (no VNNI): its int8 outputs are timed, not used to check convc's")
+
+
 def check(spec: bench_models.ModelSpec, f32_error: float, ours: float, theirs: float, grid: bool | None) -> None:
     """BenchError unless convc f32 matches ONNX Runtime and convc int8 meets issue 19's QDQ bar (where ONNX Runtime's
     8-bit products are exact on this host: `onnxruntime_saturates_u8_by_s8`)."""
@@ -251,9 +259,7 @@ def run_int8_suite(args: Any, info: dict[str, Any], target: str, budget: float, 
     source = specs[0].source if specs else ("torchvision" if bench_models.has_torchvision() else "fallback")
     info["onnxruntime"], info["threads"] = onnxruntime.__version__, threads
     onnxruntime.set_default_logger_severity(3)  # the session's notes on initializers the quantizer left unused
-    info["onnxruntime_saturates_8_bit_products"] = onnxruntime_saturates_u8_by_s8()
-    if info["onnxruntime_saturates_8_bit_products"]:
-        log("ONNX Runtime's 8-bit products saturate on this CPU (no VNNI): its int8 outputs are timed, not used to check convc's")
+    record_onnxruntime_saturation(info, log)
     origin = f" from the ONNX files in {saved_dir}" if saved_dir else ""
     log(f"int8 networks: {source}{origin}, quantize_static QDQ per-channel ({CALIBRATION_BATCHES} random calibration batches); "
         f"XLA and ONNX Runtime on {threads} intra-op threads; load {info['load_average'][0]:.2f}")

@@ -358,9 +358,7 @@ def run_int8_limits_suite(args: Any, info: dict[str, Any], budget: float, log: C
     onnxruntime.set_default_logger_severity(3)
     threads = os.cpu_count() or 1
     info["onnxruntime"], info["threads"] = onnxruntime.__version__, threads
-    info["onnxruntime_saturates_8_bit_products"] = onnxruntime_saturates_u8_by_s8()
-    if info["onnxruntime_saturates_8_bit_products"]:
-        log("ONNX Runtime's 8-bit products saturate on this CPU (no VNNI): its int8 outputs are timed, not used to check convc's")
+    bench_models_int8.record_onnxruntime_saturation(info, log)
     log(f"int8 networks' limits: quantize_static QDQ per-channel; XLA and ONNX Runtime on {threads} intra-op threads; "
         f"load {info['load_average'][0]:.2f}")
     results = []
