@@ -19,7 +19,6 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
-from convc.passes import PASSES, default_pipeline
 from convc.passes.autotune_conv_lowering import AutotuneConvLowering
 
 from .autotune import Log, Measurement, kernel_is_constant, log_to_stderr
@@ -27,7 +26,7 @@ from .conv_lowering import LOWERING
 from .diagnostics import one_line
 from .ir import Graph, Op, Value
 from .lowering_pins import XLA
-from .pass_manager import Pass, PassManager, PipelineError, parse_pipeline
+from .pass_manager import Pass, PassManager, PipelineError
 from .runtime_inputs import random_array
 
 MAX_ROUNDS = 25  # timed calls per candidate at most; a budget of a few ms ends sooner
@@ -116,11 +115,13 @@ def one_conv_operands(op: Op, seed: int) -> list[np.ndarray]:
 
 
 def lowered_stablehlo(op: Op, lowering: str | None) -> str:
-    """The one-conv module as the cpu target emits it with `lowering` pinned (None: unpinned)."""
+    """The one-conv module as the cpu target emits it with `lowering` pinned (None: unpinned,
+    the cost model's choice on this host)."""
+    from .compile import Compiler
     from .emit import emit_stablehlo
 
     graph = one_conv_graph(op, lowering)
-    PassManager(parse_pipeline(default_pipeline("cpu"), PASSES)).run(graph)
+    PassManager(Compiler(target="cpu").passes()).run(graph)
     return emit_stablehlo(graph)
 
 

@@ -59,6 +59,11 @@ GRADIENT_DOTS_FROM_BATCH = 8
 # YNNPACK's (Winograd's batched dots most), and the conv suite as fast (docs/benchmarks.md,
 # "YNNPACK's dots on a host without AVX-512"); with AVX-512, single dots were measured faster.
 WITHOUT_AVX512_XLA_OPTIONS: dict[str, dict[str, str]] = {"cpu": {"xla_cpu_experimental_ynn_fusion_type": "", **WIDE_VECTORS}}
+# Pass options of the cpu target's default pipeline that change with those Eigen dots: on such
+# a host Winograd's batched dots paid from 32 features (DenseNet's 128 -> 32 growth convs, the
+# ResNets' 64-feature convs), where YNNPACK's single dots lost below 128 (docs/benchmarks.md,
+# "Winograd on a host without AVX-512").
+WITHOUT_AVX512_PASS_OPTIONS: dict[str, dict[str, object]] = {"cpu-conv-winograd": {"min_features": 32}}
 MLIR_BYTECODE_MAGIC = b"ML\xefR"  # how every MLIR bytecode file starts
 
 
@@ -283,7 +288,14 @@ class Compiler:
             raise PipelineError("--autotune-cache needs --autotune")
         if self.autotune and target != "cpu":
             raise PipelineError(f"--autotune chooses among the cpu target's conv lowerings; the target is '{target}' (use --target cpu)")
-        return [self._with_autotune_options(p) for p in parse_pipeline(default_pipeline(target, self.autotune), PASSES)]
+        passes = parse_pipeline(default_pipeline(target, self.autotune), PASSES)
+        return [self._with_autotune_options(self._tuned_for_host(p, target)) for p in passes]
+
+    def _tuned_for_host(self, p: Pass, target: str) -> Pass:
+        """`p` with WITHOUT_AVX512_PASS_OPTIONS where its forward modules get
+        WITHOUT_AVX512_XLA_OPTIONS: the cpu target, no gradient step, a host without AVX-512."""
+        options = WITHOUT_AVX512_PASS_OPTIONS.get(p.name) if target == "cpu" and not self.gradient_step else None
+        return replace(p, **options) if options and host_has_avx512() is False else p
 
     def _with_autotune_options(self, p: Pass) -> Pass:
         """Options set here rather than in pipeline text, which cannot spell every path."""

@@ -487,13 +487,14 @@ def relative_error(ours: np.ndarray, reference: np.ndarray) -> float:
 
 
 def pipeline_without(target: str, name: str) -> str:
-    """The target's default pipeline minus the pass `name` (BenchError if it holds none)."""
-    from convc.passes import default_pipeline
+    """The target's default pipeline minus the pass `name` (BenchError if it holds none),
+    the others spelled with their options as this host's default pipeline has them."""
+    from convc.compile import Compiler
 
-    passes = default_pipeline(target).split(",")
-    if name not in passes:
-        raise bench.BenchError(f"--without-pass: '{name}' is not in the {target} target's default pipeline ({', '.join(passes)})")
-    return ",".join(p for p in passes if p != name)
+    passes = Compiler(target=target).passes()
+    if name not in (names := [p.name for p in passes]):
+        raise bench.BenchError(f"--without-pass: '{name}' is not in the {target} target's default pipeline ({', '.join(names)})")
+    return ",".join(p.spelling() for p in passes if p.name != name)
 
 
 def run_model(spec: ModelSpec, target: str, budget_s: float, use_torch: bool, threads: int, seed: int = 0,

@@ -14,6 +14,7 @@ from convc.compile import (
     GRADIENT_XLA_OPTIONS,
     INTEGER_CONV_XLA_OPTIONS,
     TARGET_XLA_OPTIONS,
+    WITHOUT_AVX512_PASS_OPTIONS,
     WITHOUT_AVX512_XLA_OPTIONS,
     Compiler,
     host_has_avx512,
@@ -214,6 +215,39 @@ def test_without_avx512_options_leave_ynnpack_no_fusion_and_compute_the_same(rng
     x = rng.standard_normal(graph.inputs[0].type.shape).astype(np.float32)
     (got,), (want,) = without(x), target(x)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * float(np.abs(want).max()))
+
+
+def _growth_conv() -> Graph:
+    """A DenseNet growth conv: 3x3, 128 -> 32 features, NHWC, its kernel a constant (imported)."""
+    b = Builder("growth")
+    x = b.input("x", (1, 8, 8, 128))
+    w = b.constant("w", np.random.default_rng(0).standard_normal((3, 3, 128, 32)).astype(np.float32))
+    b.output(b.conv(x, w, name="c", padding="SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")))
+    return b.build()
+
+
+def _winograd_min_features(compiler: Compiler) -> int:
+    (winograd,) = [p for p in compiler.passes() if p.name == "cpu-conv-winograd"]
+    return int(winograd.min_features)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("avx512", [True, False, None], ids=["avx512", "no-avx512", "unknown-cpu"])
+def test_winograd_takes_32_features_only_where_forward_dots_are_eigens(avx512: bool | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cpu target's default pipeline runs cpu-conv-winograd with WITHOUT_AVX512_PASS_OPTIONS
+    (min_features=32) exactly where its forward modules get WITHOUT_AVX512_XLA_OPTIONS: on a
+    host known to lack AVX-512, and not for a gradient step, a -p pipeline or another target;
+    so a 128 -> 32 growth conv with a constant kernel leaves the pipeline as a conv only where
+    the host has AVX-512 or cannot tell."""
+    monkeypatch.setattr(compile, "host_has_avx512", lambda: avx512)
+    tuned = WITHOUT_AVX512_PASS_OPTIONS["cpu-conv-winograd"]["min_features"]
+    assert _winograd_min_features(Compiler(target="cpu")) == (tuned if avx512 is False else 128)
+    step = Compiler(target="cpu")
+    step.gradient_step = True
+    assert _winograd_min_features(step) == 128
+    assert _winograd_min_features(Compiler(target="cpu", pipeline="cpu-conv-winograd")) == 128
+    compiler = Compiler(target="cpu")
+    kinds = [op.kind for op in compiler.run_passes(_growth_conv()).ops]
+    assert ("conv" in kinds) == (avx512 is not False)
 
 
 def test_host_has_avx512_is_the_avx512f_flag_of_proc_cpuinfo() -> None:
