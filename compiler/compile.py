@@ -54,10 +54,13 @@ INTEGER_CONV_XLA_OPTIONS: dict[str, dict[str, str]] = {
 # training steps' limit", "Kernel gradients and the batch").
 GRADIENT_XLA_OPTIONS: dict[str, dict[str, str]] = {"cpu": {}}
 GRADIENT_DOTS_FROM_BATCH = 8
-# ... and for a forward module (no kernel gradient, no integer conv) on a host whose CPU lacks
-# AVX-512: no YNNPACK fusions at all. There Eigen's dots ran the imported networks faster than
+# ... and for a forward float module (no kernel gradient, no integer conv or dot) on a host
+# whose CPU lacks AVX-512: no YNNPACK fusions at all. There Eigen's dots ran the imported networks faster than
 # YNNPACK's (Winograd's batched dots most), and the conv suite as fast (docs/benchmarks.md,
 # "YNNPACK's dots on a host without AVX-512"); with AVX-512, single dots were measured faster.
+# A module with integer dots (an int8 network's pointwise convs) keeps the target's options:
+# XLA's own i8 dots took up to 1.7 times as long as YNNPACK's ("The int8 networks on a host
+# without AVX-512").
 WITHOUT_AVX512_XLA_OPTIONS: dict[str, dict[str, str]] = {"cpu": {"xla_cpu_experimental_ynn_fusion_type": "", **WIDE_VECTORS}}
 # Pass options of the cpu target's default pipeline that change with those Eigen dots: on such
 # a host Winograd's batched dots paid from 32 features (DenseNet's 128 -> 32 growth convs, the
@@ -322,14 +325,16 @@ class Compiler:
         INTEGER_CONV_XLA_OPTIONS where `graph` holds an integer conv; GRADIENT_XLA_OPTIONS
         where the graphs this compiler lowered computed kernel gradients, unless every one
         that is not depthwise contracted a batch of GRADIENT_DOTS_FROM_BATCH or more;
-        WITHOUT_AVX512_XLA_OPTIONS for a forward module on a CPU host without AVX-512."""
+        WITHOUT_AVX512_XLA_OPTIONS for a forward float module (no integer conv or dot) on a CPU
+        host without AVX-512: XLA's own integer dots are many times YNNPACK's."""
         if self.target is None or self.target != platform:
             return {}
-        integer_convs = graph is not None and any(op.kind == "conv" and is_integer(op.operands[0].type.dtype) for op in graph.ops)
+        integer_convs, integer_dots = (graph is not None and any(op.kind == kind and is_integer(op.operands[0].type.dtype) for op in graph.ops)
+                                       for kind in ("conv", "dot_general"))
         small_batch_gradients = self.gradient_step and (self.gradient_batch or 0) < GRADIENT_DOTS_FROM_BATCH
         forward = WITHOUT_AVX512_XLA_OPTIONS if platform == "cpu" and host_has_avx512() is False else TARGET_XLA_OPTIONS
         table = (INTEGER_CONV_XLA_OPTIONS if integer_convs else GRADIENT_XLA_OPTIONS if small_batch_gradients
-                 else TARGET_XLA_OPTIONS if self.gradient_step else forward)
+                 else TARGET_XLA_OPTIONS if self.gradient_step or integer_dots else forward)
         return dict(table.get(self.target, {}))
 
     def run_passes(self, graph: Graph, passes: Sequence[Pass] | None = None) -> Graph:

@@ -63,11 +63,12 @@ def test_xla_options_apply_to_the_targets_own_platform_only(avx512_host: None) -
     assert Compiler(target="cpu", pipeline="dce").xla_options("cpu") == TARGET_XLA_OPTIONS["cpu"]
 
 
-def _quantized_conv_graph() -> Graph:
-    """An NHWC quantized conv with a constant per-tensor kernel, as an ONNX QDQ import has it."""
+def _quantized_conv_graph(window: int = 3) -> Graph:
+    """An NHWC quantized conv with a constant per-tensor kernel, as an ONNX QDQ import has it
+    (window 1: a pointwise conv, which the cpu pipeline makes an i8 dot)."""
     b = Builder("qconv")
     x = b.input("x", (1, 8, 8, 32), "!quant.uniform<i8:f32, 0.5:-3>")  # more than 16 features: an i8 conv
-    kernel = np.random.default_rng(0).integers(-127, 128, (3, 3, 32, 32)).astype(np.float32) * np.float32(0.25)
+    kernel = np.random.default_rng(0).integers(-127, 128, (window, window, 32, 32)).astype(np.float32) * np.float32(0.25)
     w = b.uniform_quantize(b.constant("w_real", kernel), name="w", new_dtype="!quant.uniform<i8:f32, 0.25>")
     b.output(b.conv(x, w, name="c", dimension_numbers=("NHWC", "HWIO", "NHWC"), padding="SAME",
                     preferred_element_type="!quant.uniform<i8:f32, 16.0:2>"))
@@ -187,7 +188,9 @@ def test_cpu_modules_ask_for_wide_vectors_and_a_quantized_conv_keeps_every_integ
 def test_forward_modules_hand_ynnpack_nothing_only_on_a_host_without_avx512(avx512: bool | None, monkeypatch: pytest.MonkeyPatch) -> None:
     """A forward float module gets WITHOUT_AVX512_XLA_OPTIONS (no YNNPACK fusion) exactly where
     the host is known to lack AVX-512, TARGET_XLA_OPTIONS where it has it or cannot tell; a
-    gradient step from batch 8 and an integer conv keep their own options on any host."""
+    gradient step from batch 8 and an integer conv keep their own options on any host, and a
+    module whose integer products are dots (a quantized pointwise conv) gets the target's,
+    whose YNNPACK runs its i8 dots."""
     import convc
 
     monkeypatch.setattr(compile, "host_has_avx512", lambda: avx512)
@@ -201,6 +204,10 @@ def test_forward_modules_hand_ynnpack_nothing_only_on_a_host_without_avx512(avx5
     assert step_compiler.xla_options("cpu", step) == TARGET_XLA_OPTIONS["cpu"]
     integer = Compiler(target="cpu")
     assert integer.xla_options("cpu", integer.run_passes(_quantized_conv_graph())) == INTEGER_CONV_XLA_OPTIONS["cpu"]
+    pointwise = Compiler(target="cpu")
+    lowered = pointwise.run_passes(_quantized_conv_graph(window=1))
+    assert [op.operands[0].type.dtype for op in lowered.ops if op.kind in ("conv", "dot_general")] == ["i8"]
+    assert pointwise.xla_options("cpu", lowered) == TARGET_XLA_OPTIONS["cpu"]
 
 
 def test_without_avx512_options_leave_ynnpack_no_fusion_and_compute_the_same(rng: np.random.Generator) -> None:
