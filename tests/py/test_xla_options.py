@@ -242,7 +242,7 @@ def _winograd_min_features(compiler: Compiler) -> int:
 def test_winograd_takes_32_features_only_where_forward_dots_are_eigens(avx512: bool | None, monkeypatch: pytest.MonkeyPatch) -> None:
     """The cpu target's default pipeline runs cpu-conv-winograd with WITHOUT_AVX512_PASS_OPTIONS
     (min_features=32) exactly where its forward modules get WITHOUT_AVX512_XLA_OPTIONS: on a
-    host known to lack AVX-512, and not for a gradient step, a -p pipeline or another target;
+    host known to lack AVX-512, and not for a gradient step or a -p pipeline;
     so a 128 -> 32 growth conv with a constant kernel leaves the pipeline as a conv only where
     the host has AVX-512 or cannot tell."""
     monkeypatch.setattr(compile, "host_has_avx512", lambda: avx512)
