@@ -55,12 +55,12 @@ INTEGER_CONV_XLA_OPTIONS: dict[str, dict[str, str]] = {
 GRADIENT_XLA_OPTIONS: dict[str, dict[str, str]] = {"cpu": {}}
 GRADIENT_DOTS_FROM_BATCH = 8
 # ... and for a forward float module (no kernel gradient, no integer conv or dot) on a host
-# whose CPU lacks AVX-512: no YNNPACK fusions at all. There Eigen's dots ran the imported networks faster than
-# YNNPACK's (Winograd's batched dots most), and the conv suite as fast (docs/benchmarks.md,
-# "YNNPACK's dots on a host without AVX-512"); with AVX-512, single dots were measured faster.
-# A module with integer dots (an int8 network's pointwise convs) keeps the target's options:
-# XLA's own i8 dots took up to 1.7 times as long as YNNPACK's ("The int8 networks on a host
-# without AVX-512").
+# whose CPU lacks AVX-512: no YNNPACK fusions at all. There Eigen's dots ran the imported
+# networks faster than YNNPACK's (Winograd's batched dots most), and the conv suite as fast
+# (docs/benchmarks.md, "YNNPACK's dots on a host without AVX-512"); with AVX-512, single dots
+# were measured faster. A module with integer dots (an int8 network's pointwise convs) keeps
+# the target's options: XLA's own i8 dots ran slower than YNNPACK's ("The int8 networks on a
+# host without AVX-512").
 WITHOUT_AVX512_XLA_OPTIONS: dict[str, dict[str, str]] = {"cpu": {"xla_cpu_experimental_ynn_fusion_type": "", **WIDE_VECTORS}}
 # Pass options of the cpu target's default pipeline that change with those Eigen dots: on such
 # a host Winograd's batched dots paid from 32 features (DenseNet's 128 -> 32 growth convs, the
@@ -80,6 +80,11 @@ def host_has_avx512() -> bool | None:
         return None
     flags = re.search(r"^flags\s*:(.*)$", text, re.M)
     return None if flags is None else "avx512f" in flags.group(1).split()
+
+
+def holds_integer(graph: Graph, kind: str) -> bool:
+    """Whether an op of `kind` in `graph` takes integer operands (a lowered quantized conv's)."""
+    return any(op.kind == kind and is_integer(op.operands[0].type.dtype) for op in graph.ops)
 
 
 def kernel_gradient_batches(graph: Graph) -> list[int]:
@@ -295,8 +300,9 @@ class Compiler:
         return [self._with_autotune_options(self._tuned_for_host(p, target)) for p in passes]
 
     def _tuned_for_host(self, p: Pass, target: str) -> Pass:
-        """`p` with WITHOUT_AVX512_PASS_OPTIONS where its forward modules get
-        WITHOUT_AVX512_XLA_OPTIONS: the cpu target, no gradient step, a host without AVX-512."""
+        """`p` with WITHOUT_AVX512_PASS_OPTIONS where forward float modules get
+        WITHOUT_AVX512_XLA_OPTIONS: the cpu target, no gradient step, a host without AVX-512
+        (the passes it tunes take no integer conv, so an int8 module's are untouched)."""
         options = WITHOUT_AVX512_PASS_OPTIONS.get(p.name) if target == "cpu" and not self.gradient_step else None
         return replace(p, **options) if options and host_has_avx512() is False else p
 
@@ -326,11 +332,10 @@ class Compiler:
         where the graphs this compiler lowered computed kernel gradients, unless every one
         that is not depthwise contracted a batch of GRADIENT_DOTS_FROM_BATCH or more;
         WITHOUT_AVX512_XLA_OPTIONS for a forward float module (no integer conv or dot) on a CPU
-        host without AVX-512: XLA's own integer dots are many times YNNPACK's."""
+        host without AVX-512: XLA's own integer dots are slower than YNNPACK's."""
         if self.target is None or self.target != platform:
             return {}
-        integer_convs, integer_dots = (graph is not None and any(op.kind == kind and is_integer(op.operands[0].type.dtype) for op in graph.ops)
-                                       for kind in ("conv", "dot_general"))
+        integer_convs, integer_dots = (graph is not None and holds_integer(graph, kind) for kind in ("conv", "dot_general"))
         small_batch_gradients = self.gradient_step and (self.gradient_batch or 0) < GRADIENT_DOTS_FROM_BATCH
         forward = WITHOUT_AVX512_XLA_OPTIONS if platform == "cpu" and host_has_avx512() is False else TARGET_XLA_OPTIONS
         table = (INTEGER_CONV_XLA_OPTIONS if integer_convs else GRADIENT_XLA_OPTIONS if small_batch_gradients
